@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Install what protolab needs, idempotently, on Debian bookworm as root:
+#   1. Debian packages (protocol servers, tools, fio's build dependencies);
+#   2. fio built from Debian's source package (pinned) with the libiscsi, nfs
+#      and nbd engines, into .deps/fio — apt is pointed at a private sources
+#      list and state directory, so the machine's apt configuration is untouched;
+#   3. a virtualenv .venv with pinned Python dependencies and protolab itself.
+# Each step is skipped when its result is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+FIO_VERSION=3.33-3
+DEPS="$top/.deps"
+say() { printf '[install] %s\n' "$*"; }
+
+APT_PACKAGES=(
+  # protocol servers and clients of the lab
+  tgt nfs-ganesha nfs-ganesha-vfs rpcbind nbdkit libnbd-bin libiscsi-bin libnfs-utils
+  # network, storage and process tools
+  iproute2 ethtool btrfs-progs util-linux procps kmod openssh-server openssh-client
+  # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
+  build-essential dpkg-dev pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
+  # python
+  python3 python3-venv
+  # report tests: a real browser
+  chromium
+)
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then say "Debian packages: all present"; return; fi
+  say "Debian packages: installing ${missing[*]}"
+  # Packages such as tgt and rpcbind start their daemon on install; protolab
+  # runs its own servers inside the lab's namespaces, so forbid that while we
+  # install (policy-rc.d is removed again afterwards if we created it).
+  local made_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; made_policy=1
+  fi
+  trap '[ $made_policy = 1 ] && rm -f /usr/sbin/policy-rc.d' RETURN
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  say "Debian packages: done"
+}
+
+build_fio() {
+  local fio="$DEPS/fio/bin/fio"
+  if [ -x "$fio" ] && "$fio" --enghelp 2>/dev/null | grep -qw libiscsi \
+     && "$fio" --enghelp | grep -qw nfs && "$fio" --enghelp | grep -qw nbd; then
+    say "fio: $("$fio" --version) with libiscsi, nfs, nbd already built"; return
+  fi
+  say "fio: building Debian's $FIO_VERSION with libiscsi, nfs and nbd engines"
+  local apt="$DEPS/apt" src="$DEPS/src"
+  mkdir -p "$apt/lists/partial" "$src"
+  # A private deb-src list for the same mirror and suites as the system's.
+  local uris suites
+  uris=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  uris=${uris:-http://deb.debian.org/debian}
+  echo "deb-src $uris bookworm main" > "$apt/sources.list"
+  local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache")
+  mkdir -p "$apt/cache/archives/partial"
+  apt-get "${opts[@]}" update -qq
+  rm -rf "$src"/fio-*
+  (cd "$src" && apt-get "${opts[@]}" source -qq "fio=$FIO_VERSION" >/dev/null)
+  local dir
+  dir=$(find "$src" -maxdepth 1 -type d -name 'fio-*' | head -1)
+  (cd "$dir" && ./configure --prefix="$DEPS/fio" --enable-libiscsi --enable-libnfs --enable-libnbd >"$src/configure.log" \
+     && make -j"$(nproc)" >"$src/make.log" 2>&1 && make install >/dev/null)
+  for e in libiscsi nfs nbd io_uring; do
+    "$fio" --enghelp | grep -qw "$e" || { echo "fio built without the $e engine; see $src/configure.log" >&2; exit 1; }
+  done
+  say "fio: $("$fio" --version) built into $DEPS/fio"
+}
+
+make_venv() {
+  local stamp=.venv/.installed
+  if [ -f "$stamp" ] && [ "$stamp" -nt requirements.lock ] && [ "$stamp" -nt pyproject.toml ]; then
+    say "virtualenv: up to date"; return
+  fi
+  say "virtualenv: installing pinned dependencies"
+  [ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv 2>/dev/null || python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  touch "$stamp"
+  say "virtualenv: done"
+}
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: run as root (it installs Debian packages); or install them yourself and run 'make venv'" >&2
+  exit 2
+fi
+install_apt
+build_fio
+make_venv

@@ -1,0 +1,19 @@
+"""Errors a user can cause. The CLI prints them on one line and exits 2."""
+
+
+class ProtolabError(Exception):
+    """An error the user can fix; the message names the file, field or command and what to do."""
+
+    exit_code = 2
+
+
+class PlanError(ProtolabError):
+    """The plan file is missing, unreadable or invalid."""
+
+
+class TargetError(ProtolabError):
+    """A target cannot be used as asked (for example, it holds data and allow_overwrite is not set)."""
+
+
+class ToolError(ProtolabError):
+    """An external program (fio, ip, tc, tgtadm, …) is missing or failed."""

@@ -1,0 +1,131 @@
+"""The one way protolab runs external programs: an injectable command runner.
+
+Adapters (fio, ip, tc, tgtadm, ganesha, nbdkit, ssh) take a ``Runner`` so that
+unit tests can pass a fake and integration tests the real ``SubprocessRunner``.
+``netns`` runs the command inside a named network namespace via ``ip netns exec``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from .errors import ToolError
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The outcome of a finished command."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def one_line_error(self) -> str:
+        """The last non-empty line of stderr (or stdout), for one-line error messages."""
+        for text in (self.stderr, self.stdout):
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            if lines:
+                return lines[-1]
+        return f"exit code {self.returncode}"
+
+
+class Runner(Protocol):
+    """Runs commands; ``spawn`` starts a long-lived process (a server)."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        netns: str | None = None,
+        check: bool = True,
+        input: str | None = None,
+        timeout: float | None = None,
+    ) -> Completed: ...
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        netns: str | None = None,
+        stdout=None,
+        stderr=None,
+    ) -> subprocess.Popen: ...
+
+
+def in_netns(argv: Sequence[str], netns: str | None) -> list[str]:
+    """The argv that runs ``argv`` in network namespace ``netns`` (unchanged when None)."""
+    return ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
+
+
+@dataclass
+class SubprocessRunner:
+    """The real runner: subprocess, text mode, errors as ToolError naming the command."""
+
+    def run(self, argv, *, netns=None, check=True, input=None, timeout=None) -> Completed:
+        full = in_netns(argv, netns)
+        try:
+            p = subprocess.run(
+                full, input=input, capture_output=True, text=True, timeout=timeout
+            )
+        except FileNotFoundError:
+            raise ToolError(
+                f"{full[0]}: command not found; run 'make deps' (or install it) and try again"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{shlex.join(full)}: did not finish within {timeout:g} s") from None
+        done = Completed(tuple(full), p.returncode, p.stdout, p.stderr)
+        if check and p.returncode != 0:
+            raise ToolError(f"{shlex.join(full)}: {done.one_line_error()}")
+        return done
+
+    def spawn(self, argv, *, netns=None, stdout=None, stderr=None) -> subprocess.Popen:
+        full = in_netns(argv, netns)
+        try:
+            return subprocess.Popen(
+                full,
+                stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                stderr=stderr if stderr is not None else subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise ToolError(
+                f"{full[0]}: command not found; run 'make deps' (or install it) and try again"
+            ) from None
+
+
+@dataclass
+class FakeRunner:
+    """A runner for unit tests: records every call and answers from a script.
+
+    ``answers`` maps a command prefix (tuple of leading argv words) to a Completed
+    or a callable(argv) -> Completed; unmatched commands succeed with empty output.
+    """
+
+    answers: dict[tuple[str, ...], object] = field(default_factory=dict)
+    calls: list[tuple[tuple[str, ...], str | None]] = field(default_factory=list)
+
+    def _answer(self, argv: Sequence[str]) -> Completed:
+        best: tuple[str, ...] = ()
+        for prefix in self.answers:
+            if tuple(argv[: len(prefix)]) == prefix and len(prefix) > len(best):
+                best = prefix
+        if best:
+            a = self.answers[best]
+            return a(list(argv)) if callable(a) else a  # type: ignore[return-value]
+        return Completed(tuple(argv), 0, "", "")
+
+    def run(self, argv, *, netns=None, check=True, input=None, timeout=None) -> Completed:
+        self.calls.append((tuple(argv), netns))
+        done = self._answer(argv)
+        if check and done.returncode != 0:
+            raise ToolError(f"{shlex.join(argv)}: {done.one_line_error()}")
+        return done
+
+    def spawn(self, argv, *, netns=None, stdout=None, stderr=None):
+        self.calls.append((tuple(argv), netns))
+        raise NotImplementedError("FakeRunner cannot spawn processes")
