@@ -1,0 +1,277 @@
+"""Repeats, confidence intervals, comparisons against a baseline, significance and outliers.
+
+The unit of replication is one whole measured window (DESIGN.md, "Statistics the
+report may rely on"): every function here takes one value per repeat.
+
+A difference between a configuration and its baseline is called only when
+  1. a Mann–Whitney U test, corrected across the matrix (Holm by default,
+     Benjamini–Hochberg on request), gives p < alpha, and
+  2. the whole 95 % bootstrap interval of the ratio of medians lies outside the
+     noise band [1 - noise, 1 + noise] (default ±2 %).
+Otherwise the verdict is "no clear difference" — never a win.
+
+Mann–Whitney is chosen over a t-test on purpose (asv's lesson): with 2 repeats
+per side its smallest possible two-sided p is 1/3, so two-and-two can never be
+called significant however large the shift looks. That is the honest answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+HIGHER = "higher"
+LOWER = "lower"
+NO_CLEAR_DIFFERENCE = "no clear difference"
+
+# hyperfine and Iglewicz & Hoaglin: modified z-score above 3.5 is an outlier.
+OUTLIER_Z = 3.5
+# 0.6745 is the 0.75 quantile of the standard normal: it makes MAD comparable to sigma.
+_MAD_TO_Z = 0.6745
+# Exact permutation p-values with ties are only affordable for small samples;
+# C(16, 8) = 12 870 arrangements take well under a second.
+_MAX_EXACT_ARRANGEMENTS = 13_000
+_BOOTSTRAP_RESAMPLES = 4000
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Median of repeats with a distribution-free confidence interval of the median."""
+
+    n: int
+    median: float
+    ci_low: float
+    ci_high: float
+    ci_level: float  # the coverage actually achieved; below 0.95 only when n < 6
+    mean: float
+    stdev: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One configuration against its baseline at the same workload and load point."""
+
+    ratio: float  # median(other) / median(baseline)
+    ci_low: float
+    ci_high: float
+    p_value: float  # uncorrected two-sided Mann–Whitney U
+    n_base: int
+    n_other: int
+    median_base: float
+    median_other: float
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The call on one comparison after correction for the number of comparisons."""
+
+    label: str
+    verdict: str  # "higher", "lower" or "no clear difference"
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_adjusted: float
+    reason: str
+
+
+def _as_array(samples: Sequence[float], what: str = "samples") -> np.ndarray:
+    arr = np.asarray(samples, dtype=float).ravel()
+    if arr.size == 0:
+        raise ValueError(f"{what}: need at least one value")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what}: values must be finite, got {arr.tolist()}")
+    return arr
+
+
+def _median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int, float]:
+    """0-based order-statistic ranks (lo, hi) bracketing the median, and their exact coverage.
+
+    The number of samples below the true median is B ~ Binomial(n, 1/2), so
+    trimming k values from each end, [x_(k), x_(n-1-k)] covers the median with
+    probability 1 - 2 P(B <= k).  We trim as much as the level allows; if even
+    min..max (k = 0) falls short, we return it with its lower coverage.
+    """
+    def coverage(k: int) -> float:
+        return float(1.0 - 2.0 * sps.binom.cdf(k, n, 0.5))
+
+    k = 0
+    while k + 1 < (n + 1) // 2 and coverage(k + 1) >= level:
+        k += 1
+    return k, n - 1 - k, coverage(k)
+
+
+def summarise(samples: Sequence[float]) -> Summary:
+    """Median, mean, stdev and a 95 % order-statistics (binomial) CI of the median.
+
+    n >= 6: the exact distribution-free interval with coverage >= 95 %.
+    3 <= n <= 5: min..max, whose coverage is below 95 % (75 %, 87.5 %, 93.75 %) and is
+    reported in `ci_level`.  n < 3: the interval is NaN (too few repeats to bound a median).
+    """
+    arr = np.sort(_as_array(samples))
+    n = int(arr.size)
+    median = float(np.median(arr))
+    mean = float(arr.mean())
+    stdev = float(arr.std(ddof=1)) if n > 1 else math.nan
+    if n < 3:
+        return Summary(n, median, math.nan, math.nan, math.nan, mean, stdev)
+    lo, hi, coverage = _median_ci_ranks(n)
+    return Summary(n, median, float(arr[lo]), float(arr[hi]), coverage, mean, stdev)
+
+
+def _has_ties(a: np.ndarray, b: np.ndarray) -> bool:
+    both = np.concatenate([a, b])
+    return np.unique(both).size < both.size
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann–Whitney U p-value, exact whenever that is affordable.
+
+    Without ties scipy's exact null distribution is used. With ties, an exact
+    permutation test for small samples (the asymptotic tie-corrected formula is
+    anti-conservative there), else the asymptotic test.
+    """
+    x, y = _as_array(a, "a"), _as_array(b, "b")
+    if not _has_ties(x, y):
+        return float(sps.mannwhitneyu(x, y, method="exact").pvalue)
+    if math.comb(x.size + y.size, x.size) <= _MAX_EXACT_ARRANGEMENTS:
+        method = sps.PermutationMethod(n_resamples=np.inf)
+        return float(sps.mannwhitneyu(x, y, method=method).pvalue)
+    return float(sps.mannwhitneyu(x, y, method="asymptotic").pvalue)
+
+
+def compare(
+    baseline_samples: Sequence[float],
+    other_samples: Sequence[float],
+    *,
+    label: str = "",
+    seed: int = 0,
+    resamples: int = _BOOTSTRAP_RESAMPLES,
+    level: float = 0.95,
+) -> Comparison:
+    """Ratio of medians (other / baseline) with a seeded percentile-bootstrap CI and a Mann–Whitney p.
+
+    Each side is resampled with replacement independently; the interval is the
+    (1-level)/2 .. (1+level)/2 percentiles of the resampled ratios. The seed is
+    fixed so the same inputs give the same interval. A zero baseline median gives NaN.
+    """
+    base = _as_array(baseline_samples, "baseline samples")
+    other = _as_array(other_samples, "other samples")
+    med_b, med_o = float(np.median(base)), float(np.median(other))
+    p = mann_whitney_p(base, other)
+    if med_b == 0.0:
+        nan = math.nan
+        return Comparison(nan, nan, nan, p, base.size, other.size, med_b, med_o, label)
+    rng = np.random.default_rng(seed)
+    boot_b = np.median(rng.choice(base, size=(resamples, base.size), replace=True), axis=1)
+    boot_o = np.median(rng.choice(other, size=(resamples, other.size), replace=True), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = boot_o / boot_b
+    ratios = ratios[np.isfinite(ratios)]
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(ratios, [tail, 100.0 - tail])
+    return Comparison(med_o / med_b, float(lo), float(hi), p, base.size, other.size, med_b, med_o, label)
+
+
+def adjust_p(p_values: Sequence[float], method: str = "holm") -> list[float]:
+    """Correct p-values for multiple comparisons: "holm" (step-down FWER) or "bh" (FDR).
+
+    NaN p-values (a comparison that could not be tested) count as 1.
+    """
+    p = np.nan_to_num(np.asarray(p_values, dtype=float), nan=1.0)
+    m = p.size
+    if m == 0:
+        return []
+    if method == "holm":
+        order = np.argsort(p, kind="stable")
+        scaled = p[order] * (m - np.arange(m))
+        # Holm's adjusted p is monotone: once a hypothesis is kept, all larger p's are kept.
+        adjusted_sorted = np.minimum(np.maximum.accumulate(scaled), 1.0)
+        adjusted = np.empty(m)
+        adjusted[order] = adjusted_sorted
+        return adjusted.tolist()
+    if method in ("bh", "fdr_bh", "benjamini-hochberg"):
+        return sps.false_discovery_control(p, method="bh").tolist()
+    raise ValueError(f"unknown correction method {method!r}; choose 'holm' or 'bh'")
+
+
+def decide(
+    comparisons: Sequence[Comparison],
+    *,
+    alpha: float = 0.05,
+    noise: float = 0.02,
+    method: str = "holm",
+) -> list[Verdict]:
+    """Call each comparison "higher", "lower" or "no clear difference", corrected across the matrix.
+
+    All comparisons passed together form one family for the correction. A call
+    needs the corrected p < alpha AND the ratio CI entirely outside [1-noise, 1+noise].
+    """
+    adjusted = adjust_p([c.p_value for c in comparisons], method)
+    band_lo, band_hi = 1.0 - noise, 1.0 + noise
+    verdicts = []
+    for c, p_adj in zip(comparisons, adjusted):
+        where = f"ratio {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+        test = f"p = {c.p_value:.3g}, {method}-corrected {p_adj:.3g} over {len(comparisons)}"
+        if math.isnan(c.ratio):
+            call, reason = NO_CLEAR_DIFFERENCE, "baseline median is zero; no ratio can be formed"
+        elif p_adj >= alpha:
+            call = NO_CLEAR_DIFFERENCE
+            reason = f"{test} is not below {alpha}"
+            if min(c.n_base, c.n_other) < 3:
+                reason += f" (with {c.n_base}+{c.n_other} repeats no test can reach it: add repeats)"
+        elif c.ci_low > band_hi:
+            call, reason = HIGHER, f"{where} lies above the ±{noise:.0%} noise band; {test}"
+        elif c.ci_high < band_lo:
+            call, reason = LOWER, f"{where} lies below the ±{noise:.0%} noise band; {test}"
+        else:
+            call = NO_CLEAR_DIFFERENCE
+            reason = f"{where} overlaps the ±{noise:.0%} noise band, although {test}"
+        verdicts.append(Verdict(c.label, call, c.ratio, c.ci_low, c.ci_high, c.p_value, p_adj, reason))
+    return verdicts
+
+
+def modified_z(samples: Sequence[float]) -> np.ndarray:
+    """Modified z-scores 0.6745 (x - median) / MAD (Iglewicz & Hoaglin).
+
+    If MAD is zero (more than half the values identical) the mean absolute
+    deviation scaled by 1.2533 stands in; if that is zero too, all scores are 0.
+    """
+    arr = _as_array(samples)
+    med = np.median(arr)
+    mad = float(sps.median_abs_deviation(arr, scale=1.0))
+    if mad > 0:
+        return _MAD_TO_Z * (arr - med) / mad
+    mean_ad = float(np.mean(np.abs(arr - med)))
+    if mean_ad > 0:
+        # 1.2533 = sqrt(pi/2) makes the mean absolute deviation comparable to sigma.
+        return (arr - med) / (1.253314 * mean_ad)
+    return np.zeros_like(arr)
+
+
+def outliers(samples: Sequence[float], *, threshold: float = OUTLIER_Z) -> list[int]:
+    """Indices of samples whose |modified z-score| exceeds `threshold` (3.5, as hyperfine). Nothing is dropped."""
+    if len(samples) < 3:
+        return []  # with one or two values there is no "rest" to stand out from
+    z = modified_z(samples)
+    return [int(i) for i in np.flatnonzero(np.abs(z) > threshold)]
+
+
+def outlier_advice(samples: Sequence[float], *, what: str = "repeat", threshold: float = OUTLIER_Z) -> list[str]:
+    """One line of advice per outlier, e.g. "repeat 3 of 5 is an outlier (modified z = 5.1): …"."""
+    flagged = outliers(samples, threshold=threshold)
+    if not flagged:
+        return []
+    z = modified_z(samples)
+    n = len(samples)
+    return [
+        f"{what} {i + 1} of {n} is an outlier (value {samples[i]:.6g}, modified z = {z[i]:.1f}): "
+        "it is kept in the statistics; look for background load or a warm-up that was too short, "
+        "or rerun with more repeats"
+        for i in flagged
+    ]

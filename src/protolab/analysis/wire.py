@@ -1,0 +1,386 @@
+"""The wire model: bytes and frames one I/O puts on the wire, and the link's ceiling.
+
+Directions: "to storage" is host -> storage (requests, write data), "to host" is
+storage -> host (responses, read data). Links are full duplex; the ceiling is set
+by whichever direction needs more bits per I/O.
+
+Sources and what is assumed, once for the whole module:
+
+Ethernet (IEEE 802.3): on the wire every frame costs preamble + SFD 8, MAC header
+  14, FCS 4 and the inter-frame gap 12, i.e. 38 B besides its payload, and the
+  payload is padded to at least 46 B. Link rates (1GbE …) are MAC data rates, so
+  line coding below the MAC (8b/10b, 64b/66b) is already outside them.
+IPv4 (RFC 791) 20 B without options. TCP (RFC 9293) 20 B + 12 B for the timestamp
+  option (RFC 7323), which Linux sends by default: 32 B, so MSS = MTU - 52.
+  Each protocol message (or back-to-back burst of messages, e.g. all Data-In PDUs
+  of one read) is cut into ceil(bytes / MSS) segments: storage stacks set
+  TCP_NODELAY, so a message is not merged with the next I/O's.
+  ACKs (RFC 1122 §4.2.3.2, RFC 5681 §4.2): delayed ACK, one ACK per two segments,
+  so k segments draw ceil(k/2) ACKs; when the receiver answers within the same
+  I/O (a request answered by a response) one of them rides on the answer.
+  Segmentation offloads are ignored: the model counts real frames.
+iSCSI (RFC 7143): every PDU has a 48 B Basic Header Segment (§11.2), no AHS for
+  CDBs up to 16 B, the data segment padded to 4 B, no header or data digests
+  (None is the default, §13.1). Session keys are the RFC's declared defaults
+  (§13): MaxRecvDataSegmentLength 8192, FirstBurstLength 65536, MaxBurstLength
+  262144, InitialR2T=Yes, ImmediateData=Yes, MaxOutstandingR2T 1. Reads: Data-In
+  PDUs of <= 8192 B with the status collapsed into the last one (S bit, §11.7.1).
+  Writes: immediate data (<= 8192 B) in the command PDU, then one R2T per burst
+  of <= MaxBurstLength answered by Data-Out PDUs, then a 48 B SCSI Response.
+NFSv3 (RFC 1813) over ONC RPC (RFC 5531): record marking 4 B per message (§11).
+  Call header 24 B (xid, msg_type, rpcvers, prog, vers, proc) + credential
+  AUTH_UNIX/AUTH_SYS (Appendix A) 8 + 28 B (stamp 4, machine name of 8 chars
+  4 + 8, uid 4, gid 4, no supplementary gids 4) + verifier AUTH_NONE 8 B = 68 B.
+  Reply header 24 B (xid, msg_type, reply_stat, verifier AUTH_NONE 8, accept_stat).
+  File handle 32 B (nfs_fh3 = 4 + 32). fattr3 is 84 B.
+  READ3args (§3.3.6) = fh 36 + offset 8 + count 4 = 48 B; READ3res = status 4 +
+  post_op_attr 88 + count 4 + eof 4 + data (4 + padded) = 104 B + data.
+  WRITE3args (§3.3.7) = fh 36 + offset 8 + count 4 + stable 4 + data (4 + padded)
+  = 56 B + data; WRITE3res = status 4 + wcc_data 116 + count 4 + committed 4 +
+  verf 8 = 136 B. So READ call 120 B, READ reply 132 B + data, WRITE call
+  128 B + data, WRITE reply 164 B. rsize = wsize = 1 MiB; COMMITs are not counted.
+NBD (NBD protocol document, "Transmission"): request 28 B (magic 4, flags 2,
+  type 2, handle 8, offset 8, length 4), simple reply 16 B (magic 4, error 4,
+  handle 8); data follows a write request or a read reply.
+Fibre Channel (FC-FS; FCP-4), modelled only: a frame is SOF 4 + header 24 +
+  payload (<= 2112; 2048 B of data per frame, the usual negotiated receive data
+  field, padded to 4) + CRC 4 + EOF 4, and at least six primitive signals (idles,
+  24 B) separate frames. Class 3: no link-level ACKs; R_RDY replaces an idle, so
+  buffer-to-buffer credit costs no bandwidth. FCP_CMND payload 32 B, FCP_RSP 24 B
+  (good status, no sense), FCP_XFER_RDY 12 B, one per write (a burst covers the
+  I/O), no first burst. Line rates: 4GFC 4.25 GBd and 8GFC 8.5 GBd with 8b/10b
+  (10 line bits per byte), 16GFC 14.025 GBd and 32GFC 28.05 GBd with 64b/66b.
+  (32GFC really uses 256b/257b + RS-FEC at 28.05 GBd: 27.20 Gbit/s, the same as
+  64b/66b to 0.1 %.) The quoted 400/800/1600/3200 MB/s are these after framing.
+FCoE (FC-BB-5), modelled only: each FC frame rides in one Ethernet frame:
+  preamble 8 + MACs 12 + 802.1Q tag 4 (FCoE runs on a priority VLAN) + EtherType
+  2 + FCoE header 14 (version, reserved, SOF) + FC header 24 + payload + CRC 4 +
+  EOF and reserved 4 + FCS 4 + IFG 12 = 88 B + payload. The Ethernet payload is
+  46 B + FC payload, so the full 2112 B frame needs an MTU of 2158 ("baby
+  jumbo"); smaller MTUs are refused. Lossless (PFC), no ACKs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from protolab.errors import ProtolabError
+
+PROTOCOLS = ("iscsi", "nfs", "nbd", "fc", "fcoe")
+TCP_PROTOCOLS = ("iscsi", "nfs", "nbd")
+MODELLED_ONLY = ("fc", "fcoe")
+
+# Ethernet / IP / TCP
+ETH_PREAMBLE_SFD, ETH_HEADER, ETH_FCS, ETH_IFG, ETH_MIN_PAYLOAD = 8, 14, 4, 12, 46
+ETH_OVERHEAD = ETH_PREAMBLE_SFD + ETH_HEADER + ETH_FCS + ETH_IFG  # 38
+IPV4_HEADER, TCP_HEADER, TCP_TIMESTAMPS = 20, 20, 12
+# iSCSI (RFC 7143)
+ISCSI_BHS = 48
+ISCSI_MAX_RECV_DATA_SEGMENT = 8192
+ISCSI_FIRST_BURST, ISCSI_MAX_BURST = 65536, 262144
+# NFSv3 / RPC (RFC 1813, RFC 5531)
+RPC_RECORD_MARK, RPC_CALL_HEADER, RPC_REPLY_HEADER = 4, 68, 24
+NFS_READ_ARGS, NFS_READ_RES, NFS_WRITE_ARGS, NFS_WRITE_RES = 48, 104, 56, 136
+NFS_MAX_IO = 1 << 20
+# NBD
+NBD_REQUEST, NBD_SIMPLE_REPLY = 28, 16
+# Fibre Channel (FC-FS, FCP-4)
+FC_SOF, FC_HEADER, FC_CRC, FC_EOF, FC_IDLES = 4, 24, 4, 4, 24
+FC_FRAME_OVERHEAD = FC_SOF + FC_HEADER + FC_CRC + FC_EOF  # 36
+FC_MAX_DATA_FIELD, FC_DATA_PER_FRAME = 2112, 2048
+FCP_CMND, FCP_RSP, FCP_XFER_RDY = 32, 24, 12
+# FCoE (FC-BB-5): bytes around the FC header + payload + CRC on the wire
+FCOE_WIRE_OVERHEAD = ETH_PREAMBLE_SFD + 12 + 4 + 2 + 14 + FC_HEADER + FC_CRC + 4 + ETH_FCS + ETH_IFG  # 88
+FCOE_ETH_PAYLOAD_OVERHEAD = 14 + FC_HEADER + FC_CRC + 4  # 46: counts against the MTU
+FCOE_MIN_MTU = FCOE_ETH_PAYLOAD_OVERHEAD + FC_MAX_DATA_FIELD  # 2158
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link: `bps` is the rate at which it moves 8-bit bytes including all framing (after line coding)."""
+
+    name: str
+    kind: str  # "ethernet" or "fc"
+    bps: float
+    baud: float | None = None
+    coding: str = ""  # "8b/10b" or "64b/66b" for FC
+
+
+def _fc(name: str, baud: float, coding: str) -> Link:
+    data_bits_per_line_bit = 8 / 10 if coding == "8b/10b" else 64 / 66
+    return Link(name, "fc", baud * data_bits_per_line_bit, baud, coding)
+
+
+LINKS: dict[str, Link] = {
+    "1GbE": Link("1GbE", "ethernet", 1e9),
+    "2.5GbE": Link("2.5GbE", "ethernet", 2.5e9),
+    "10GbE": Link("10GbE", "ethernet", 1e10),
+    "25GbE": Link("25GbE", "ethernet", 2.5e10),
+    "40GbE": Link("40GbE", "ethernet", 4e10),
+    "100GbE": Link("100GbE", "ethernet", 1e11),
+    "4GFC": _fc("4GFC", 4.25e9, "8b/10b"),  # 3.4 Gbit/s of bytes = 425 MB/s
+    "8GFC": _fc("8GFC", 8.5e9, "8b/10b"),  # 850 MB/s
+    "16GFC": _fc("16GFC", 14.025e9, "64b/66b"),  # 1700 MB/s
+    "32GFC": _fc("32GFC", 28.05e9, "64b/66b"),  # 3400 MB/s
+}
+LINK_PRESETS: dict[str, float] = {name: link.bps for name, link in LINKS.items()}
+
+_RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]?)\s*(bit/s|bits/s|bits|bit|bps|b/s|be|b|)$")
+_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def parse_link(value: str | float | int | Link) -> Link:
+    """A Link from a preset name ("1GbE", "4GFC", case-insensitive) or an Ethernet rate ("10gbit", "2.5G", 1e9)."""
+    if isinstance(value, Link):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value <= 0:
+            raise ProtolabError(f"link: rate must be positive, got {value}")
+        return Link(f"{value:g} bit/s", "ethernet", float(value))
+    text = str(value).strip()
+    for name, link in LINKS.items():
+        if text.lower() == name.lower():
+            return link
+    m = _RATE.match(text.lower().replace(" ", ""))
+    # "MB/s" is bytes; refuse rather than read it as megabits.
+    if not m or float(m.group(1)) <= 0 or re.search(r"B(?!it|IT|E|e)", text):
+        raise ProtolabError(
+            f"link: cannot read rate {text!r}; use a preset ({', '.join(LINKS)}) or a rate such as 10gbit or 2.5G"
+        )
+    bps = float(m.group(1)) * _SCALE[m.group(2)]
+    return Link(text, "ethernet", bps)
+
+
+def parse_rate(value: str | float | int) -> float:
+    """Bits per second from "1GbE", "10gbit", "2.5G", "4GFC" (its data rate after coding) or a number."""
+    return parse_link(value).bps
+
+
+@dataclass(frozen=True)
+class WireCost:
+    """Expected frames and bytes per I/O in each direction (fractional for mixes)."""
+
+    protocol: str
+    mtu: int | None  # None for native FC, which has no MTU
+    payload_bytes: float  # user data per I/O
+    read_pct: float
+    max_payload_per_frame: int  # TCP MSS, or FC data field per frame
+    frames_to_storage: float
+    frames_to_host: float
+    bytes_to_storage: float  # on the wire, all framing, preamble and gaps included
+    bytes_to_host: float
+    counted_bytes_to_storage: float  # as interface counters see it: Ethernet header + IP packet
+    counted_bytes_to_host: float  # (for FC: SOF..EOF, without idles)
+    modelled_only: bool
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The most I/O the link can carry for this access spec, and which direction limits it."""
+
+    protocol: str
+    link: str
+    link_bps: float
+    iops: float
+    mbps: float  # MB/s of user data, 1 MB = 1e6 B
+    bottleneck_direction: str  # "to host" or "to storage"
+    wire_cost: WireCost
+    modelled_only: bool
+
+
+@dataclass
+class _Tally:
+    """Frames and bytes of one I/O of one size and one direction of data flow."""
+
+    frames: list[float]  # [to storage, to host]
+    wire: list[float]
+    counted: list[float]
+
+    @classmethod
+    def empty(cls) -> _Tally:
+        return cls([0.0, 0.0], [0.0, 0.0], [0.0, 0.0])
+
+
+TO_STORAGE, TO_HOST = 0, 1
+
+
+def _pad4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def _tcp(bursts: list[tuple[int, int]], mss: int) -> _Tally:
+    """Segments, ACKs and bytes for a sequence of (direction, TCP payload bytes) bursts of one I/O."""
+    t = _Tally.empty()
+
+    def add_frames(direction: int, count: int, tcp_payload: int) -> None:
+        # An IP packet with a TCP header is at least 52 B, above Ethernet's 46 B
+        # minimum payload, so TCP frames never need padding.
+        ip = tcp_payload + count * (IPV4_HEADER + TCP_HEADER + TCP_TIMESTAMPS)
+        t.frames[direction] += count
+        t.counted[direction] += ip + count * ETH_HEADER
+        t.wire[direction] += ip + count * ETH_OVERHEAD
+
+    for i, (direction, size) in enumerate(bursts):
+        segments = math.ceil(size / mss)
+        add_frames(direction, segments, size)
+        acks = math.ceil(segments / 2)
+        answered = i + 1 < len(bursts) and bursts[i + 1][0] != direction
+        add_frames(1 - direction, acks - 1 if answered else acks, 0)
+    return t
+
+
+def _iscsi_bursts(size: int, read: bool) -> list[tuple[int, int]]:
+    def pdus(data: int) -> int:
+        """Bytes of the Data-In/Data-Out PDUs that carry `data` bytes."""
+        full, rest = divmod(data, ISCSI_MAX_RECV_DATA_SEGMENT)
+        return full * (ISCSI_BHS + ISCSI_MAX_RECV_DATA_SEGMENT) + (ISCSI_BHS + _pad4(rest) if rest else 0)
+
+    if read:
+        return [(TO_STORAGE, ISCSI_BHS), (TO_HOST, pdus(size))]
+    immediate = min(size, ISCSI_FIRST_BURST, ISCSI_MAX_RECV_DATA_SEGMENT)
+    bursts = [(TO_STORAGE, ISCSI_BHS + _pad4(immediate))]
+    left = size - immediate
+    while left > 0:  # InitialR2T=Yes: the rest is solicited, one R2T per burst
+        burst = min(left, ISCSI_MAX_BURST)
+        bursts += [(TO_HOST, ISCSI_BHS), (TO_STORAGE, pdus(burst))]
+        left -= burst
+    return bursts + [(TO_HOST, ISCSI_BHS)]
+
+
+def _nfs_bursts(size: int, read: bool) -> list[tuple[int, int]]:
+    bursts = []
+    for offset in range(0, size, NFS_MAX_IO):
+        chunk = min(NFS_MAX_IO, size - offset)
+        if read:
+            bursts += [(TO_STORAGE, RPC_RECORD_MARK + RPC_CALL_HEADER + NFS_READ_ARGS),
+                       (TO_HOST, RPC_RECORD_MARK + RPC_REPLY_HEADER + NFS_READ_RES + _pad4(chunk))]
+        else:
+            bursts += [(TO_STORAGE, RPC_RECORD_MARK + RPC_CALL_HEADER + NFS_WRITE_ARGS + _pad4(chunk)),
+                       (TO_HOST, RPC_RECORD_MARK + RPC_REPLY_HEADER + NFS_WRITE_RES)]
+    return bursts
+
+
+def _nbd_bursts(size: int, read: bool) -> list[tuple[int, int]]:
+    if read:
+        return [(TO_STORAGE, NBD_REQUEST), (TO_HOST, NBD_SIMPLE_REPLY + size)]
+    return [(TO_STORAGE, NBD_REQUEST + size), (TO_HOST, NBD_SIMPLE_REPLY)]
+
+
+def _fcp_frames(size: int, read: bool, data_per_frame: int) -> list[tuple[int, int]]:
+    """(direction, FC payload bytes) for each frame of one FCP exchange."""
+    full, rest = divmod(size, data_per_frame)
+    data = [data_per_frame] * full + ([_pad4(rest)] if rest else [])
+    if read:
+        return [(TO_STORAGE, FCP_CMND)] + [(TO_HOST, d) for d in data] + [(TO_HOST, FCP_RSP)]
+    return ([(TO_STORAGE, FCP_CMND), (TO_HOST, FCP_XFER_RDY)]
+            + [(TO_STORAGE, d) for d in data] + [(TO_HOST, FCP_RSP)])
+
+
+def _frames(frames: list[tuple[int, int]], wire_overhead: int, counted_overhead: int) -> _Tally:
+    t = _Tally.empty()
+    for direction, payload in frames:
+        t.frames[direction] += 1
+        t.wire[direction] += payload + wire_overhead
+        t.counted[direction] += payload + counted_overhead
+    return t
+
+
+def _check_protocol(protocol: str, link: Link | None, mtu: int) -> None:
+    if protocol not in PROTOCOLS:
+        raise ProtolabError(f"limits: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    if link is not None and (link.kind == "fc") != (protocol == "fc"):
+        want = "an FC link (4GFC, 8GFC, 16GFC, 32GFC)" if protocol == "fc" else "an Ethernet link (1GbE, 10GbE, …)"
+        raise ProtolabError(f"limits: protocol {protocol} needs {want}, not {link.name}; pass another --link")
+    if protocol == "fcoe" and mtu < FCOE_MIN_MTU:
+        raise ProtolabError(
+            f"limits: FCoE needs an Ethernet MTU of at least {FCOE_MIN_MTU} (FC-BB-5 baby jumbo frames), "
+            f"got {mtu}; pass --mtu 2500 or --mtu 9000"
+        )
+    if protocol in TCP_PROTOCOLS and not 576 <= mtu <= 65535:
+        raise ProtolabError(f"limits: --mtu must be between 576 and 65535 for TCP protocols, got {mtu}")
+
+
+def _one_io(protocol: str, size: int, read: bool, mss: int) -> _Tally:
+    if protocol == "iscsi":
+        return _tcp(_iscsi_bursts(size, read), mss)
+    if protocol == "nfs":
+        return _tcp(_nfs_bursts(size, read), mss)
+    if protocol == "nbd":
+        return _tcp(_nbd_bursts(size, read), mss)
+    if protocol == "fc":
+        return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FC_FRAME_OVERHEAD + FC_IDLES, FC_FRAME_OVERHEAD)
+    # FCoE: the counted bytes are the Ethernet frame without preamble, FCS and gap, as for TCP
+    counted = FCOE_WIRE_OVERHEAD - ETH_PREAMBLE_SFD - ETH_FCS - ETH_IFG
+    return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FCOE_WIRE_OVERHEAD, counted)
+
+
+def _sizes(block_size: int | Mapping[int, float]) -> dict[int, float]:
+    mix = {int(block_size): 1.0} if isinstance(block_size, (int, float)) else {int(k): float(w) for k, w in block_size.items()}
+    total = sum(mix.values())
+    if not mix or total <= 0 or any(w < 0 for w in mix.values()) or any(s <= 0 for s in mix):
+        raise ProtolabError(f"limits: block size must be positive with positive weights, got {block_size!r}")
+    return {s: w / total for s, w in mix.items()}
+
+
+def wire_cost(
+    protocol: str,
+    *,
+    block_size: int | Mapping[int, float],
+    read_pct: float,
+    mtu: int = 1500,
+    link: str | float | Link | None = None,
+) -> WireCost:
+    """Expected frames and bytes per I/O in each direction for an access spec.
+
+    `block_size` is bytes, or a mix {bytes: weight}; `read_pct` is 0..100. The
+    result is the weighted expectation over sizes and over reads and writes.
+    `link`, if given, is only checked to fit the protocol (FC needs an FC link).
+    """
+    protocol = protocol.lower()
+    resolved = parse_link(link) if link is not None else None
+    _check_protocol(protocol, resolved, mtu)
+    if not 0.0 <= read_pct <= 100.0:
+        raise ProtolabError(f"limits: --read-pct must be between 0 and 100, got {read_pct}")
+    mix = _sizes(block_size)
+    mss = mtu - IPV4_HEADER - TCP_HEADER - TCP_TIMESTAMPS
+    total = _Tally.empty()
+    payload = 0.0
+    for size, weight in mix.items():
+        payload += weight * size
+        for read, share in ((True, read_pct / 100.0), (False, 1.0 - read_pct / 100.0)):
+            if share == 0.0:
+                continue
+            one = _one_io(protocol, size, read, mss)
+            for d in (TO_STORAGE, TO_HOST):
+                total.frames[d] += weight * share * one.frames[d]
+                total.wire[d] += weight * share * one.wire[d]
+                total.counted[d] += weight * share * one.counted[d]
+    per_frame = FC_DATA_PER_FRAME if protocol in MODELLED_ONLY else mss
+    return WireCost(
+        protocol, None if protocol == "fc" else mtu, payload, read_pct, per_frame,
+        total.frames[TO_STORAGE], total.frames[TO_HOST], total.wire[TO_STORAGE], total.wire[TO_HOST],
+        total.counted[TO_STORAGE], total.counted[TO_HOST], protocol in MODELLED_ONLY,
+    )
+
+
+def ceiling(
+    protocol: str,
+    *,
+    link_bps: str | float | Link,
+    mtu: int = 1500,
+    block_size: int | Mapping[int, float],
+    read_pct: float,
+) -> Ceiling:
+    """The link's ceiling in IOPS and MB/s: its byte rate over the busier direction's bytes per I/O."""
+    link = parse_link(link_bps)
+    cost = wire_cost(protocol, block_size=block_size, read_pct=read_pct, mtu=mtu, link=link)
+    to_host = cost.bytes_to_host >= cost.bytes_to_storage
+    worst = cost.bytes_to_host if to_host else cost.bytes_to_storage
+    iops = link.bps / (8.0 * worst)
+    return Ceiling(
+        cost.protocol, link.name, link.bps, iops, iops * cost.payload_bytes / 1e6,
+        "to host" if to_host else "to storage", cost, cost.modelled_only,
+    )
