@@ -157,7 +157,7 @@ def run_limits(
             notes.append(f"FCoE is not shown: it needs an MTU of at least {FCOE_MIN_MTU}.")
     rows = limits_rows(protocols, link, mtu, size, reads)
     console.print(_table(rows, link, size, reads))
-    console.print(f"Access spec: {label} ({_describe(size, reads)}). " + " ".join(notes))
+    console.print(" ".join([f"Access spec: {label} ({_describe(size, reads)})."] + notes))
     return rows
 
 
