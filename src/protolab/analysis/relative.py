@@ -1,0 +1,71 @@
+"""Relative-to-baseline tables: each configuration as a percentage of the baseline at the same
+workload and load point (baseline = 100), from the median of the repeats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Callable, Iterable
+
+from ..results.records import CellRecord
+
+#: metric name → (how to read it from a record, unit, higher is better)
+METRICS: dict[str, tuple[Callable[[CellRecord], float | None], str, bool]] = {
+    "iops": (lambda r: r.result.iops, "IOPS", True),
+    "mbps": (lambda r: r.result.mbps, "MB/s", True),
+    "lat_mean_us": (lambda r: r.result.lat_mean_us, "µs", False),
+    "lat_p99_us": (lambda r: r.result.percentiles_us.get("p99"), "µs", False),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration at one workload and load point."""
+
+    workload: str
+    load_index: int
+    load_label: str
+    configuration: str
+    baseline: bool
+    repeats: int
+    values: dict[str, float | None] = field(default_factory=dict)  # metric → median
+    samples: dict[str, list[float]] = field(default_factory=dict)  # metric → one value per repeat
+    relative: dict[str, float | None] = field(default_factory=dict)  # metric → % of baseline
+
+
+def load_label(r: CellRecord) -> str:
+    """'1×4×4 (16 OIO)'."""
+    return f"{r.hosts}×{r.streams_per_host}×{r.oio_per_stream} ({r.total_oio} OIO)"
+
+
+def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] = METRICS) -> list[Row]:
+    """Median per (workload, load point, configuration) and its percentage of the baseline's median."""
+    metrics = list(metrics)
+    groups: dict[tuple[str, int, str], list[CellRecord]] = {}
+    order: list[tuple[str, int, str]] = []
+    for r in records:
+        key = (r.workload, r.load_index, r.configuration)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(r)
+    medians: dict[tuple[str, int, str], dict[str, float | None]] = {}
+    samples: dict[tuple[str, int, str], dict[str, list[float]]] = {}
+    for key, recs in groups.items():
+        samples[key] = {}
+        medians[key] = {}
+        for m in metrics:
+            vals = [v for v in (METRICS[m][0](r) for r in recs) if v is not None]
+            samples[key][m] = vals
+            medians[key][m] = median(vals) if vals else None
+    rows = []
+    for key in sorted(order, key=lambda k: (k[0], k[1])):
+        w, li, c = key
+        base = medians.get((w, li, baseline), {})
+        rel = {}
+        for m in metrics:
+            b, v = base.get(m), medians[key][m]
+            rel[m] = 100.0 * v / b if (b and v is not None) else None
+        rows.append(Row(w, li, load_label(groups[key][0]), c, c == baseline, len(groups[key]),
+                        medians[key], samples[key], rel))
+    return rows

@@ -1,0 +1,203 @@
+"""The command line: parses, calls the phases, shows progress. Errors a user can cause: one line, exit 2."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typer.exceptions import Abort, TyperException
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from . import __version__
+from .errors import ProtolabError
+
+app = typer.Typer(
+    help="protolab — a storage protocol lab: plan a study, provision it, load it with fio, measure, report.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+class RichProgress:
+    """Cells done / total, ETA, and the live IOPS of the cell being measured."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[iops]}"),
+            console=console, transient=False,
+        )
+        self.task = None
+
+    def start(self, total, seconds_per_cell):
+        self.bar.start()
+        self.task = self.bar.add_task("starting", total=total, iops="")
+
+    def cell(self, index, cell):
+        self.bar.update(self.task, description=f"{cell.workload.name} · {cell.configuration.name} · "
+                        f"{cell.load_point.label(cell.workload)} · r{cell.repeat}", iops="")
+
+    def iops(self, value):
+        self.bar.update(self.task, iops=f"{value:,.0f} IOPS")
+
+    def done(self, record):
+        self.bar.advance(self.task)
+
+    def note(self, message):
+        self.console.print(f"[dim]{message}[/dim]")
+
+    def stop(self):
+        self.bar.stop()
+
+
+def _load(plan: Optional[Path], builtin: Optional[str]):
+    from .plan.load import load_builtin, load_plan
+
+    if (plan is None) == (builtin is None):
+        raise ProtolabError("give a plan file or --builtin NAME (one of them); see 'protolab plans'")
+    if builtin:
+        p, text = load_builtin(builtin)
+        return p, text, f"builtin:{builtin}"
+    p = load_plan(plan)
+    return p, plan.read_text(), str(plan)
+
+
+@app.command()
+def run(
+    plan: Optional[Path] = typer.Argument(None, help="The plan file (TOML)."),
+    builtin: Optional[str] = typer.Option(None, "--builtin", "-b", help="Run a built-in study instead (see 'protolab plans')."),
+    results: Path = typer.Option(Path("results"), "--results", help="Where run directories are written."),
+):
+    """Run a study: measure every cell, store it under results/<run-id>/, print the relative table."""
+    from .analysis.relative import relative_rows
+    from .doctor import lab_blocker
+    from .report.terminal import relative_table
+    from .runner import Study
+
+    p, text, source = _load(plan, builtin)
+    if p.uses_lab():
+        blocker = lab_blocker()
+        if blocker:
+            raise ProtolabError(f"{source}: {blocker}")
+    progress = RichProgress(out)
+    study = Study(p, text, source, results_root=results, progress=progress)
+    try:
+        rundir = study.run()
+    finally:
+        progress.stop()
+    rows = relative_rows(rundir.records(), p.baseline)
+    for w in p.workloads:
+        out.print(relative_table(rows, w.name, p.baseline))
+    out.print(f"run directory: {rundir.path}  (manifest.json, cells.csv, raw/, records/)")
+
+
+@app.command()
+def validate(
+    plan: Path = typer.Argument(..., help="The plan file (TOML)."),
+):
+    """Check a plan and show the matrix it expands to, without running anything."""
+    from .plan.expand import expand
+    from .plan.load import load_plan
+
+    p = load_plan(plan)
+    cells = expand(p)
+    m = p.method
+    out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
+              f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {m.repeats} repeats "
+              f"= {len(cells)} cells, about {len(cells) * (m.warmup + m.duration) / 60:.1f} min of measurement")
+
+
+@app.command()
+def plans():
+    """List the built-in studies, one line each."""
+    from .plan.library import builtin_studies, study_description
+
+    for name, text in builtin_studies().items():
+        out.print(f"{name:<16} {study_description(text)}", highlight=False)
+
+
+@app.command()
+def workloads():
+    """List the built-in workloads (access specs), one line each."""
+    from .plan.library import BUILTIN_WORKLOADS
+
+    for name, w in BUILTIN_WORKLOADS.items():
+        out.print(f"{name:<16} {w.summary():<42} {w.description}", highlight=False)
+
+
+@app.command()
+def doctor():
+    """Show what is installed (fio, its engines) and whether this machine allows the embedded lab."""
+    from .doctor import fio_checks, lab_checks
+    from .proc import SubprocessRunner
+
+    runner = SubprocessRunner()
+    bad = 0
+    for title, checks in (("fio", fio_checks(runner)), ("embedded lab", lab_checks(runner))):
+        out.print(f"[bold]{title}[/bold]")
+        for c in checks:
+            mark = "[green]ok[/green]     " if c.ok else "[red]missing[/red]"
+            out.print(f"  {mark} {c.item:<20} {c.detail}", highlight=False)
+            if not c.ok:
+                bad += 1
+                out.print(f"           [yellow]→ {c.fix}[/yellow]", highlight=False)
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: bool = typer.Option(False, "--version", help="Print protolab's version and exit.")):
+    if version:
+        out.print(f"protolab {__version__}")
+        raise typer.Exit(0)
+
+
+def _register_optional() -> None:
+    """Commands of packages that may be absent from a partial build."""
+    try:
+        from .lab.cli import lab_app
+
+        app.add_typer(lab_app, name="lab", help="Bring the embedded lab up, show it, take it down.")
+    except ImportError:
+        pass
+    try:
+        from .analysis.limits import limits_command
+
+        app.command("limits")(limits_command)
+    except ImportError:
+        pass
+
+
+_register_optional()
+
+
+def main() -> None:
+    """Entry point: run the app; ProtolabError → one line on stderr, exit 2; Ctrl-C → exit 130."""
+    try:
+        rv = app(standalone_mode=False)
+    except ProtolabError as e:
+        sys.stderr.write(f"protolab: error: {e}\n")
+        sys.exit(e.exit_code)
+    except (KeyboardInterrupt, Abort):
+        sys.stderr.write("protolab: interrupted; cells measured so far stay in the run directory\n")
+        sys.exit(130)
+    except TyperException as e:  # usage errors: typer prints them its own way, exit 2
+        show = getattr(e, "show", None)
+        if show:
+            show()
+        else:
+            sys.stderr.write(f"protolab: error: {e}\n")
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

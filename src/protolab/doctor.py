@@ -1,0 +1,84 @@
+"""What this machine has and allows: fio and its engines, and what the embedded lab needs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from .engine.fio import NEEDED_ENGINES, Fio, find_fio
+from .errors import ProtolabError
+from .proc import Runner, SubprocessRunner
+
+
+@dataclass(frozen=True)
+class Check:
+    """One item: what, whether it is there, what was seen, and what to do if not."""
+
+    item: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def fio_checks(runner: Runner) -> list[Check]:
+    """fio's path, version and engines."""
+    path, origin = find_fio()
+    if not path:
+        return [Check("fio", False, "not found", "run 'make deps', or set PROTOLAB_FIO=/path/to/fio")]
+    try:
+        fio = Fio(path, runner)
+        version = fio.version()
+        missing = fio.missing_engines()
+    except ProtolabError as e:
+        return [Check("fio", False, f"{path}: {e}", "run 'make deps', or fix PROTOLAB_FIO")]
+    checks = [Check("fio", True, f"{version} at {path} ({origin})")]
+    checks.append(Check(
+        "fio engines", not missing,
+        f"has {', '.join(e for e in NEEDED_ENGINES if e not in missing)}"
+        + (f"; lacks {', '.join(missing)}" if missing else ""),
+        "run 'make deps' to build fio with libiscsi, nfs and nbd (Debian's fio lacks libiscsi and nfs)",
+    ))
+    return checks
+
+
+def lab_checks(runner: Runner) -> list[Check]:
+    """What the embedded lab needs: root, network namespaces, loop devices, tc, btrfs and the servers."""
+    root = os.geteuid() == 0
+    checks = [Check("root", root, "running as root" if root else f"running as uid {os.geteuid()}",
+                    "run as root (sudo): the lab creates namespaces, links and loop devices")]
+    if root:
+        probe = "pl-doctor-probe"
+        made = runner.run(["ip", "netns", "add", probe], check=False)
+        ok = made.returncode == 0
+        if ok:
+            runner.run(["ip", "netns", "delete", probe], check=False)
+        checks.append(Check("network namespaces", ok, "ip netns add works" if ok else made.one_line_error(),
+                            "use a kernel and container that allow network namespaces (CAP_SYS_ADMIN)"))
+    else:
+        checks.append(Check("network namespaces", False, "not checked without root", "run as root"))
+    loop = os.path.exists("/dev/loop-control")
+    checks.append(Check("loop devices", loop, "/dev/loop-control present" if loop else "/dev/loop-control missing",
+                        "load the loop module (modprobe loop) or allow loop devices in the container"))
+    for tool, pkg, what in [
+        ("ip", "iproute2", "namespaces and links"), ("tc", "iproute2", "rate, delay and loss"),
+        ("ethtool", "ethtool", "segmentation offloads"), ("mkfs.btrfs", "btrfs-progs", "the pool"),
+        ("losetup", "util-linux", "the pool's loop device"), ("tgtd", "tgt", "iSCSI target"),
+        ("ganesha.nfsd", "nfs-ganesha", "NFS server"), ("rpcbind", "rpcbind", "NFSv3 mount service"),
+        ("nbdkit", "nbdkit", "NBD server"),
+    ]:
+        found = shutil.which(tool) or next(
+            (p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}", f"/usr/bin/{tool}") if os.path.exists(p)), None)
+        checks.append(Check(tool, bool(found), found or "not found",
+                            f"apt-get install {pkg} (or 'make deps'), needed for {what}"))
+    return checks
+
+
+def lab_blocker(runner: Runner | None = None) -> str | None:
+    """One line naming what keeps the embedded lab from running here, or None."""
+    missing = [c for c in lab_checks(runner or SubprocessRunner()) if not c.ok]
+    if not missing:
+        return None
+    first = missing[0]
+    more = f" (and {len(missing) - 1} more; see 'protolab doctor')" if len(missing) > 1 else ""
+    return f"the embedded lab needs {first.item}: {first.detail}; {first.fix}{more}"

@@ -1,0 +1,1 @@
+"""The engine: the only code that speaks fio (job files, running fio, parsing its output)."""

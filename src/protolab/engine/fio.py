@@ -1,0 +1,124 @@
+"""The fio adapter: find fio, ask its version and engines, run a job with live IOPS."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import ToolError
+from ..proc import Runner, SubprocessRunner
+
+NEEDED_ENGINES = ("io_uring", "libaio", "psync", "libiscsi", "nfs", "nbd")
+_ETA_IOPS = re.compile(r"\[([^\]\[]*?)\s*IOPS\]")
+_RATE = re.compile(r"([rwt])=([\d.]+)([kKmM]?)")
+
+
+def find_fio() -> tuple[str | None, str]:
+    """fio's path and where it came from: $PROTOLAB_FIO, the project's .deps build, or PATH."""
+    env = os.environ.get("PROTOLAB_FIO")
+    if env:
+        return env, "PROTOLAB_FIO"
+    here = Path(__file__).resolve()
+    for parent in [Path.cwd(), *here.parents]:
+        candidate = parent / ".deps" / "fio" / "bin" / "fio"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate), "project build (.deps/fio)"
+    found = shutil.which("fio")
+    return found, "PATH" if found else "not found"
+
+
+def parse_eta_iops(line: str) -> float | None:
+    """Total IOPS from one of fio's status lines ('[r=34.2k,w=11.4k IOPS]'), or None."""
+    m = _ETA_IOPS.search(line)
+    if not m:
+        return None
+    total = 0.0
+    for _, num, unit in _RATE.findall(m.group(1)):
+        total += float(num) * {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[unit]
+    return total
+
+
+@dataclass
+class Fio:
+    """One fio binary, called through an injected runner."""
+
+    path: str
+    runner: Runner = field(default_factory=SubprocessRunner)
+
+    @classmethod
+    def locate(cls, runner: Runner | None = None) -> "Fio":
+        """The fio protolab should use; ToolError with what to do when there is none."""
+        path, origin = find_fio()
+        if not path:
+            raise ToolError("fio: not found; run 'make deps' to build it, or set PROTOLAB_FIO=/path/to/fio")
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ToolError(f"fio: {path} (from {origin}) is not an executable file; fix PROTOLAB_FIO or run 'make deps'")
+        return cls(path, runner or SubprocessRunner())
+
+    def version(self) -> str:
+        """'fio-3.33'."""
+        return self.runner.run([self.path, "--version"], timeout=30).stdout.strip()
+
+    def engines(self) -> list[str]:
+        """The I/O engines this fio was built with."""
+        out = self.runner.run([self.path, "--enghelp"], timeout=30).stdout
+        return [ln.strip() for ln in out.splitlines()[1:] if ln.strip()]
+
+    def missing_engines(self, needed: tuple[str, ...] = NEEDED_ENGINES) -> list[str]:
+        """Engines protolab may need that this fio lacks."""
+        have = set(self.engines())
+        return [e for e in needed if e not in have]
+
+    def run_job(
+        self,
+        job_file: Path,
+        output: Path,
+        *,
+        netns: str | None = None,
+        on_iops: Callable[[float], None] | None = None,
+        timeout: float | None = None,
+        label: str = "fio",
+    ) -> str:
+        """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text."""
+        argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", str(job_file)]
+        proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        tail: list[str] = []
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                for part in line.replace("\r", "\n").splitlines():
+                    if not part.strip():
+                        continue
+                    iops = parse_eta_iops(part)
+                    if iops is not None:
+                        if on_iops:
+                            on_iops(iops)
+                    else:
+                        tail.append(part.strip())
+                        del tail[:-20]
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise ToolError(f"{label}: fio did not finish within {timeout:g} s; see {job_file}") from None
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        reader.join(timeout=5)
+        text = output.read_text() if output.exists() else ""
+        if rc != 0 or "{" not in text:
+            why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t), tail[-1] if tail else f"exit code {rc}")
+            raise ToolError(f"{label}: fio failed: {why}")
+        return text

@@ -1,0 +1,97 @@
+"""fio json+ output → CellResult. A pure function, tested on captured real output in tests/data/."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..analysis.latency import merge_bins, percentiles
+from ..errors import ToolError
+from ..results.records import CellResult, DirectionResult
+
+_NS_PER_US = 1000.0
+
+
+def load_json(text: str, *, source: str = "fio output") -> dict[str, Any]:
+    """fio's JSON document from ``text`` (fio may print warnings before it)."""
+    start = text.find("{")
+    if start < 0:
+        raise ToolError(f"{source}: no JSON found in fio's output; see the raw output file")
+    try:
+        return json.JSONDecoder().raw_decode(text[start:])[0]
+    except json.JSONDecodeError as e:
+        raise ToolError(f"{source}: fio's JSON output is incomplete ({e.msg}); see the raw output file") from None
+
+
+def job_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-job entries of a local run ('jobs') or a client/server run ('client_stats', without 'All clients')."""
+    if "client_stats" in doc:
+        return [j for j in doc["client_stats"] if j.get("jobname") != "All clients"]
+    return list(doc.get("jobs", []))
+
+
+def _direction(jobs: list[dict[str, Any]], key: str) -> DirectionResult:
+    parts = [j[key] for j in jobs if key in j]
+    ios = sum(int(p.get("total_ios", 0)) for p in parts)
+    if ios == 0:
+        return DirectionResult()
+    bins = merge_bins(p.get("clat_ns", {}).get("bins", {}) for p in parts)
+    # Exact merged mean: each job's mean weighted by its sample count.
+    n = sum(int(p["clat_ns"].get("N", 0)) for p in parts if "clat_ns" in p)
+    mean = (
+        sum(p["clat_ns"]["mean"] * int(p["clat_ns"].get("N", 0)) for p in parts if "clat_ns" in p) / n
+        if n
+        else None
+    )
+    pct = percentiles(bins)
+    return DirectionResult(
+        ios=ios,
+        bytes=sum(int(p.get("io_bytes", 0)) for p in parts),
+        iops=sum(float(p.get("iops", 0.0)) for p in parts),
+        mbps=sum(float(p.get("bw_bytes", 0)) for p in parts) / 1e6,
+        lat_mean_us=None if mean is None else mean / _NS_PER_US,
+        percentiles_us={k: (None if v is None else v / _NS_PER_US) for k, v in pct.items()},
+        bins_ns=bins,
+    )
+
+
+def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
+    """Sum every job of one fio run (local or client/server) into a CellResult.
+
+    IOPS and MB/s are the sums of the jobs' rates (the jobs run at the same
+    time); latency percentiles come from the jobs' clat histograms summed.
+    """
+    if isinstance(doc, str):
+        doc = load_json(doc)
+    jobs = job_entries(doc)
+    if not jobs:
+        raise ToolError("fio reported no jobs; see the raw output file")
+    read, write = _direction(jobs, "read"), _direction(jobs, "write")
+    both = merge_bins([read.bins_ns, write.bins_ns])
+    ios = read.ios + write.ios
+    mean = None
+    if ios:
+        mean = sum((d.lat_mean_us or 0.0) * d.ios for d in (read, write)) / ios
+    errors = [j for j in jobs if int(j.get("error", 0))]
+    per_host: dict[str, float] = {}
+    for j in jobs:
+        host = str(j.get("hostname", "local"))
+        per_host[host] = per_host.get(host, 0.0) + float(j.get("read", {}).get("iops", 0.0)) + float(
+            j.get("write", {}).get("iops", 0.0)
+        )
+    return CellResult(
+        iops=read.iops + write.iops,
+        mbps=read.mbps + write.mbps,
+        read=read,
+        write=write,
+        lat_mean_us=mean,
+        percentiles_us={k: (None if v is None else v / _NS_PER_US) for k, v in percentiles(both).items()},
+        jobs=len(jobs),
+        runtime_s=max(float(j.get("job_runtime", 0)) for j in jobs) / 1000.0,
+        errors=len(errors),
+        error_messages=[
+            f"{j.get('jobname', '?')}: error {j['error']} ({os.strerror(int(j['error']))})" for j in errors
+        ],
+        per_host_iops=per_host,
+    )

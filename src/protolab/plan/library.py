@@ -1,0 +1,60 @@
+"""Built-in workloads and studies, named after the studies in shared/STUDIES.md."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from .model import Workload
+
+_W = Workload
+
+#: Access specs from the studies. Each can be used by name in a plan and overridden field by field.
+BUILTIN_WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in [
+        _W(name="tr3808-4k", block_size=4096, read_pct=75, random_pct=100, oio=4,
+           description="TR-3808: 4 KiB, 75 % read, 100 % random, 4 OIO per VM"),
+        _W(name="tr3808-8k", block_size=8192, read_pct=75, random_pct=100, oio=4,
+           description="TR-3808: 8 KiB, 75 % read, 100 % random, 4 OIO per VM"),
+        _W(name="tr3808-init", block_size=8192, read_pct=100, random_pct=100, oio=4,
+           description="TR-3808 initialisation: 8 KiB 100 % random reads, results discarded"),
+        _W(name="tr3916-4k", block_size=4096, read_pct=75, random_pct=100, oio=2,
+           description="TR-3916 use case A: 4 KiB, 75 % read, 100 % random, 2 OIO per VM"),
+        _W(name="tr3916-8k", block_size=8192, read_pct=75, random_pct=100, oio=2,
+           description="TR-3916 use case A: 8 KiB, 75 % read, 100 % random, 2 OIO per VM"),
+        _W(name="tr3916-oltp", block_size=8192, read_pct=60, random_pct=100, oio=16,
+           description="TR-3916 use case B: 8 KiB, 60 % read, 100 % random, 16 OIO per worker"),
+        _W(name="exchange-2to1", block_size=4096, read_pct=200 / 3, random_pct=100, oio=1,
+           description="EMC simulated Exchange: 4 KiB random, 2 reads : 1 write, one I/O per stream"),
+        _W(name="vmtn-max-read", block_size=32768, read_pct=100, random_pct=0, oio=64,
+           description="VMTN Max Throughput-100%Read: 32 KiB sequential reads"),
+        _W(name="vmtn-real-life", block_size=8192, read_pct=65, random_pct=60, oio=64,
+           description="VMTN RealLife-60%Rand-65%Read: 8 KiB, 65 % read, 60 % random"),
+        _W(name="vmtn-max-50read", block_size=32768, read_pct=50, random_pct=0, oio=64,
+           description="VMTN Max Throughput-50%Read: 32 KiB sequential, 50 % read"),
+        _W(name="vmtn-random-8k", block_size=8192, read_pct=70, random_pct=100, oio=64,
+           description="VMTN Random-8k-70%Read: 8 KiB, 70 % read, 100 % random"),
+        _W(name="seq-read-64k", block_size=65536, read_pct=100, random_pct=0, oio=8,
+           description="64 KiB sequential reads: how close a link gets to its ceiling"),
+    ]
+}
+
+
+def builtin_studies() -> dict[str, str]:
+    """Built-in study names → their TOML text (files in protolab/plan/studies/)."""
+    folder = resources.files("protolab.plan") / "studies"
+    out = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            out[entry.name[: -len(".toml")]] = entry.read_text()
+    return out
+
+
+def study_description(text: str) -> str:
+    """The `description = "…"` line of a study's TOML, for one-line listings."""
+    import tomllib
+
+    try:
+        return str(tomllib.loads(text).get("description", ""))
+    except tomllib.TOMLDecodeError:
+        return ""

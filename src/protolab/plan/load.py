@@ -1,0 +1,173 @@
+"""Loading a plan file into a validated Plan, with one-line errors that say what to do."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import PlanError
+from .library import BUILTIN_WORKLOADS, builtin_studies
+from .model import Plan, Workload
+
+_HINTS = {
+    "extra_forbidden": "remove it or check its spelling (see README: The plan)",
+    "missing": "add it",
+    "greater_than_equal": "",
+    "greater_than": "",
+    "less_than_equal": "",
+}
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read, parse and validate the plan at ``path``; any problem is a one-line PlanError."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise PlanError(f"{p}: no such plan file; check the path, or run 'protolab plans' for built-ins") from None
+    except IsADirectoryError:
+        raise PlanError(f"{p}: is a directory, not a plan file; give the path of a .toml plan") from None
+    except (PermissionError, OSError) as e:
+        raise PlanError(f"{p}: cannot read the plan ({e.strerror or e}); check its permissions") from None
+    except UnicodeDecodeError:
+        raise PlanError(f"{p}: is not a UTF-8 text file; a plan is TOML text") from None
+    return load_plan_text(text, source=str(p))
+
+
+def load_builtin(name: str) -> tuple[Plan, str]:
+    """A built-in study by name, and its TOML text."""
+    studies = builtin_studies()
+    if name not in studies:
+        raise PlanError(
+            f"--builtin {name}: no such built-in study; choose one of: {', '.join(studies)} (see 'protolab plans')"
+        )
+    return load_plan_text(studies[name], source=f"<builtin:{name}>"), studies[name]
+
+
+def load_plan_text(text: str, *, source: str = "<plan>") -> Plan:
+    """Parse and validate plan TOML ``text``; ``source`` names it in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise PlanError(f"{source}: invalid TOML: {e}; fix the syntax at that line") from None
+    workloads = _resolve_workloads(data.get("workloads"), source, text)
+    data = {**data, "workloads": workloads} if workloads is not None else data
+    if "baseline" not in data:
+        names = [c.get("name") for c in data.get("configurations", []) if isinstance(c, dict)]
+        hint = f" (one of: {', '.join(map(str, names))})" if names else ""
+        raise PlanError(
+            f'{source}: baseline: missing; add baseline = "<configuration name>"{hint} at the top of the plan'
+        )
+    if "lab" in data:
+        data["lab"] = _validate_lab(data["lab"], source, text)
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as e:
+        raise PlanError(_one_line(e, source, text)) from None
+
+
+def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | None:
+    """Workload entries → Workload models: a built-in name, or a table with overrides."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        raise PlanError(
+            f"{source}{_at(text, ['workloads'])}: workloads: expected a list of names or tables, "
+            'e.g. workloads = ["tr3808-4k"]'
+        )
+    out = []
+    for i, entry in enumerate(raw):
+        where = f"workloads[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict):
+            raise PlanError(f"{source}{_at(text, ['workloads'])}: {where}: expected a workload name or a table")
+        entry = dict(entry)
+        base_name = entry.pop("base", None)
+        name = entry.get("name")
+        if base_name is None and name in BUILTIN_WORKLOADS:
+            base_name = name
+        base: dict[str, Any] = {}
+        if base_name is not None:
+            if base_name not in BUILTIN_WORKLOADS:
+                raise PlanError(
+                    f"{source}{_at(text, ['workloads', str(base_name)])}: {where}: unknown workload {base_name!r}; "
+                    "run 'protolab workloads' for the built-ins, or give block_size, read_pct and random_pct"
+                )
+            base = BUILTIN_WORKLOADS[base_name].model_dump(exclude={"description"} if entry.get("description") else set())
+            if name is None:
+                entry["name"] = base_name
+        elif set(entry) <= {"name", "description"}:
+            raise PlanError(
+                f"{source}{_at(text, ['workloads', str(name)])}: {where}: unknown workload {name!r}; "
+                "run 'protolab workloads' for the built-ins, or give block_size, read_pct and random_pct"
+            )
+        try:
+            out.append(Workload.model_validate({**base, **entry}))
+        except ValidationError as e:
+            raise PlanError(_one_line(e, source, text, prefix=("workloads", i))) from None
+    return out
+
+
+def _validate_lab(raw: Any, source: str, text: str) -> Any:
+    try:
+        from .topology import LabSpec
+    except ImportError:  # the lab model is not installed in this build
+        raise PlanError(f"{source}: lab: this protolab has no embedded lab support") from None
+    try:
+        return LabSpec.model_validate(raw)
+    except ValidationError as e:
+        raise PlanError(_one_line(e, source, text, prefix=("lab",))) from None
+
+
+def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) -> str:
+    """The first validation error as 'FILE:LINE: field.path: problem; what to do'."""
+    err = e.errors()[0]
+    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int", "TargetSpec", "dict[int,float]"}))
+    field = _dotted(loc)
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif err["type"] == "missing":
+        msg = "missing"
+    elif "input" in err and err["type"] not in {"value_error", "assertion_error"}:
+        msg = f"{msg} (got {err['input']!r})"
+    hint = _HINTS.get(err["type"], "")
+    hint = f"; {hint}" if hint else ""
+    return f"{source}{_at(text, [str(p) for p in loc])}: {field}: {msg}{hint}"
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "plan"
+
+
+def _at(text: str, keys: list[str]) -> str:
+    """':LINE' of the best guess where ``keys`` (a field path) is written, or ''."""
+    lines = [ln.split("#", 1)[0] for ln in text.splitlines()]
+    line_no = None
+    start = 0
+    last = None
+    for key in keys:
+        if key.isdigit():
+            # the N-th [[last]] table, when the array is written as tables
+            header = re.compile(rf"^\s*\[\[\s*{re.escape(last or '')}\s*\]\]")
+            hits = [i for i in range(len(lines)) if header.search(lines[i])]
+            if len(hits) > int(key):
+                line_no, start = hits[int(key)] + 1, hits[int(key)]
+            continue
+        pat = re.compile(rf'^\s*(\[\[?\s*)?([\w."-]*\.)?"?{re.escape(key)}"?\s*(=|\]|\.)|"{re.escape(key)}"')
+        for i in range(start, len(lines)):
+            if pat.search(lines[i]):
+                line_no, start = i + 1, i
+                break
+        last = key
+    return f":{line_no}" if line_no else ""

@@ -1,0 +1,204 @@
+"""The plan model (pydantic): workloads, targets, configurations, load points, method.
+
+Configuration is data: the plan file is parsed once into these frozen models and
+passed down; nothing else reads the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .units import format_duration, format_size, parse_duration, parse_size
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Workload(_Model):
+    """An access spec, as Iometer and the studies define one."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    block_size: int | dict[int, float] = Field(
+        description="bytes, or a mix {size: weight}; written '4k' or {'4k' = 75, '64k' = 25}"
+    )
+    read_pct: float = Field(ge=0, le=100, description="share of I/Os that read, in %")
+    random_pct: float = Field(ge=0, le=100, description="share of I/Os at random offsets, in %")
+    oio: int = Field(default=4, ge=1, description="outstanding I/Os per load stream")
+    rate_iops: int | None = Field(default=None, gt=0, description="optional cap per load stream")
+
+    @field_validator("block_size", mode="before")
+    @classmethod
+    def _block_size(cls, v: Any) -> int | dict[int, float]:
+        if isinstance(v, dict):
+            if not v:
+                raise ValueError("a block-size mix needs at least one size")
+            mix: dict[int, float] = {}
+            for size, weight in v.items():
+                if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight <= 0:
+                    raise ValueError(f"the weight of {size!r} must be a positive number")
+                mix[_block(size)] = float(weight)
+            return next(iter(mix)) if len(mix) == 1 else mix
+        return _block(v)
+
+    def sizes(self) -> dict[int, float]:
+        """Block sizes with weights summing to 1."""
+        if isinstance(self.block_size, int):
+            return {self.block_size: 1.0}
+        total = sum(self.block_size.values())
+        return {s: w / total for s, w in self.block_size.items()}
+
+    def mean_block_size(self) -> float:
+        """The expected bytes per I/O."""
+        return sum(s * w for s, w in self.sizes().items())
+
+    def summary(self) -> str:
+        """One line: '4k, 75 % read, 100 % random, 4 OIO'."""
+        if isinstance(self.block_size, int):
+            bs = format_size(self.block_size)
+        else:
+            bs = "/".join(f"{format_size(s)}:{w:g}" for s, w in self.block_size.items())
+        cap = f", ≤{self.rate_iops} IOPS/stream" if self.rate_iops else ""
+        return f"{bs}, {self.read_pct:g} % read, {self.random_pct:g} % random, {self.oio} OIO{cap}"
+
+
+def _block(v: Any) -> int:
+    n = parse_size(v)
+    if n < 512 or n % 512:
+        raise ValueError(f"block size must be a positive multiple of 512 bytes (got {v!r})")
+    return n
+
+
+class TargetSpec(_Model):
+    """Where the I/O goes: a local file, directory or block device, a URL, or a lab export."""
+
+    url: str = Field(
+        min_length=1,
+        description="path, iscsi://HOST[:PORT]/IQN/LUN, nfs://HOST/EXPORT, nbd://HOST[:PORT], or lab:PROTOCOL",
+    )
+    allow_overwrite: bool = Field(
+        default=False, description="allow writing to a target that already holds data"
+    )
+    size: int | None = Field(default=None, description="bytes of the target to use; default: method.data_size")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> int | None:
+        return None if v is None else parse_size(v)
+
+
+class Configuration(_Model):
+    """A named combination of a target and settings; one configuration is the baseline."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+    description: str = ""
+    target: str | TargetSpec
+    ioengine: str | None = Field(
+        default=None, description="fio engine for local targets (io_uring, libaio, psync); URLs pick their own"
+    )
+    direct: bool = Field(default=True, description="O_DIRECT for local targets")
+    link: dict[str, Any] = Field(default_factory=dict, description="lab link overrides, e.g. {mtu = 9000}")
+    fio: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="extra fio job options, passed as given"
+    )
+
+
+class LoadPoint(_Model):
+    """One step of the load ladder: hosts × load streams per host × outstanding I/Os per stream."""
+
+    hosts: int = Field(default=1, ge=1)
+    streams: int = Field(ge=1, description="load streams per host (the studies' VMs)")
+    oio: int | None = Field(default=None, ge=1, description="outstanding I/Os per stream; default: the workload's")
+
+    def oio_for(self, workload: Workload) -> int:
+        """Outstanding I/Os per stream at this point for ``workload``."""
+        return self.oio if self.oio is not None else workload.oio
+
+    def label(self, workload: Workload) -> str:
+        """'1×4×4 (16 OIO)': hosts × streams × OIO per stream."""
+        o = self.oio_for(workload)
+        return f"{self.hosts}×{self.streams}×{o} ({self.hosts * self.streams * o} OIO)"
+
+
+class Method(_Model):
+    """How each cell is measured."""
+
+    warmup: float = Field(default=5.0, ge=0, description="seconds of warm-up kept out of the numbers")
+    duration: float = Field(default=30.0, gt=0, description="seconds of the measured window")
+    repeats: int = Field(default=3, ge=1, le=100, description="measured windows per cell")
+    data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
+    prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
+
+    @field_validator("warmup", "duration", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration(v)
+
+    @field_validator("data_size", mode="before")
+    @classmethod
+    def _data_size(cls, v: Any) -> int:
+        n = parse_size(v)
+        if n < 1024**2:
+            raise ValueError(f"data_size must be at least 1M (got {v!r})")
+        return n
+
+    def summary(self) -> str:
+        """One line: 'warm-up 5s, measured 30s, 3 repeats'."""
+        return (
+            f"warm-up {format_duration(self.warmup)}, measured {format_duration(self.duration)}, "
+            f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}"
+        )
+
+
+class Plan(_Model):
+    """A whole study: configurations × workloads × load points × repeats, and the baseline."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+    description: str = ""
+    baseline: str
+    workloads: list[Workload] = Field(min_length=1)
+    targets: dict[str, TargetSpec] = Field(default_factory=dict)
+    configurations: list[Configuration] = Field(min_length=1)
+    load_points: list[LoadPoint] = Field(min_length=1)
+    method: Method = Method()
+    lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Plan":
+        names = [c.name for c in self.configurations]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"configuration names must be unique; repeated: {', '.join(sorted(dup))}")
+        wnames = [w.name for w in self.workloads]
+        wdup = {n for n in wnames if wnames.count(n) > 1}
+        if wdup:
+            raise ValueError(f"workload names must be unique; repeated: {', '.join(sorted(wdup))}")
+        if self.baseline not in names:
+            raise ValueError(
+                f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"
+            )
+        return self
+
+    def configuration(self, name: str) -> Configuration:
+        """The configuration called ``name``."""
+        return next(c for c in self.configurations if c.name == name)
+
+    def target_of(self, config: Configuration) -> TargetSpec:
+        """The configuration's target, resolving a name from [targets]."""
+        if isinstance(config.target, TargetSpec):
+            return config.target
+        if config.target in self.targets:
+            return self.targets[config.target]
+        return TargetSpec(url=config.target)
+
+    def uses_lab(self) -> bool:
+        """True when any configuration targets a lab export."""
+        return any(self.target_of(c).url.startswith("lab:") for c in self.configurations)
+
+
+Protocol = Literal["local", "iscsi", "nfs", "nbd"]

@@ -1,0 +1,57 @@
+"""Sizes and durations as users write them: "4k", "1G", "512MiB"; "30s", "5m", 90."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
+_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from an int or a string like "4k", "8KiB", "1G" (binary multiples, as fio uses)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size like '4k' or '1G', got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a size cannot be negative (got {value})")
+        return value
+    m = _SIZE.match(str(value))
+    if not m:
+        raise ValueError(f"expected a size like '4k', '64KiB' or '1G', got {value!r}")
+    number, unit = float(m.group(1)), m.group(2).lower()
+    result = number * 1024 ** _POW[unit]
+    if result != int(result):
+        raise ValueError(f"{value!r} is not a whole number of bytes")
+    return int(result)
+
+
+def format_size(n: int) -> str:
+    """The shortest exact binary form: 4096 → "4k", 1048576 → "1M", 1000 → "1000"."""
+    for unit, p in (("P", 5), ("T", 4), ("G", 3), ("M", 2), ("k", 1)):
+        if n and n % 1024**p == 0:
+            return f"{n // 1024**p}{unit}"
+    return str(n)
+
+
+def parse_duration(value: int | float | str) -> float:
+    """Seconds from a number or a string like "30s", "5m", "1h", "500ms"."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like '30s' or '5m', got {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative (got {value})")
+        return float(value)
+    m = _DURATION.match(str(value))
+    if not m:
+        raise ValueError(f"expected a duration like '30s', '5m' or 90, got {value!r}")
+    return float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+
+
+def format_duration(seconds: float) -> str:
+    """A compact duration: 300 → "5m", 90 → "90s", 0.5 → "0.5s"."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    return f"{seconds:g}s"

@@ -1,0 +1,1 @@
+"""Reports: the terminal table, Markdown and HTML summaries, figures and exports."""

@@ -1,0 +1,1 @@
+"""The run directory and the typed records stored in it."""
