@@ -174,6 +174,13 @@ def _register_optional() -> None:
         app.command("limits")(limits_command)
     except ImportError:
         pass
+    try:
+        from .report.commands import compare_command, report_command
+
+        app.command("report")(report_command)
+        app.command("compare")(compare_command)
+    except ImportError:
+        pass
 
 
 _register_optional()

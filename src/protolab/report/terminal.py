@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.relative import Row
@@ -31,4 +32,15 @@ def relative_table(rows: list[Row], workload: str, baseline: str) -> Table:
         t.add_row(r.load_label, name, str(r.repeats), _num(r.values.get("iops")), _rel(r.relative.get("iops")),
                   _num(r.values.get("lat_mean_us"), 1), _rel(r.relative.get("lat_mean_us")),
                   _num(r.values.get("lat_p99_us"), 1), _rel(r.relative.get("lat_p99_us")))
+    return t
+
+
+def plain_table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    """A rich table from plain (headers, rows), e.g. the Markdown summary's, so both show the same numbers."""
+    left = {"load point", "configuration", "metric", "verdict", "workload"}
+    t = Table(title=title, title_justify="left")
+    for h in headers:
+        t.add_column(h, justify="left" if h in left else "right", no_wrap=h in ("%", "95 % CI"))  # type: ignore[arg-type]
+    for row in rows:
+        t.add_row(*(escape(c) for c in row))
     return t

@@ -1,0 +1,168 @@
+"""Run-to-run comparison: the same study measured in two environments (A = 100, B relative to it).
+
+Pure: takes two manifests (as stored) and their records. Cells are matched by
+workload, load point (hosts × streams × OIO, not its position) and configuration.
+Runs whose workloads or load points differ are refused unless forced; every other
+difference (configurations, method, environment) is reported, never hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Iterable
+
+from ..errors import ProtolabError
+from ..results.records import CellRecord
+from .findings import METRICS
+from .relative import load_label
+from .stats import HIGHER, LOWER, compare, decide
+
+#: Workload fields that make two access specs the same workload.
+WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops")
+#: Provenance fields shown as "what differs between the environments".
+ENVIRONMENT_FIELDS = ("kernel", "fio_version", "protolab", "cpu_model", "cpus", "hostname", "machine", "python")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way in which run B differs from run A."""
+
+    what: str  # "workloads", "load points", "configurations", "method", "environment"
+    a: str
+    b: str
+    blocking: bool  # workloads and load points: refused unless forced
+
+    def text(self) -> str:
+        """'load points (A: …; B: …)'."""
+        return f"{self.what} (A: {self.a}; B: {self.b})"
+
+
+def _workloads(manifest: dict[str, Any], records: list[CellRecord]) -> dict[str, str]:
+    specs = {w.get("name"): w for w in (manifest.get("plan") or {}).get("workloads", []) if isinstance(w, dict)}
+    names = list(dict.fromkeys(r.workload for r in records)) or list(specs)
+    return {n: ", ".join(f"{f}={specs[n].get(f)}" for f in WORKLOAD_FIELDS) if n in specs else "" for n in names}
+
+
+def _load_points(records: list[CellRecord]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in sorted(records, key=lambda r: r.load_index):
+        labels = out.setdefault(r.workload, [])
+        if load_label(r) not in labels:
+            labels.append(load_label(r))
+    return out
+
+
+def _fmt_points(points: dict[str, list[str]], workloads: Iterable[str]) -> str:
+    return "; ".join(f"{w}: {', '.join(points.get(w, [])) or 'none'}" for w in workloads)
+
+
+def differences(manifest_a: dict[str, Any], records_a: list[CellRecord],
+                manifest_b: dict[str, Any], records_b: list[CellRecord]) -> list[Difference]:
+    """Everything that differs between two runs, blocking differences (workloads, load points) first."""
+    out: list[Difference] = []
+    wa, wb = _workloads(manifest_a, records_a), _workloads(manifest_b, records_b)
+    if list(wa) != list(wb) and set(wa) != set(wb):
+        out.append(Difference("workloads", ", ".join(wa) or "none", ", ".join(wb) or "none", True))
+    for name in (n for n in wa if n in wb and wa[n] and wb[n] and wa[n] != wb[n]):
+        out.append(Difference(f"workload {name}", wa[name], wb[name], True))
+    pa, pb = _load_points(records_a), _load_points(records_b)
+    common = [w for w in wa if w in wb]
+    if any(pa.get(w) != pb.get(w) for w in common):
+        changed = [w for w in common if pa.get(w) != pb.get(w)]
+        out.append(Difference("load points", _fmt_points(pa, changed), _fmt_points(pb, changed), True))
+    ca = list(dict.fromkeys(r.configuration for r in records_a))
+    cb = list(dict.fromkeys(r.configuration for r in records_b))
+    if set(ca) != set(cb):
+        out.append(Difference("configurations", ", ".join(ca), ", ".join(cb), False))
+    ma = (manifest_a.get("plan") or {}).get("method") or {}
+    mb = (manifest_b.get("plan") or {}).get("method") or {}
+    for f in sorted(set(ma) | set(mb)):
+        if ma.get(f) != mb.get(f):
+            out.append(Difference(f"method {f}", str(ma.get(f)), str(mb.get(f)), False))
+    env_a, env_b = manifest_a.get("provenance") or {}, manifest_b.get("provenance") or {}
+    for f in ENVIRONMENT_FIELDS:
+        if env_a.get(f) != env_b.get(f):
+            out.append(Difference(f"environment {f}", str(env_a.get(f)), str(env_b.get(f)), False))
+    return out
+
+
+def check_comparable(diffs: list[Difference], force: bool, name_a: str = "A", name_b: str = "B") -> None:
+    """ProtolabError naming what differs when a blocking difference exists and `force` is not set."""
+    blocking = [d for d in diffs if d.blocking]
+    if blocking and not force:
+        raise ProtolabError(f"compare {name_a} {name_b}: runs differ in " + "; ".join(d.text() for d in blocking)
+                            + "; pass --force to compare the cells they share anyway")
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One cell of the comparison: B relative to A (A = 100) for one metric."""
+
+    workload: str
+    load_label: str
+    configuration: str
+    metric: str
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
+    relative: float  # 100 × ratio of medians
+    ci_low: float  # % of A
+    ci_high: float
+    p_value: float
+    p_adjusted: float
+    verdict: str  # "higher", "lower", "no clear difference"
+
+    @property
+    def significant(self) -> bool:
+        """True when the difference is called (corrected test and interval outside the noise band)."""
+        return self.verdict in (HIGHER, LOWER)
+
+
+Cell = tuple[str, str, str]  # workload, load label, configuration
+
+
+def _samples(records: list[CellRecord], metric: str) -> dict[Cell, list[float]]:
+    get = METRICS[metric].get
+    out: dict[Cell, list[float]] = {}
+    for r in records:
+        v = get(r)
+        slot = out.setdefault((r.workload, load_label(r), r.configuration), [])
+        if v is not None:
+            slot.append(v)
+    return out
+
+
+def compare_runs(records_a: list[CellRecord], records_b: list[CellRecord], metrics: Iterable[str] | None = None,
+                 *, alpha: float = 0.05, noise: float = 0.02, method: str = "holm") -> list[CompareRow]:
+    """Every cell present in both runs, per metric measured in both: B / A with a 95 % CI and a corrected call.
+
+    One correction family per metric over all matched cells. Ordered as run A measured them.
+    """
+    wanted = list(metrics) if metrics is not None else list(METRICS)
+    out: list[CompareRow] = []
+    for m in wanted:
+        sa, sb = _samples(records_a, m), _samples(records_b, m)
+        cells = [c for c in sa if c in sb and sa[c] and sb[c]]
+        if not cells:
+            continue
+        comps = [compare(sa[c], sb[c], label=" ".join(c)) for c in cells]
+        for c, comp, v in zip(cells, comps, decide(comps, alpha=alpha, noise=noise, method=method)):
+            out.append(CompareRow(c[0], c[1], c[2], m, comp.n_base, comp.n_other, median(sa[c]), median(sb[c]),
+                                  100 * comp.ratio, 100 * comp.ci_low, 100 * comp.ci_high, comp.p_value,
+                                  v.p_adjusted, v.verdict))
+    wl = {w: i for i, w in enumerate(dict.fromkeys(r.workload for r in records_a))}
+    cf = {c: i for i, c in enumerate(dict.fromkeys(r.configuration for r in records_a))}
+    li = {(r.workload, load_label(r)): r.load_index for r in records_a}
+    metric_order = {m: i for i, m in enumerate(wanted)}
+    far = 1 << 30
+    return sorted(out, key=lambda r: (wl.get(r.workload, far), li.get((r.workload, r.load_label), far),
+                                      cf.get(r.configuration, far), metric_order[r.metric]))
+
+
+def unmatched(records_a: list[CellRecord], records_b: list[CellRecord]) -> tuple[list[Cell], list[Cell]]:
+    """Cells only in A, and cells only in B (left out of a forced comparison)."""
+    ka = list(dict.fromkeys((r.workload, load_label(r), r.configuration) for r in records_a))
+    kb = list(dict.fromkeys((r.workload, load_label(r), r.configuration) for r in records_b))
+    return [k for k in ka if k not in kb], [k for k in kb if k not in ka]

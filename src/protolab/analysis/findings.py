@@ -1,0 +1,288 @@
+"""Findings: the report's sentences, written from the relative rows and the statistics' verdicts.
+
+Only what the data supports is claimed, and every claim carries its 95 % interval.
+A difference is stated only when `stats.decide` calls it (corrected test AND interval
+outside the noise band); everything else is "no clear difference". Where one sentence
+covers several load points, the headline is the median of their ratios and the
+interval in brackets spans all of their intervals (the most cautious reading).
+
+Corrections for multiple comparisons are made per metric, over the whole matrix of
+workloads × load points × configurations (one family per metric).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from statistics import median
+from typing import Callable, Iterable
+
+from ..results.records import CellRecord
+from . import relative
+from .relative import Row, relative_rows
+from .stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, Verdict, compare, decide, outlier_advice
+
+_QUIET = "quiet"  # a per-metric "no clear difference" before it is merged into one sentence per workload
+#: Below this many repeats no repeat is flagged: with 3 or 4 values the median absolute deviation is one
+#: of the gaps itself, so any lopsided set looks like it holds an outlier.
+MIN_OUTLIER_REPEATS = 5
+#: "within X %" sentences are written only when every interval lies inside this bound.
+WITHIN_LIMIT_PCT = 10.0
+
+
+def _extra(key: str) -> Callable[[CellRecord], float | None]:
+    def get(r: CellRecord) -> float | None:
+        v = r.result.extra.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric the report compares against the baseline; above 100 always means 'more of it'."""
+
+    key: str
+    title: str  # for chart titles: "IOPS", "average service time"
+    unit: str
+    noun: str  # in sentences: "{more|less} {noun}"
+    more: str  # word for a ratio above 1: "more", "higher"
+    less: str
+    get: Callable[[CellRecord], float | None]
+    telemetry: bool = False  # measured only when telemetry ran
+
+
+def _base(key: str) -> Callable[[CellRecord], float | None]:
+    return relative.METRICS[key][0]
+
+
+#: The metrics of the report, in order. Latency titles say "service time" (closed loop).
+METRICS: dict[str, Metric] = {m.key: m for m in [
+    Metric("iops", "IOPS", "IOPS", "IOPS", "more", "fewer", _base("iops")),
+    Metric("lat_mean_us", "average service time", "µs", "average service time", "higher", "lower",
+           _base("lat_mean_us")),
+    Metric("lat_p99_us", "p99 service time", "µs", "p99 service time", "higher", "lower", _base("lat_p99_us")),
+    Metric("cpu_us_per_io_loadgen", "load-generator CPU per I/O", "CPU µs/I/O", "load-generator CPU per I/O",
+           "more", "less", _extra("cpu_us_per_io_loadgen"), True),
+    Metric("cpu_us_per_io_server", "server CPU per I/O", "CPU µs/I/O", "server CPU per I/O", "more", "less",
+           _extra("cpu_us_per_io_server"), True),
+    Metric("packets_per_io", "packets per I/O", "packets/I/O", "packets per I/O", "more", "fewer",
+           _extra("packets_per_io"), True),
+]}
+#: Absolute-only figures shown in tables beside the relative ones.
+TABLE_ONLY: dict[str, tuple[str, str, Callable[[CellRecord], float | None]]] = {
+    "mbps": ("throughput", "MB/s", _base("mbps")),
+    "cpu_us_per_io_total": ("machine CPU per I/O", "CPU µs/I/O", _extra("cpu_us_per_io_total")),
+    "wire_bytes_per_io": ("wire bytes per I/O", "B/I/O", _extra("wire_bytes_per_io")),
+}
+
+
+def measured_metrics(records: Iterable[CellRecord]) -> tuple[list[str], list[str]]:
+    """(metrics present in at least one record, metrics absent from every record), in report order."""
+    recs = list(records)
+    keys = list(METRICS) + list(TABLE_ONLY)
+    getters = {**{k: m.get for k, m in METRICS.items()}, **{k: t[2] for k, t in TABLE_ONLY.items()}}
+    present = [k for k in keys if any(getters[k](r) is not None for r in recs)]
+    return present, [k for k in keys if k not in present]
+
+
+def study_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] | None = None) -> list[Row]:
+    """`relative_rows` extended with the telemetry metrics (median of repeats and % of the baseline)."""
+    recs = list(records)
+    wanted = list(metrics) if metrics is not None else list(METRICS) + list(TABLE_ONLY)
+    base = [m for m in wanted if m in relative.METRICS]
+    extra = [m for m in wanted if m not in relative.METRICS]
+    rows = relative_rows(recs, baseline, base)
+    if not extra:
+        return rows
+    getters = {**{k: m.get for k, m in METRICS.items()}, **{k: t[2] for k, t in TABLE_ONLY.items()}}
+    samples: dict[tuple[str, int, str], dict[str, list[float]]] = {}
+    for r in recs:
+        slot = samples.setdefault((r.workload, r.load_index, r.configuration), {m: [] for m in extra})
+        for m in extra:
+            v = getters[m](r)
+            if v is not None:
+                slot[m].append(v)
+    medians = {k: {m: (median(v) if v else None) for m, v in s.items()} for k, s in samples.items()}
+    out = []
+    for row in rows:
+        mine = medians[(row.workload, row.load_index, row.configuration)]
+        ref = medians.get((row.workload, row.load_index, baseline), {})
+        rel = {m: (100.0 * mine[m] / ref[m] if ref.get(m) and mine[m] is not None else None) for m in extra}
+        out.append(replace(row, values={**row.values, **mine},
+                           samples={**row.samples, **samples[(row.workload, row.load_index, row.configuration)]},
+                           relative={**row.relative, **rel}))
+    return out
+
+
+Key = tuple[str, str, int, str]  # metric, workload, load index, configuration
+
+
+def verdicts(rows: list[Row], baseline: str, metrics: Iterable[str] = METRICS, *, alpha: float = 0.05,
+             noise: float = 0.02, method: str = "holm", seed: int = 0) -> dict[Key, Verdict]:
+    """Each configuration against the baseline at the same workload and load point, per metric.
+
+    One correction family per metric across the whole matrix. Rows without samples on
+    either side are left out (nothing to compare).
+    """
+    base = {(r.workload, r.load_index): r for r in rows if r.configuration == baseline}
+    out: dict[Key, Verdict] = {}
+    for m in metrics:
+        keys, comps = [], []
+        for r in rows:
+            b = base.get((r.workload, r.load_index))
+            if r.configuration == baseline or b is None:
+                continue
+            bs, os_ = b.samples.get(m) or [], r.samples.get(m) or []
+            if not bs or not os_:
+                continue
+            keys.append((m, r.workload, r.load_index, r.configuration))
+            comps.append(compare(bs, os_, label=f"{r.workload} {r.load_label} {r.configuration} {m}", seed=seed))
+        for k, v in zip(keys, decide(comps, alpha=alpha, noise=noise, method=method) if comps else []):
+            out[k] = v
+    return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence of the overview."""
+
+    kind: str  # "difference", "within", "no clear difference", "outlier", "note"
+    text: str
+    metric: str = ""
+    workload: str = ""
+    configurations: tuple[str, ...] = field(default_factory=tuple)
+
+
+def pct(v: float) -> str:
+    """A percentage for a sentence: one decimal below 10, none above."""
+    return f"{v:.1f}" if abs(v) < 10 else f"{v:.0f}"
+
+
+def _shift(v: Verdict) -> tuple[float, float, float]:
+    """(headline %, interval low %, interval high %) as the size of the change in its own direction."""
+    if v.verdict == HIGHER:
+        return (v.ratio - 1) * 100, (v.ci_low - 1) * 100, (v.ci_high - 1) * 100
+    return (1 - v.ratio) * 100, (1 - v.ci_high) * 100, (1 - v.ci_low) * 100
+
+
+def _claim(vs: list[Verdict]) -> str:
+    """'12 % (8–15 %)' for one or several verdicts of the same direction."""
+    shifts = [_shift(v) for v in vs]
+    head = median(s[0] for s in shifts)
+    return f"{pct(head)} % ({pct(min(s[1] for s in shifts))}–{pct(max(s[2] for s in shifts))} %)"
+
+
+def _labels(rows: list[Row]) -> dict[tuple[str, int], str]:
+    return {(r.workload, r.load_index): r.load_label for r in rows}
+
+
+def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, m: Metric,
+                         workload: str, configs: list[str], loads: list[int], alpha: float) -> list[Finding]:
+    labels = _labels(rows)
+    out: list[Finding] = []
+    quiet: list[str] = []
+    for c in configs:
+        mine = {li: vs[(m.key, workload, li, c)] for li in loads if (m.key, workload, li, c) in vs}
+        if not mine:
+            continue
+        parts = []
+        for direction, word in ((HIGHER, m.more), (LOWER, m.less)):
+            at = [li for li, v in mine.items() if v.verdict == direction]
+            if not at:
+                continue
+            where = ("at every load point" if len(at) == len(loads) and len(loads) > 1 else
+                     "at " + ", ".join(labels[(workload, li)] for li in at))
+            parts.append(f"{pct_claim(mine, at)} {word} {m.noun} than {baseline} {where}")
+        if not parts:
+            quiet.append(c)
+            continue
+        rest = [li for li, v in mine.items() if v.verdict == NO_CLEAR_DIFFERENCE]
+        tail = ("; no clear difference at " + ", ".join(labels[(workload, li)] for li in rest)) if rest else ""
+        out.append(Finding("difference", f"{workload}: {c} had " + "; and ".join(parts) + tail + ".",
+                           m.key, workload, (c,)))
+    if quiet:
+        sizes = [(len(vs_b), len(vs_o)) for vs_b, vs_o in _sample_pairs(rows, baseline, m.key, workload, quiet)]
+        best = max(((a, b) for a, b in sizes if a and b), key=lambda ab: math.comb(ab[0] + ab[1], ab[0]),
+                   default=(0, 0))
+        floor = 2.0 / math.comb(best[0] + best[1], best[0]) if best[0] else 1.0
+        why = ""
+        if floor >= alpha:
+            a, b = best
+            why = (f" (with {a}+{b} repeats the smallest possible p is {floor:.2g}, not below {alpha}: "
+                   "no test can call a difference; add repeats)")
+        out.append(Finding(_QUIET, why, m.key, workload, tuple(quiet)))  # merged across metrics later
+    return out
+
+
+def _sample_pairs(rows: list[Row], baseline: str, metric: str, workload: str,
+                  configs: list[str]) -> list[tuple[list[float], list[float]]]:
+    base = {r.load_index: r.samples.get(metric) or [] for r in rows
+            if r.workload == workload and r.configuration == baseline}
+    return [(base.get(r.load_index, []), r.samples.get(metric) or []) for r in rows
+            if r.workload == workload and r.configuration in configs]
+
+
+def pct_claim(mine: dict[int, Verdict], at: list[int]) -> str:
+    """The claim for the verdicts at load points `at`: '12 % (8–15 %)'."""
+    return _claim([mine[li] for li in at])
+
+
+def _within(vs: list[Verdict]) -> float | None:
+    bounds = [max(abs(v.ci_low - 1), abs(v.ci_high - 1)) * 100 for v in vs]
+    if not bounds or not all(math.isfinite(b) for b in bounds):
+        return None
+    return math.ceil(max(bounds))
+
+
+def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: Iterable[str] = METRICS,
+             *, alpha: float = 0.05) -> list[Finding]:
+    """The overview's sentences: bounds ("all within X %"), called differences, "no clear difference", outliers."""
+    out: list[Finding] = []
+    workloads = list(dict.fromkeys(r.workload for r in rows))
+    for w in workloads:
+        loads = sorted({r.load_index for r in rows if r.workload == w})
+        configs = list(dict.fromkeys(r.configuration for r in rows if r.workload == w and r.configuration != baseline))
+        for key in metrics:
+            m = METRICS[key]
+            mine = [v for (mk, wk, _, _), v in vs.items() if mk == key and wk == w]
+            if not mine:
+                continue
+            bound = _within(mine)
+            if bound is not None and bound <= WITHIN_LIMIT_PCT and len(configs) > 0:
+                who = "All configurations" if len(configs) > 1 else configs[0]
+                out.append(Finding("within", f"{w}: {who} within {bound:.0f} % of {baseline} in {m.noun} at every "
+                                   f"load point (every 95 % interval lies inside ±{bound:.0f} %).", key, w,
+                                   tuple(configs)))
+            out.extend(_difference_findings(rows, vs, baseline, m, w, configs, loads, alpha))
+        out = _merge_quiet(out, w, baseline)
+    out.extend(outlier_findings(rows, metrics))
+    return out
+
+
+def _merge_quiet(found: list[Finding], workload: str, baseline: str) -> list[Finding]:
+    """One "no clear difference" sentence per workload and set of configurations, naming all its metrics."""
+    keep = [f for f in found if f.kind != _QUIET]
+    groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
+    for f in found:
+        if f.kind == _QUIET:
+            groups.setdefault((f.configurations, f.text), []).append(f.metric)
+    for (configs, why), keys in groups.items():
+        nouns = [METRICS[k].noun for k in keys]
+        what = nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " or " + nouns[-1]
+        keep.append(Finding("no clear difference", f"{workload}: no clear difference in {what} between {baseline} "
+                            f"and {', '.join(configs)} at any load point{why}.", ",".join(keys), workload, configs))
+    return keep
+
+
+def outlier_findings(rows: list[Row], metrics: Iterable[str] = METRICS) -> list[Finding]:
+    """One finding per repeat that stands out (modified z > 3.5, from 5 repeats on); kept, with advice."""
+    out = []
+    for key in metrics:
+        for r in rows:
+            samples = r.samples.get(key) or []
+            if len(samples) < MIN_OUTLIER_REPEATS:
+                continue
+            for line in outlier_advice(samples, what=f"{METRICS[key].noun}: repeat"):
+                out.append(Finding("outlier", f"{r.workload} · {r.configuration} · {r.load_label}, {line}.", key,
+                                   r.workload, (r.configuration,)))
+    return out

@@ -1,0 +1,112 @@
+"""`protolab report RUN`, `protolab compare RUN_A RUN_B`, and `write_report` (called at the end of `protolab run`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from ..analysis.compare import check_comparable, compare_runs, differences, unmatched
+from ..errors import ProtolabError
+from ..results.rundir import RunDir, atomic_write
+from . import tables
+from .markdown import compare_markdown, compare_rows, report_markdown, summary_table
+from .terminal import plain_table
+
+
+def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
+    """Write report.html, report.md, tables/*.csv and (unless `figures` is False) figures/*.png|svg; return the HTML.
+
+    The HTML is written last, so a report.html on disk always has its figures and tables beside it.
+    """
+    from .html import render
+
+    records = rundir.records()
+    if not records:
+        raise ProtolabError(f"{rundir.path}: no measured cells in this run directory; nothing to report "
+                            "(run the study again, or resume it)")
+    data = tables.build(rundir.manifest(), records)
+    tables.write_csvs(data, rundir.path / "tables")
+    if figures:
+        from .figures import save_all
+
+        save_all(data.charts, rundir.path / "figures")
+    atomic_write(rundir.path / "report.md", report_markdown(data))
+    path = rundir.path / "report.html"
+    atomic_write(path, render(data))
+    return path
+
+
+def print_summary(rundir: RunDir, console: Console | None = None) -> None:
+    """The report.md tables on the terminal, with the findings."""
+    console = console or Console()
+    data = tables.build(rundir.manifest(), rundir.records())
+    for w in data.workloads:
+        title, headers, rows = summary_table(data, w)
+        console.print(plain_table(title, headers, rows))
+    for f in data.findings:
+        if f.kind != "outlier":
+            console.print(f"• {f.text}", highlight=False, markup=False)
+
+
+def report_command(
+    run: Path = typer.Argument(..., help="A run directory, results/<run-id>."),
+    no_figures: bool = typer.Option(False, "--no-figures", help="Skip the PNG/SVG figures (faster)."),
+) -> None:
+    """Regenerate a run's report (report.html, report.md, figures/, tables/) from its run directory."""
+    console = Console()
+    rundir = RunDir.open(run)
+    path = write_report(rundir, figures=not no_figures)
+    print_summary(rundir, console)
+    console.print(f"report: {path}  (report.md, figures/, tables/ beside it)", highlight=False, markup=False)
+
+
+def compare_command(
+    run_a: Path = typer.Argument(..., help="Run A, the reference (= 100)."),
+    run_b: Path = typer.Argument(..., help="Run B, shown relative to A."),
+    force: bool = typer.Option(False, "--force", help="Compare the cells both runs share even if workloads or "
+                               "load points differ."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where compare.md and compare.csv go "
+                                       "(default: compare-<A>-vs-<B> beside run B)."),
+) -> None:
+    """The same study on two environments: A = 100, B relative, with 95 % CIs and corrected significance."""
+    console = Console()
+    path, rows, text = run_compare(run_a, run_b, force=force, out=out)
+    headers, table = compare_rows(rows)
+    for line in text.split("## B relative to A")[0].splitlines():
+        if line.startswith("- ") or line.startswith("Compared anyway"):
+            console.print(line, highlight=False, markup=False)
+    console.print(plain_table(f"B relative to A (A = 100): {Path(run_a).name} → {Path(run_b).name}", headers, table))
+    called = sum(1 for r in rows if r.significant)
+    console.print(f"{called} of {len(rows)} comparisons called; the rest: no clear difference. "
+                  f"Written: {path} and compare.csv beside it", highlight=False, markup=False)
+
+
+def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
+                out: Path | None = None) -> tuple[Path, list, str]:
+    """Compare two run directories and write compare.md and compare.csv; returns (md path, rows, md text)."""
+    a, b = RunDir.open(run_a), RunDir.open(run_b)
+    ma, mb = a.manifest(), b.manifest()
+    ra, rb = a.records(), b.records()
+    for rd, recs in ((a, ra), (b, rb)):
+        if not recs:
+            raise ProtolabError(f"compare: {rd.path} has no measured cells; give a run that measured something")
+    diffs = differences(ma, ra, mb, rb)
+    check_comparable(diffs, force, str(a.path), str(b.path))
+    rows = compare_runs(ra, rb)
+    if not rows:
+        raise ProtolabError(f"compare {a.path} {b.path}: the runs share no cell (workload, load point and "
+                            "configuration); nothing to compare")
+    only_a, only_b = unmatched(ra, rb)
+    text = compare_markdown(a.run_id, b.run_id, diffs, rows, force, only_a, only_b)
+    folder = out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}"
+    path = Path(folder) / "compare.md"
+    atomic_write(path, text)
+    atomic_write(Path(folder) / "compare.csv", tables.to_csv([
+        {"workload": r.workload, "load point": r.load_label, "configuration": r.configuration, "metric": r.metric,
+         "n A": r.n_a, "n B": r.n_b, "median A": r.median_a, "median B": r.median_b, "B % of A": r.relative,
+         "CI low %": r.ci_low, "CI high %": r.ci_high, "p": r.p_value, "p (corrected)": r.p_adjusted,
+         "verdict": r.verdict} for r in rows]))
+    return path, rows, text

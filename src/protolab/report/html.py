@@ -1,0 +1,129 @@
+"""The HTML report: one self-contained file (inline CSS, inline JS, data embedded) that fetches nothing.
+
+Charts are drawn in the browser from the JSON embedded in the page by `static/report.js`
+(SVG, no library). The page's Content-Security-Policy forbids every network fetch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from typing import Any
+
+from jinja2 import Environment, select_autoescape
+from markupsafe import Markup
+
+from .tables import Chart, ReportData
+
+_STATIC = resources.files("protolab.report") / "static"
+_TEMPLATES = resources.files("protolab.report") / "templates"
+_ENV_FIELDS = [("protolab", "protolab"), ("fio_version", "fio"), ("kernel", "kernel"), ("cpu_model", "CPU"),
+               ("cpus", "CPUs"), ("machine", "machine"), ("hostname", "host"), ("python", "Python")]
+
+
+def fmt_number(v: Any) -> str:
+    """A table cell: '–' for nothing, thousands separators for large numbers, 3 significant digits for small."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
+
+
+def _environment() -> Environment:
+    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True),
+                      trim_blocks=False, lstrip_blocks=False)
+    env.filters["num"] = fmt_number
+    return env
+
+
+def _read(folder: Any, name: str) -> str:
+    return (folder / name).read_text(encoding="utf-8")
+
+
+def _script_safe(text: str) -> Markup:
+    """Inline script/JSON text that cannot close its <script> element early."""
+    return Markup(text.replace("</", "<\\/"))
+
+
+def _configurations(data: ReportData) -> list[dict[str, str]]:
+    plan, targets = data.plan, data.manifest.get("targets") or {}
+    out = []
+    for name in data.configurations:
+        c = plan.configuration(name) if plan and any(x.name == name for x in plan.configurations) else None
+        if c is None:
+            out.append({"name": name, "target": str(targets.get(name, "")), "engine": "", "link": "",
+                        "description": ""})
+            continue
+        url = plan.target_of(c).url
+        link = ", ".join(f"{k}={v}" for k, v in c.link.items())
+        out.append({"name": name, "target": url, "engine": c.ioengine or "(protocol's own)",
+                    "link": link, "description": c.description or str(targets.get(name, ""))})
+    return out
+
+
+def _workloads(data: ReportData) -> list[dict[str, str]]:
+    out = []
+    for w in data.workloads:
+        spec = next((x for x in data.plan.workloads if x.name == w), None) if data.plan else None
+        loads = list(dict.fromkeys(r.load_label for r in data.rows if r.workload == w))
+        out.append({"name": w, "spec": spec.summary() if spec else "", "loads": "; ".join(loads)})
+    return out
+
+
+def _method_text(data: ReportData) -> str:
+    plan = data.plan
+    if plan is None:
+        return "The stored plan could not be read; the method is not known."
+    return (f"{len(plan.configurations)} configurations × {len(plan.workloads)} workloads × "
+            f"{len(plan.load_points)} load points; {plan.method.summary()}; configurations interleaved at each "
+            f"load point so that drift of the machine does not masquerade as a difference.")
+
+
+def render(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> str:
+    """The whole HTML page for one run."""
+    from ..analysis.findings import METRICS, TABLE_ONLY
+
+    env = _environment()
+    chart_tpl = env.from_string(_read(_TEMPLATES, "chart.html.j2"))
+    numeric_words = ("median", "%", "IOPS", "MB/s", "(µs)", "I/Os", "repeats", "repeat", "seconds", "ceiling",
+                     "packets", "bytes", "MTU", "p (corrected)")
+
+    def chart_block(c: Chart) -> Markup:
+        columns = [col for col in (c.table[0] if c.table else []) if col != "workload"]  # the section says it
+        numeric = {col for col in columns if any(w in col for w in numeric_words) and col != "limited by"}
+        return Markup(chart_tpl.render(c=c, columns=columns, rows=c.table, numeric=numeric,
+                                       baseline=data.baseline if c.kind == "relative" else None))
+
+    by_section: dict[str, list[Chart]] = {"metrics": [], "percentiles": [], "series": [], "ceiling": []}
+    for c in data.charts:
+        by_section.setdefault(c.section, []).append(c)
+    prov = data.manifest.get("provenance") or {}
+    titles = {**{k: m.title for k, m in METRICS.items()}, **{k: t[0] for k, t in TABLE_ONLY.items()}}
+    payload = json.dumps({"run_id": data.run_id, "charts": [c.to_json() for c in data.charts]},
+                         allow_nan=False, default=str)
+    plan_name = data.plan.name if data.plan else (data.manifest.get("plan") or {}).get("name", data.run_id)
+    page = env.from_string(_read(_TEMPLATES, "report.html.j2"))
+    return page.render(
+        data=data, manifest=data.manifest, plan_name=plan_name,
+        description=data.plan.description if data.plan else "",
+        findings=[f for f in data.findings if f.kind != "outlier"],
+        outliers=[f for f in data.findings if f.kind == "outlier"],
+        method_text=_method_text(data), alpha=alpha, noise_pct=f"{noise * 100:g}",
+        configurations=_configurations(data), workloads=_workloads(data),
+        environment=[(label, prov.get(k)) for k, label in _ENV_FIELDS if prov.get(k) not in (None, "")],
+        not_measured=[titles[m] for m in data.absent],
+        charts_by_section=by_section, chart_block=chart_block,
+        chart_json=_script_safe(payload), errors_js=_script_safe(_read(_STATIC, "errors.js")),
+        report_js=_script_safe(_read(_STATIC, "report.js")), css=Markup(_read(_STATIC, "report.css")),
+    )

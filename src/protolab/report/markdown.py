@@ -1,0 +1,120 @@
+"""The Markdown summary (report.md, to paste into a ticket) and the compare table, as plain rows.
+
+The same (headers, rows) feed the terminal tables, so the terminal and the ticket show the
+same numbers. A relative cell reads '297 (275–327) ↑': % of the baseline, its 95 % interval,
+and an arrow only when the difference is called (corrected test and outside the noise band).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.compare import CompareRow, Difference
+from ..analysis.findings import METRICS
+from ..analysis.stats import HIGHER, LOWER, Verdict
+from .html import fmt_number
+from .tables import ReportData, is_closed_loop
+
+ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
+#: Short column names for the tables (the full titles are in the HTML report).
+SHORT = {"iops": "IOPS", "lat_mean_us": "avg µs", "lat_p99_us": "p99 µs", "cpu_us_per_io_loadgen": "LG CPU µs/IO",
+         "cpu_us_per_io_server": "srv CPU µs/IO", "packets_per_io": "pkts/IO"}
+
+
+def rel_cell(relative: float | None, v: Verdict | None) -> str:
+    """'297 (275–327) ↑', '100' for the baseline, '–' when there is nothing to compare."""
+    if relative is None:
+        return "–"
+    if v is None:
+        return f"{relative:.0f}"
+    return f"{relative:.0f} ({100 * v.ci_low:.0f}–{100 * v.ci_high:.0f}){ARROWS.get(v.verdict, '')}"
+
+
+def summary_table(data: ReportData, workload: str) -> tuple[str, list[str], list[list[str]]]:
+    """(title, headers, rows) for one workload: per load point and configuration, each metric's median and %."""
+    closed = is_closed_loop(data.plan, workload)
+    headers = ["load point", "configuration", "n"]
+    for m in data.metrics:
+        headers += [SHORT[m], "%"]
+    rows = []
+    for r in (r for r in data.rows if r.workload == workload):
+        cells = [r.load_label, r.configuration + (" *" if r.baseline else ""), str(r.repeats)]
+        for m in data.metrics:
+            cells += [fmt_number(r.values.get(m)),
+                      rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.load_index, r.configuration)))]
+        rows.append(cells)
+    lat = "service time" if closed else "latency"
+    title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI, ↑↓ = called "
+             f"difference; latency = {lat}")
+    return title, headers, rows
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    def esc(s: str) -> str:
+        return str(s).replace("|", "\\|")
+    right = {i for i, h in enumerate(headers) if h not in ("load point", "configuration", "metric", "verdict",
+                                                             "workload")}
+    lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report_markdown(data: ReportData) -> str:
+    """report.md: plan, environment, findings, one table per workload, what was not measured."""
+    prov: dict[str, Any] = data.manifest.get("provenance") or {}
+    name = data.plan.name if data.plan else data.run_id
+    out = [f"# protolab: {name} — run {data.run_id}", ""]
+    if data.plan:
+        p = data.plan
+        out.append(f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} "
+                   f"load points; {p.method.summary()}. Baseline **{data.baseline}** = 100.")
+    env = ", ".join(f"{k} {prov[k]}" for k in ("kernel", "fio_version", "cpu_model", "cpus") if prov.get(k))
+    out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.get('status', 'unknown')}.", "",
+            "## Findings", ""]
+    main = [f for f in data.findings if f.kind != "outlier"]
+    out += [f"- {f.text}" for f in main] or ["- No comparisons could be made."]
+    outl = [f for f in data.findings if f.kind == "outlier"]
+    if outl:
+        out += ["", "Repeats that stand out (kept in the statistics):", ""] + [f"- {f.text}" for f in outl]
+    for w in data.workloads:
+        title, headers, rows = summary_table(data, w)
+        out += ["", f"## {title}", "", md_table(headers, rows)]
+    missing = [METRICS[m].title for m in data.absent if m in METRICS]
+    if missing:
+        out += ["", f"Not measured in this run: {', '.join(missing)}."]
+    out += ["", "A difference is called only when a Holm-corrected Mann–Whitney test gives p < 0.05 and the 95 % "
+            "interval lies outside the ±2 % noise band; otherwise: no clear difference. Latency at fixed "
+            "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU.", ""]
+    return "\n".join(out)
+
+
+def compare_rows(rows: list[CompareRow]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of a run-to-run comparison: A, B, B as % of A with its CI, corrected p, verdict."""
+    headers = ["workload", "load point", "configuration", "metric", "A", "B", "B % of A", "95 % CI", "p (corr.)",
+               "verdict"]
+    out = []
+    for r in rows:
+        out.append([r.workload, r.load_label, r.configuration, SHORT[r.metric],
+                    fmt_number(r.median_a), fmt_number(r.median_b), f"{r.relative:.1f}{ARROWS.get(r.verdict, '')}",
+                    f"{r.ci_low:.1f}–{r.ci_high:.1f}", f"{r.p_adjusted:.3g}", r.verdict])
+    return headers, out
+
+
+def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: list[CompareRow],
+                     forced: bool, only_a: list[tuple[str, str, str]], only_b: list[tuple[str, str, str]]) -> str:
+    """compare.md: what differs between the runs, then the relative table (A = 100)."""
+    out = [f"# protolab compare: A = {name_a}, B = {name_b}", "", "A = 100; B relative to A at the same workload, "
+           "load point and configuration (median of repeats, 95 % bootstrap CI, Holm-corrected Mann–Whitney).", ""]
+    out += ["## What differs", ""] + ([f"- {d.text()}" for d in diffs] or ["- nothing recorded"])
+    if forced and any(d.blocking for d in diffs):
+        out += ["", "Compared anyway (--force): only the cells both runs measured."]
+    for label, cells in (("only in A", only_a), ("only in B", only_b)):
+        if cells:
+            out.append(f"- cells {label} (left out): " + "; ".join(" · ".join(c) for c in cells))
+    headers, table = compare_rows(rows)
+    called = sum(1 for r in rows if r.significant)
+    out += ["", "## B relative to A", "", md_table(headers, table), "",
+            f"{called} of {len(rows)} comparisons called; the rest: no clear difference.", ""]
+    return "\n".join(out)

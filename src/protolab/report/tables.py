@@ -1,0 +1,364 @@
+"""The report's data: every chart and table, built once from a manifest and its records, and the CSV exports.
+
+HTML, figures and Markdown all render the same `ReportData`, so a number in one is the
+number in the others. Building it is pure; only `write_csvs` touches files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..analysis.findings import (METRICS, TABLE_ONLY, Finding, Key, findings, measured_metrics, study_rows,
+                                 verdicts)
+from ..analysis.latency import PERCENTILES, merge_bins, percentiles
+from ..analysis.relative import Row
+from ..analysis.stats import Verdict
+from ..analysis.wire import TCP_PROTOCOLS, ceiling
+from ..errors import ProtolabError
+from ..plan.model import Plan
+from ..results.records import CellRecord
+from ..results.rundir import atomic_write
+
+PCT_KEYS = [f"p{p:g}" for p in PERCENTILES]
+
+
+@dataclass
+class Series:
+    """One drawn series: a name and one value per x position (None = no value)."""
+
+    name: str
+    values: list[float | None]
+    low: list[float | None] | None = None  # CI whiskers, same unit as values
+    high: list[float | None] | None = None
+
+
+@dataclass
+class Chart:
+    """A chart and the table of absolute numbers beside it (also tables/<id>.csv, figures/<id>.png|svg)."""
+
+    id: str
+    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling"
+    section: str
+    workload: str
+    title: str
+    note: str  # what the axis means, e.g. "psync = 100; above 100 = more IOPS"
+    ylabel: str
+    x: list[str]
+    series: list[Series]
+    table: list[dict[str, Any]]
+    log_y: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """What the page's script needs to draw the chart."""
+        return {"id": self.id, "kind": self.kind, "title": self.title, "note": self.note, "ylabel": self.ylabel,
+                "x": self.x, "logY": self.log_y,
+                "series": [{"name": s.name, "values": _finite(s.values), "low": _finite(s.low),
+                            "high": _finite(s.high)} for s in self.series]}
+
+
+def _finite(values: list[float | None] | None) -> list[float | None] | None:
+    """JSON has no NaN: non-finite values become null (drawn as gaps)."""
+    if values is None:
+        return None
+    return [v if v is not None and math.isfinite(v) else None for v in values]
+
+
+@dataclass
+class ReportData:
+    """Everything a report shows about one run."""
+
+    run_id: str
+    manifest: dict[str, Any]
+    plan: Plan | None
+    baseline: str
+    workloads: list[str]
+    configurations: list[str]
+    rows: list[Row]
+    verdicts: dict[Key, Verdict]
+    metrics: list[str]  # relative metrics measured in this run
+    absent: list[str]  # metrics not measured in this run
+    findings: list[Finding]
+    charts: list[Chart] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
+    records: list[CellRecord] = field(default_factory=list)
+
+
+def slug(*parts: str) -> str:
+    """A file-name-safe id: 'iops-tr3808-4k'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-").lower()
+
+
+def plan_of(manifest: dict[str, Any]) -> Plan | None:
+    """The plan stored in the manifest, or None when it no longer validates (the report then uses the records)."""
+    try:
+        return Plan.model_validate(manifest.get("plan") or {})
+    except ValidationError:
+        return None
+
+
+def is_closed_loop(plan: Plan | None, workload: str) -> bool:
+    """Fixed outstanding I/Os without a rate cap: latency is service time."""
+    if plan is None:
+        return True
+    w = next((w for w in plan.workloads if w.name == workload), None)
+    return w is None or w.rate_iops is None
+
+
+def metric_title(metric: str, closed_loop: bool) -> str:
+    """The metric's title; open-loop latency is 'latency', closed-loop latency 'service time'."""
+    t = METRICS[metric].title if metric in METRICS else TABLE_ONLY[metric][0]
+    return t if closed_loop else t.replace("service time", "latency")
+
+
+def _above(metric: str) -> str:
+    return {"iops": "more IOPS", "lat_mean_us": "more latency", "lat_p99_us": "more latency",
+            "packets_per_io": "more packets"}.get(metric, "more CPU")
+
+
+def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
+    m = METRICS[metric]
+    closed = is_closed_loop(data.plan, workload)
+    rows = [r for r in data.rows if r.workload == workload]
+    loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
+    series, table = [], []
+    for c in [c for c in data.configurations if any(r.configuration == c for r in rows)]:
+        vals, lo, hi = [], [], []
+        for li, label in loads:
+            r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
+            v = data.verdicts.get((metric, workload, li, c))
+            rel = r.relative.get(metric) if r else None
+            vals.append(rel)
+            lo.append(100 * v.ci_low if v else None)
+            hi.append(100 * v.ci_high if v else None)
+            if r is not None:
+                table.append({"workload": workload, "load point": label, "configuration": c,
+                              "repeats": len(r.samples.get(metric) or []), f"median ({m.unit})": r.values.get(metric),
+                              "% of baseline": rel, "CI low %": lo[-1], "CI high %": hi[-1],
+                              "p (corrected)": v.p_adjusted if v else None,
+                              "verdict": v.verdict if v else ("baseline" if c == data.baseline else "–")})
+        series.append(Series(c, vals, lo, hi))
+    order = [label for _, label in loads]
+    table.sort(key=lambda row: order.index(row["load point"]))  # stable: configurations stay in plan order
+    title = metric_title(metric, closed)
+    return Chart(slug(metric, workload), "relative", "metrics", workload, f"{workload} — {title}",
+                 f"{data.baseline} = 100 at every load point; above 100 = {_above(metric)}; whiskers: 95 % CI",
+                 f"% of {data.baseline}", [label for _, label in loads], series, table)
+
+
+def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
+    bins = merge_bins([r.result.read.bins_ns for r in recs] + [r.result.write.bins_ns for r in recs])
+    pct = percentiles(bins)
+    return {k: (v / 1000 if v is not None else None) for k, v in pct.items()}, sum(bins.values())
+
+
+def _percentile_charts(data: ReportData, workload: str) -> list[Chart]:
+    closed = is_closed_loop(data.plan, workload)
+    word = "service time" if closed else "latency"
+    out = []
+    loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
+    for li, label in loads:
+        series, table = [], []
+        for c in data.configurations:
+            recs = [r for r in data.records if r.workload == workload and r.load_index == li and r.configuration == c]
+            if not recs:
+                continue
+            pct, n = _merged_percentiles(recs)
+            if n == 0:  # no histogram stored: fall back to nothing rather than averaging percentiles
+                continue
+            series.append(Series(c, [pct[k] for k in PCT_KEYS]))
+            table.append({"workload": workload, "load point": label, "configuration": c, "repeats": len(recs),
+                          "I/Os": n, **{f"{k} (µs)": pct[k] for k in PCT_KEYS}})
+        if series:
+            out.append(Chart(slug("percentiles", workload, str(li)), "percentiles", "percentiles", workload,
+                             f"{workload} — {word} percentiles at {label}",
+                             f"all repeats and jobs merged from fio's histograms (never averaged); µs, log scale",
+                             f"{word} (µs)", PCT_KEYS, series, table, log_y=True))
+    return out
+
+
+def _series_charts(data: ReportData, workload: str) -> list[Chart]:
+    out = []
+    loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
+    for li, label in loads:
+        recs = [r for r in data.records if r.workload == workload and r.load_index == li
+                and isinstance(r.result.extra.get("iops_series"), list) and r.result.extra["iops_series"]]
+        if not recs:
+            continue
+        recs.sort(key=lambda r: (data.configurations.index(r.configuration)
+                                 if r.configuration in data.configurations else 99, r.repeat))
+        length = max(len(r.result.extra["iops_series"]) for r in recs)
+        series, table = [], []
+        for r in recs:
+            vals = [float(v) for v in r.result.extra["iops_series"]]
+            series.append(Series(f"{r.configuration} r{r.repeat}", vals + [None] * (length - len(vals))))
+            steady = r.result.extra.get("steady")
+            steady_txt = ("–" if not isinstance(steady, dict) or "steady" not in steady
+                          else ("yes" if steady["steady"] else "no"))
+            table.append({"workload": workload, "load point": label, "configuration": r.configuration,
+                          "repeat": r.repeat, "seconds": len(vals), "mean IOPS": sum(vals) / len(vals),
+                          "min IOPS": min(vals), "max IOPS": max(vals), "steady state": steady_txt})
+        out.append(Chart(slug("series", workload, str(li)), "series", "series", workload,
+                         f"{workload} — IOPS per second at {label}", "each repeat's measured window, one line per "
+                         "configuration and repeat", "IOPS", [str(i + 1) for i in range(length)], series, table))
+    return out
+
+
+def protocol_of(url: str) -> str | None:
+    """'iscsi' for iscsi://… or lab:iscsi; None for a local path (no wire in between)."""
+    m = re.match(r"^lab:([a-z]+)", url) or re.match(r"^([a-z]+)://", url)
+    return m.group(1) if m and m.group(1) in TCP_PROTOCOLS else None
+
+
+def _as_dict(v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if isinstance(v, dict):
+        return v
+    dump = getattr(v, "model_dump", None)
+    return dump() if dump else {k: getattr(v, k) for k in ("rate", "mtu") if hasattr(v, k)}
+
+
+def link_of(plan: Plan, configuration: str) -> dict[str, Any]:
+    """The lab's link settings merged with the configuration's overrides ({} without a lab)."""
+    if plan.lab is None:
+        return {}
+    lab = _as_dict(plan.lab)
+    return {**_as_dict(lab.get("link")), **plan.configuration(configuration).link}
+
+
+def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
+    """Measured IOPS as % of the wire model's ceiling, per workload; and a note on what has no link model."""
+    plan = data.plan
+    if plan is None:
+        return [], "the stored plan could not be read; no link model"
+    protocols = {c.name: protocol_of(plan.target_of(c).url) for c in plan.configurations}
+    local = [c for c in data.configurations if protocols.get(c) is None]
+    if len(local) == len(data.configurations):
+        return [], "no link model for local targets"
+    if plan.lab is None:
+        return [], "no link model: the plan has no lab link (rate, MTU) for its remote targets"
+    notes = [f"no link model for local targets ({', '.join(local)})"] if local else []
+    charts = []
+    for w in (w for w in plan.workloads if w.name in data.workloads):
+        rows = [r for r in data.rows if r.workload == w.name]
+        loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
+        series, table = [], []
+        for c in (c for c in data.configurations if c not in local):
+            link = link_of(plan, c)
+            try:
+                ceil = ceiling(protocols[c], link_bps=link.get("rate", "1GbE"), mtu=int(link.get("mtu", 1500)),
+                               block_size=w.block_size, read_pct=w.read_pct)
+            except (ProtolabError, ValueError) as e:
+                notes.append(f"{c}: no ceiling ({e})")
+                continue
+            cost = ceil.wire_cost
+            vals = []
+            for li, label in loads:
+                r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
+                iops = r.values.get("iops") if r else None
+                vals.append(100 * iops / ceil.iops if iops else None)
+                if r is None:
+                    continue
+                table.append({"workload": w.name, "configuration": c, "protocol": ceil.protocol, "link": ceil.link,
+                              "MTU": cost.mtu, "load point": label, "ceiling IOPS": ceil.iops,
+                              "ceiling MB/s": ceil.mbps, "limited by": ceil.bottleneck_direction,
+                              "measured IOPS": iops, "% of ceiling": vals[-1],
+                              "packets/I/O measured": r.values.get("packets_per_io"),
+                              "packets/I/O model": cost.frames_to_storage + cost.frames_to_host,
+                              "bytes/I/O measured": r.values.get("wire_bytes_per_io"),
+                              "bytes/I/O model": cost.counted_bytes_to_storage + cost.counted_bytes_to_host})
+            series.append(Series(c, vals))
+        if series:
+            charts.append(Chart(slug("ceiling", w.name), "ceiling", "ceiling", w.name,
+                                f"{w.name} — measured IOPS against the wire ceiling",
+                                "100 = the link's ceiling for this access spec (wire model); bars: median IOPS",
+                                "% of wire ceiling", [label for _, label in loads], series, table))
+    return charts, "; ".join(notes)
+
+
+def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
+          method: str = "holm") -> ReportData:
+    """Assemble the whole report's data from a manifest and its records."""
+    plan = plan_of(manifest)
+    baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
+    present, absent = measured_metrics(records)
+    rel_metrics = [m for m in METRICS if m in present]
+    rows = study_rows(records, baseline)
+    vs = verdicts(rows, baseline, rel_metrics, alpha=alpha, noise=noise, method=method)
+    seen_w = list(dict.fromkeys(r.workload for r in records))
+    seen_c = list(dict.fromkeys(r.configuration for r in records))
+    workloads = [w.name for w in plan.workloads if w.name in seen_w] if plan else seen_w
+    configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
+    data = ReportData(str(manifest.get("run_id", "")), manifest, plan, baseline, workloads + [w for w in seen_w
+                      if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
+                      rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha),
+                      records=records)
+    for w in data.workloads:
+        data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
+    for w in data.workloads:
+        data.charts.extend(_percentile_charts(data, w))
+    for w in data.workloads:
+        data.charts.extend(_series_charts(data, w))
+    ceilings, note = ceiling_charts(data)
+    data.charts.extend(ceilings)
+    for m in absent:
+        data.notes[m] = "not measured in this run"
+    if not any(c.section == "series" for c in data.charts):
+        data.notes["series"] = "per-second series not measured in this run"
+    if not any(c.section == "percentiles" for c in data.charts):
+        data.notes["percentiles"] = "latency histograms not stored in this run"
+    if note:
+        data.notes["ceiling"] = note
+    return data
+
+
+def absolute_rows(data: ReportData) -> list[dict[str, Any]]:
+    """One row per workload, load point and configuration: medians of every measured metric and % of baseline."""
+    keys = [k for k in list(METRICS) + list(TABLE_ONLY) if k not in data.absent]
+    out = []
+    for r in data.rows:
+        row: dict[str, Any] = {"workload": r.workload, "load point": r.load_label, "configuration": r.configuration,
+                               "baseline": int(r.baseline), "repeats": r.repeats}
+        for k in keys:
+            row[k] = r.values.get(k)
+            if k in METRICS:
+                row[f"{k} %"] = r.relative.get(k)
+                v = data.verdicts.get((k, r.workload, r.load_index, r.configuration))
+                row[f"{k} CI low %"] = 100 * v.ci_low if v else None
+                row[f"{k} CI high %"] = 100 * v.ci_high if v else None
+                row[f"{k} verdict"] = v.verdict if v else ""
+        out.append(row)
+    return out
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    """CSV text of a list of dicts (columns in the first row's order; None → empty)."""
+    buf = io.StringIO()
+    if not rows:
+        return ""
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def write_csvs(data: ReportData, folder: Path) -> list[Path]:
+    """tables/<chart id>.csv for every chart, summary.csv and findings.csv; returns the paths written."""
+    written = []
+    for name, rows in [("summary", absolute_rows(data)),
+                       ("findings", [{"kind": f.kind, "metric": f.metric, "workload": f.workload, "text": f.text}
+                                     for f in data.findings])] + [(c.id, c.table) for c in data.charts]:
+        if rows:
+            path = folder / f"{name}.csv"
+            atomic_write(path, to_csv(rows))
+            written.append(path)
+    return written
