@@ -17,7 +17,7 @@ APT_PACKAGES=(
   # protocol servers and clients of the lab
   tgt nfs-ganesha nfs-ganesha-vfs rpcbind nbdkit libnbd-bin libiscsi-bin libnfs-utils
   # network, storage and process tools
-  iproute2 ethtool btrfs-progs util-linux procps kmod openssh-server openssh-client
+  iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-server openssh-client
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
   build-essential dpkg-dev pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
   # python

@@ -15,8 +15,9 @@ _NS_PER_US = 1000.0
 
 def load_json(text: str, *, source: str = "fio output") -> dict[str, Any]:
     """fio's JSON document from ``text`` (fio may print warnings before it)."""
-    start = text.find("{")
-    if start < 0:
+    # Client/server runs print '<host> …' lines before the document: start at a line that opens it.
+    start = 0 if text.startswith("{") else text.find("\n{") + 1
+    if start <= 0 and not text.startswith("{"):
         raise ToolError(f"{source}: no JSON found in fio's output; see the raw output file")
     try:
         return json.JSONDecoder().raw_decode(text[start:])[0]
@@ -76,7 +77,7 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
     errors = [j for j in jobs if int(j.get("error", 0))]
     per_host: dict[str, float] = {}
     for j in jobs:
-        host = str(j.get("hostname", "local"))
+        host = str(j.get("hostname", "local")) + (f":{j['port']}" if "port" in j else "")
         per_host[host] = per_host.get(host, 0.0) + float(j.get("read", {}).get("iops", 0.0)) + float(
             j.get("write", {}).get("iops", 0.0)
         )

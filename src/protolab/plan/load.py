@@ -139,6 +139,12 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     elif "input" in err and err["type"] not in {"value_error", "assertion_error"}:
         msg = f"{msg} (got {err['input']!r})"
     hint = _HINTS.get(err["type"], "")
+    if not hint and err["type"].startswith(("int_", "float_")):
+        hint = "write a whole number" if err["type"].startswith("int_") else "write a number"
+    elif not hint and err["type"].endswith(("_type", "_parsing")):
+        hint = "fix the value's type (see README: The plan)"
+    elif not hint and err["type"].startswith(("greater", "less")):
+        hint = "see README: The plan for the allowed range"
     hint = f"; {hint}" if hint else ""
     return f"{source}{_at(text, [str(p) for p in loc])}: {field}: {msg}{hint}"
 

@@ -1,0 +1,45 @@
+"""Shared test helpers: run the real CLI, find the project's fio, write plans."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+PROTOLAB = [sys.executable, "-m", "protolab.cli"]
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None):
+    """Run `protolab ARGS` as a user would; returns the CompletedProcess (text)."""
+    return subprocess.run(
+        [*PROTOLAB, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
+
+
+@pytest.fixture
+def cli():
+    """The run_cli helper as a fixture."""
+    return run_cli
+
+
+@pytest.fixture
+def fio_path() -> str:
+    """The fio protolab uses (skips when none is installed)."""
+    from protolab.engine.fio import find_fio
+
+    path, _ = find_fio()
+    if not path:
+        pytest.skip("no fio: run 'make deps'")
+    return path
+
+
+def needs_root():
+    """Skip unless running as root (lab tests)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (lab tests create namespaces, servers and loop devices)")

@@ -1,0 +1,87 @@
+"""`protolab run` from a user's point of view, on local files."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from protolab.results.rundir import CSV_COLUMNS
+
+PLAN = """
+name = "e2e"
+baseline = "psync"
+workloads = ["tr3808-4k"]
+[targets.scratch]
+url = "{dir}"
+[[configurations]]
+name = "psync"
+target = "scratch"
+ioengine = "psync"
+[[configurations]]
+name = "uring"
+target = "scratch"
+ioengine = "io_uring"
+{extra}
+[[load_points]]
+streams = 1
+oio = 1
+[[load_points]]
+streams = 2
+oio = 8
+[method]
+warmup = "1s"
+duration = "1s"
+repeats = 2
+data_size = "32M"
+{method}
+"""
+
+
+def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
+    data = tmp_path / "data"
+    data.mkdir()
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN.format(dir=data, extra="", method=""))
+    p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
+    assert p.returncode == 0, p.stderr
+    run = next((tmp_path / "results").iterdir())
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["schema_version"] == 1 and m["status"] == "complete" and m["cells_total"] == 8
+    assert m["plan"]["baseline"] == "psync" and m["plan_text"] == plan.read_text()
+    prov = m["provenance"]
+    assert prov["fio_version"].startswith("fio-") and {"libiscsi", "nfs", "nbd"} <= set(prov["fio_engines"])
+    assert prov["kernel"] and prov["cpu_model"] and m["started"] <= m["ended"]
+    rows = list(csv.DictReader((run / "cells.csv").open()))
+    assert list(rows[0]) == CSV_COLUMNS
+    assert len(rows) == 8
+    assert [r["configuration"] for r in rows[:4]] == ["psync", "uring", "psync", "uring"]  # interleaved
+    for r in rows:
+        assert float(r["iops"]) > 0 and float(r["lat_mean_us"]) > 0 and r["errors"] == "0"
+        assert abs(float(r["iops"]) - float(r["read_iops"]) - float(r["write_iops"])) < 1e-6 * float(r["iops"]) + 1e-9
+    assert {r["total_oio"] for r in rows} == {"1", "16"}
+    assert len(list((run / "raw").glob("*__r*.json"))) == 8
+    assert len(list((run / "jobs").glob("*__r*.fio"))) == 8
+    assert (data / "protolab.dat").stat().st_size == 32 * 2**20 and (data / "protolab.dat.protolab").exists()
+    # The terminal table: baseline = 100 at each load point.
+    assert p.stdout.count(" 100 ") >= 2 and "baseline psync = 100" in p.stdout
+    assert not list(run.rglob("*.tmp"))  # atomic writes leave no temporaries
+
+
+def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
+    """A configuration whose storage cannot be reached stops the run in one line; earlier cells stay."""
+    data = tmp_path / "data"
+    data.mkdir()
+    extra = '[[configurations]]\nname = "gone"\ntarget = { url = "nbd://127.0.0.1:9", allow_overwrite = true }'
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN.format(dir=data, extra=extra, method="prepare = false"))
+    p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
+    assert p.returncode == 2
+    line = p.stderr.strip().splitlines()
+    assert len(line) == 1 and line[0].startswith("protolab: error: cell tr3808-4k__gone__h1s1q1__r1: fio failed")
+    run = next((tmp_path / "results").iterdir())
+    assert f"cells measured so far are in {run}" in line[0]
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == "failed" and "gone" in m["error"]
+    rows = list(csv.DictReader((run / "cells.csv").open()))
+    assert [r["configuration"] for r in rows] == ["psync", "uring"]
+    assert all(float(r["iops"]) > 0 for r in rows)

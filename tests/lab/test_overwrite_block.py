@@ -1,0 +1,67 @@
+"""The overwrite rule against real loop devices and the real CLI (root)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from conftest import needs_root
+
+pytestmark = pytest.mark.lab
+
+PLAN = """
+name = "ow"
+baseline = "dev"
+workloads = [{{ name = "tr3808-4k" }}]
+[[configurations]]
+name = "dev"
+target = {{ url = "{dev}"{extra} }}
+[[load_points]]
+streams = 1
+oio = 1
+[method]
+warmup = 0
+duration = "1s"
+repeats = 1
+data_size = "16M"
+"""
+
+
+@pytest.fixture
+def loopdev(tmp_path):
+    needs_root()
+    img = tmp_path / "protolab-test-disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 * 2**20)
+    dev = subprocess.run(["losetup", "-f", "--show", str(img)], capture_output=True, text=True, check=True,
+                         timeout=30).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], timeout=30)
+    assert str(img) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+
+
+def test_block_device_with_filesystem_is_refused_then_allowed(loopdev, tmp_path, cli):
+    subprocess.run(["mkfs.ext4", "-q", "-F", loopdev], check=True, timeout=60, capture_output=True)
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN.format(dev=loopdev, extra=""))
+    p = cli("run", plan, "--results", tmp_path / "results", timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith(f"protolab: error: target {loopdev} (configuration 'dev') holds data (TYPE=ext4")
+    assert "allow_overwrite = true" in p.stderr
+    assert not (tmp_path / "results").exists()
+    # The signature is untouched.
+    assert "ext4" in subprocess.run(["blkid", "-p", loopdev], capture_output=True, text=True).stdout
+    plan.write_text(PLAN.format(dev=loopdev, extra=", allow_overwrite = true"))
+    p = cli("run", plan, "--results", tmp_path / "results", timeout=120)
+    assert p.returncode == 0, p.stderr
+
+
+def test_blank_block_device_is_accepted(loopdev, tmp_path, cli):
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN.format(dev=loopdev, extra=""))
+    p = cli("run", plan, "--results", tmp_path / "results", timeout=120)
+    assert p.returncode == 0, p.stderr
+    csv = next((tmp_path / "results").glob("*/cells.csv")).read_text().splitlines()
+    assert len(csv) == 2 and float(csv[1].split(",")[10]) > 0
