@@ -96,7 +96,11 @@ def run(
     rows = relative_rows(rundir.records(), p.baseline)
     for w in p.workloads:
         out.print(relative_table(rows, w.name, p.baseline))
+    from .report.commands import write_report
+
+    html = write_report(rundir)
     out.print(f"run directory: {rundir.path}  (manifest.json, cells.csv, raw/, records/)")
+    out.print(f"report: {html}  (and report.md, figures/, tables/)")
 
 
 @app.command()

@@ -34,8 +34,8 @@ class Row:
 
 
 def load_label(r: CellRecord) -> str:
-    """'1×4×4 (16 OIO)'."""
-    return f"{r.hosts}×{r.streams_per_host}×{r.oio_per_stream} ({r.total_oio} OIO)"
+    """'1×4×4=16': hosts × streams per host × OIO per stream = outstanding I/Os in all."""
+    return f"{r.hosts}×{r.streams_per_host}×{r.oio_per_stream}={r.total_oio}"
 
 
 def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] = METRICS) -> list[Row]:

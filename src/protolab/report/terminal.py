@@ -18,8 +18,9 @@ def _rel(v: float | None) -> str:
 
 def relative_table(rows: list[Row], workload: str, baseline: str) -> Table:
     """A rich table for one workload: each configuration at each load point, baseline = 100."""
-    t = Table(title=f"{workload} — baseline {baseline} = 100 (median of repeats)", title_justify="left")
-    for col, just in [("load point", "left"), ("configuration", "left"), ("n", "right"), ("IOPS", "right"),
+    t = Table(title=f"{workload} — baseline {baseline} = 100 (median of repeats; load = hosts×streams×OIO=total)",
+              title_justify="left")
+    for col, just in [("load", "left"), ("config", "left"), ("n", "right"), ("IOPS", "right"),
                       ("IOPS %", "right"), ("avg lat µs", "right"), ("avg %", "right"),
                       ("p99 µs", "right"), ("p99 %", "right")]:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
