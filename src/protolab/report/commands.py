@@ -75,6 +75,7 @@ def compare_command(
     console = Console()
     path, rows, text = run_compare(run_a, run_b, force=force, out=out)
     headers, table = compare_rows(rows)
+    console.print(f"A = {run_a}\nB = {run_b}\nWhat differs:", highlight=False, markup=False)
     for line in text.split("## B relative to A")[0].splitlines():
         if line.startswith("- ") or line.startswith("Compared anyway"):
             console.print(line, highlight=False, markup=False)

@@ -1,0 +1,103 @@
+"""`protolab compare` on real runs: prints and writes the relative table; refuses mismatched plans."""
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+PROTOLAB = [sys.executable, "-m", "protolab.cli"]
+
+PLAN = """
+name = "{name}"
+baseline = "psync"
+workloads = ["tr3808-4k"]
+
+[targets.scratch]
+url = "{target}"
+allow_overwrite = true
+
+[[configurations]]
+name = "psync"
+target = "scratch"
+ioengine = "psync"
+
+[[configurations]]
+name = "io_uring"
+target = "scratch"
+ioengine = "io_uring"
+{load_points}
+[method]
+warmup = "1s"
+duration = "2s"
+repeats = 2
+data_size = "32M"
+"""
+TWO_POINTS = "\n[[load_points]]\nstreams = 1\noio = 1\n\n[[load_points]]\nstreams = 2\noio = 4\n"
+ONE_POINT = "\n[[load_points]]\nstreams = 1\noio = 1\n"
+
+pytestmark = pytest.mark.slow
+
+
+def protolab(*args, cwd):
+    return subprocess.run([*PROTOLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare")
+    out = {}
+    for name, points in (("a", TWO_POINTS), ("b", TWO_POINTS), ("c", ONE_POINT)):
+        plan = root / f"{name}.toml"
+        plan.write_text(PLAN.format(name=f"cmp-{name}", target=root / "scratch.dat", load_points=points))
+        done = protolab("run", str(plan), "--results", str(root / name), cwd=root)
+        assert done.returncode == 0, done.stderr
+        (out[name],) = list((root / name).iterdir())
+    return root, out
+
+
+def test_compare_prints_and_writes_the_relative_table(runs):
+    root, r = runs
+    done = protolab("compare", str(r["a"]), str(r["b"]), "--out", str(root / "ab"), cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "B relative to A (A = 100)" in done.stdout
+    body = [l for l in done.stdout.splitlines() if l.startswith("│ tr3808-4k")]
+    assert len(body) == 2 * 2 * 3  # load points × configurations × (IOPS, avg, p99)
+    assert "0 of 12 comparisons called" in done.stdout
+    md = (root / "ab" / "compare.md").read_text()
+    assert "| workload | load point | configuration | metric | A | B | B % of A | 95 % CI | p (corr.) | verdict |" in md
+    assert "environment kernel" not in md  # same machine, same kernel
+    with open(root / "ab" / "compare.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 12
+    for row in rows:
+        # with 2 + 2 repeats nothing can be called: the honest verdict
+        assert row["verdict"] == "no clear difference"
+        assert float(row["CI low %"]) <= float(row["B % of A"]) <= float(row["CI high %"])
+        assert float(row["median A"]) > 0 and float(row["median B"]) > 0
+
+
+def test_compare_refuses_mismatched_load_points_and_says_what_differs(runs):
+    root, r = runs
+    done = protolab("compare", str(r["a"]), str(r["c"]), cwd=root)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"protolab: error: compare {r['a']} {r['c']}: runs differ in load points "
+                           "(A: tr3808-4k: 1×1×1=1, 1×2×4=8; B: tr3808-4k: 1×1×1=1)")
+    assert line.endswith("pass --force to compare the cells they share anyway")
+    forced = protolab("compare", str(r["a"]), str(r["c"]), "--force", "--out", str(root / "ac"), cwd=root)
+    assert forced.returncode == 0, forced.stderr
+    md = (root / "ac" / "compare.md").read_text()
+    assert "Compared anyway (--force)" in md
+    assert "cells only in A (left out): tr3808-4k · 1×2×4=8 · psync; tr3808-4k · 1×2×4=8 · io_uring" in md
+    with open(root / "ac" / "compare.csv") as f:
+        assert {row["load point"] for row in csv.DictReader(f)} == {"1×1×1=1"}
+
+
+def test_compare_names_a_directory_that_is_not_a_run(runs, tmp_path):
+    root, r = runs
+    done = protolab("compare", str(r["a"]), str(tmp_path), cwd=root)
+    assert done.returncode == 2
+    assert f"{tmp_path}: not a protolab run directory" in done.stderr and "Traceback" not in done.stderr
