@@ -6,6 +6,7 @@
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"];
+  var DASHES = ["none", "6 3", "2 2", "6 2 2 2"];  /* repeats of one configuration */
   var W = 660, H = 300, M = { top: 12, right: 12, bottom: 40, left: 58 };
 
   function el(name, attrs, parent) {
@@ -104,9 +105,14 @@
     var n = chart.x.length, span = W - M.left - M.right;
     function xpos(i) { return M.left + (n > 1 ? span * i / (n - 1) : span / 2); }
     axes(svg, chart, scale, xpos);
+    var groups = [], nth = {};
     chart.series.forEach(function (s, si) {
-      var colour = PALETTE[si % PALETTE.length];
-      var g = el("g", { "data-series": s.name, stroke: colour, fill: colour }, svg);
+      var group = chart.kind === "series" ? s.name.replace(/ r\d+$/, "") : s.name;
+      if (groups.indexOf(group) < 0) { groups.push(group); }
+      nth[group] = (nth[group] || 0) + 1;
+      var colour = PALETTE[groups.indexOf(group) % PALETTE.length];
+      var g = el("g", { "data-series": s.name, stroke: colour, fill: colour,
+                        "stroke-dasharray": DASHES[(nth[group] - 1) % DASHES.length] }, svg);
       var d = "", pen = false;
       s.values.forEach(function (v, i) {
         if (!finite(v) || (chart.logY && v <= 0)) { pen = false; return; }
@@ -123,15 +129,26 @@
   function legend(fig, chart) {
     var box = document.createElement("div");
     box.className = "legend";
-    chart.series.forEach(function (s, si) {
+    var names = [];
+    chart.series.forEach(function (s) {
+      var group = chart.kind === "series" ? s.name.replace(/ r\d+$/, "") : s.name;
+      if (names.indexOf(group) < 0) { names.push(group); }
+    });
+    names.forEach(function (name, si) {
       var k = document.createElement("span");
       k.className = "key";
       var sw = document.createElement("i");
       sw.style.background = PALETTE[si % PALETTE.length];
       k.appendChild(sw);
-      k.appendChild(document.createTextNode(s.name));
+      k.appendChild(document.createTextNode(name));
       box.appendChild(k);
     });
+    if (chart.kind === "series") {
+      var hint = document.createElement("span");
+      hint.className = "key";
+      hint.textContent = "(line style: repeat 1 solid, 2 dashed, 3 dotted)";
+      box.appendChild(hint);
+    }
     fig.appendChild(box);
   }
   function draw(fig, chart) {
