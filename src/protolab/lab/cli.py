@@ -1,0 +1,85 @@
+"""``protolab lab up PLAN | status | down [--all]``: the embedded lab by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import ProtolabError
+from .lab import PROTOCOLS, Lab, default_workdir
+from .teardown import down_all
+
+lab_app = typer.Typer(
+    help="The embedded lab: bring it up from a plan, show it, tear it down.",
+    no_args_is_help=True,
+)
+
+WORKDIR_HELP = "Lab directory (record, pool, logs); default /var/tmp/protolab-lab/<prefix>."
+
+
+def lab_protocols(plan) -> set[str]:
+    """The lab protocols a plan's configurations use (``lab:iscsi`` → ``iscsi``)."""
+    out: set[str] = set()
+    for c in plan.configurations:
+        url = plan.target_of(c).url if hasattr(plan, "target_of") else str(c.target)
+        if url.startswith("lab:"):
+            proto = url.split(":", 1)[1]
+            if proto not in PROTOCOLS:
+                raise ProtolabError(
+                    f"configuration {c.name}: target {url!r} is not a lab export; use one of "
+                    + ", ".join(f"lab:{p}" for p in PROTOCOLS))
+            out.add(proto)
+    return out
+
+
+def _workdir(workdir: Optional[Path], prefix: str) -> Path:
+    return workdir if workdir is not None else default_workdir(prefix)
+
+
+@lab_app.command("up")
+def up(
+    plan: Path = typer.Argument(..., help="The plan file whose [lab] table and lab:… targets to build."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+) -> None:
+    """Build the lab of PLAN and leave it running; prints how to reach each export."""
+    from ..plan.load import load_plan
+    from ..plan.topology import LabSpec
+
+    p = load_plan(plan)
+    spec = p.lab if p.lab is not None else LabSpec()
+    protocols = lab_protocols(p)
+    if not protocols:
+        raise ProtolabError(f"{plan}: no configuration targets the lab; use a target like \"lab:nbd\"")
+    lab = Lab(spec, protocols, _workdir(workdir, spec.prefix))
+    lab.up()
+    typer.echo(lab.describe())
+
+
+@lab_app.command("status")
+def status(
+    prefix: str = typer.Option("pl", "--prefix", help="The lab's prefix (lab.prefix in the plan)."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+) -> None:
+    """Show the lab that is up: topology, addresses, exports, server processes."""
+    typer.echo(Lab.from_record(_workdir(workdir, prefix)).describe())
+
+
+@lab_app.command("down")
+def down(
+    prefix: str = typer.Option("pl", "--prefix", help="The lab's prefix (lab.prefix in the plan)."),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    all_: bool = typer.Option(False, "--all", help="Also remove anything else carrying the prefix (after a crash)."),
+) -> None:
+    """Tear the lab down completely, from its record (and with --all, by its prefix)."""
+    wd = _workdir(workdir, prefix)
+    removed: list[str] = []
+    try:
+        removed += Lab.from_record(wd).down()
+    except ProtolabError:
+        if not all_:
+            raise
+    if all_:
+        removed += down_all(prefix, workdirs=[wd])
+    typer.echo("\n".join(f"removed {r}" for r in removed) if removed else "nothing to remove")

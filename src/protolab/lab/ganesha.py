@@ -1,0 +1,106 @@
+"""NFS through NFS-Ganesha (VFS FSAL), NFSv3 and NFSv4.x, with its own rpcbind, without D-Bus.
+
+rpcbind allows one instance per machine (a lock in /run) and ganesha registers
+through /run/rpcbind.sock when that exists, so each is started in a private
+mount namespace with an empty tmpfs on /run: rpcbind's lock and socket stay
+private, and ganesha falls back to rpcbind on 127.0.0.1 of the storage namespace.
+The tmpfs vanishes with the process; nothing is left on the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..proc import Runner
+from .names import MOUNT_PORT, NFS_PORT
+from .procs import Processes, wait_until
+from .record import Resource
+
+TIMEOUT = 30.0
+
+
+def private_run(argv: list[str]) -> list[str]:
+    """``argv`` run in its own mount namespace with a private, empty /run."""
+    inner = "mount -t tmpfs -o size=4m,mode=755 protolab-run /run && mkdir -p /run/rpcbind && exec \"$@\""
+    return ["unshare", "--mount", "--propagation", "slave", "sh", "-c", inner, "sh", *argv]
+
+
+def ganesha_config(export_path: Path, clients: list[str], recovery: Path) -> str:
+    """The ganesha.conf of the lab: one export, admitted clients read-write, everyone else refused."""
+    client_block = ""
+    if clients:
+        client_block = (
+            "    CLIENT {\n"
+            f"        Clients = {', '.join(clients)};\n"
+            "        Access_Type = RW;\n"
+            "    }\n"
+        )
+    return f"""# written by protolab: one export, access only for the plan's hosts
+NFS_CORE_PARAM {{
+    Protocols = 3, 4;
+    NFS_Port = {NFS_PORT};
+    MNT_Port = {MOUNT_PORT};
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Mount_Path_Pseudo = true;
+    Bind_addr = 0.0.0.0;
+}}
+NFSv4 {{
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = "{recovery}";
+    Minor_Versions = 0, 1, 2;
+}}
+NFS_KRB5 {{ Active_krb5 = false; }}
+LOG {{ Default_Log_Level = EVENT; }}
+EXPORT {{
+    Export_Id = 1;
+    Path = "{export_path}";
+    Pseudo = "{export_path}";
+    Protocols = 3, 4;
+    Transports = TCP;
+    Access_Type = None;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL {{ Name = VFS; }}
+{client_block}}}
+"""
+
+
+@dataclass
+class Ganesha:
+    """The NFS server adapter (rpcbind + ganesha.nfsd)."""
+
+    runner: Runner
+    procs: Processes
+    netns: str
+    workdir: Path
+
+    def start(self, export_path: Path, clients: list[str]) -> list[Resource]:
+        """Start rpcbind and ganesha.nfsd in the storage namespace exporting ``export_path``."""
+        conf = self.workdir / "ganesha.conf"
+        recovery = self.workdir / "ganesha-recovery"
+        recovery.mkdir(parents=True, exist_ok=True)
+        conf.write_text(ganesha_config(export_path, clients, recovery))
+        rpcbind = self.procs.start("rpcbind", private_run(["rpcbind", "-f"]), self.netns)
+        wait_until("rpcbind", lambda: self._registered("portmapper"), TIMEOUT,
+                   lambda: self.procs.running(rpcbind), lambda: self.procs.log_tail("rpcbind"))
+        argv = ["ganesha.nfsd", "-F", "-f", str(conf), "-L", str(self.workdir / "ganesha.nfsd.log"),
+                "-p", str(self.workdir / "ganesha.pid")]
+        nfsd = self.procs.start("ganesha.nfsd", private_run(argv), self.netns)
+        wait_until("ganesha.nfsd", lambda: self._registered("mountd") and self._registered("nfs"), TIMEOUT,
+                   lambda: self.procs.running(nfsd), self._log)
+        return [rpcbind, nfsd]
+
+    def _registered(self, service: str) -> bool:
+        out = self.runner.run(["rpcinfo", "-p", "127.0.0.1"], netns=self.netns, check=False, timeout=10)
+        return any(line.split()[-1:] == [service] and "tcp" in line.split() for line in out.stdout.splitlines())
+
+    def _log(self) -> str:
+        try:
+            lines = (self.workdir / "ganesha.nfsd.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return self.procs.log_tail("ganesha.nfsd")
+        bad = [ln for ln in lines if " CRIT " in ln or " FATAL " in ln or "MAJ" in ln]
+        return " | ".join((bad or lines)[-2:])

@@ -1,0 +1,249 @@
+"""The ``Lab`` facade: build the topology, the pool and the servers; hand out endpoints; tear down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProtolabError
+from ..plan.topology import LabSpec, LinkSpec
+from ..plan.units import format_size
+from ..proc import Runner, SubprocessRunner
+from .ganesha import Ganesha
+from .names import ISCSI_PORT, NBD_PORT, Names
+from .nbdkit import Nbdkit
+from .netns import Net
+from .pool import DATA_FILE, Pool
+from .procs import Processes
+from .record import Record
+from .teardown import undo_record
+from .tgt import LUN, Tgt
+
+PROTOCOLS = ("iscsi", "nfs", "nbd", "local")
+LAB_ROOT = Path("/var/tmp/protolab-lab")
+POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
+
+
+def default_workdir(prefix: str) -> Path:
+    """Where a lab with ``prefix`` keeps its record, pool and logs unless told otherwise."""
+    return LAB_ROOT / prefix
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How a load generator reaches one export: protocol, URL (or path), namespace, data size."""
+
+    protocol: str
+    url: str
+    netns: str
+    size_bytes: int
+
+
+class Lab:
+    """An embedded lab: namespaces, switch, shaped links, a btrfs pool and protocol servers."""
+
+    def __init__(self, spec: LabSpec, protocols: set[str], workdir: Path,
+                 runner: Runner | None = None):
+        unknown = sorted(set(protocols) - set(PROTOCOLS))
+        if unknown:
+            raise ProtolabError(
+                f"lab: unknown protocol(s) {', '.join(unknown)}; a lab target is one of "
+                + ", ".join(f"lab:{p}" for p in PROTOCOLS))
+        self.spec = spec
+        self.protocols = set(protocols)
+        self.workdir = Path(workdir)
+        self.runner = runner or SubprocessRunner()
+        self.names = Names(spec)
+        self.net = Net(self.runner)
+        self.link = spec.link
+        self._record: Record | None = None
+        self._procs: Processes | None = None
+        self._pool: Pool | None = None
+        self._up = False
+
+    # life cycle
+    def up(self) -> None:
+        """Build the lab; a second call is a no-op; on failure, tear down what was made, then re-raise."""
+        if self._up:
+            return
+        if Record.exists(self.workdir):
+            raise ProtolabError(
+                f"a lab is already up in {self.workdir}; run 'protolab lab down --workdir {self.workdir}' first")
+        clash = [ns for ns in self.net.list_netns() if ns.startswith(f"{self.spec.prefix}-")]
+        if clash:
+            raise ProtolabError(
+                f"namespaces with the lab prefix '{self.spec.prefix}' exist already ({', '.join(clash)}); "
+                f"run 'protolab lab down --all' or set another lab.prefix")
+        self._check_pool_size()
+        self._attach(Record.create(self.workdir, self.spec.model_dump(mode="json"), sorted(self.protocols)))
+        try:
+            self._build()
+        except BaseException as exc:
+            try:
+                self.down()
+            except Exception as cleanup:  # the first error is the one the user needs
+                exc.add_note(f"teardown after the failure also failed: {cleanup}")
+            raise
+        self._up = True
+
+    def down(self) -> list[str]:
+        """Complete teardown from the record; safe to call twice. Returns what was removed."""
+        if self._record is None:
+            if not Record.exists(self.workdir):
+                self._up = False
+                return []
+            self._attach(Record.load(self.workdir))
+        assert self._record is not None and self._procs is not None
+        removed = undo_record(self._record, self.runner, self._procs)
+        self._record = None
+        self._up = False
+        return removed
+
+    @classmethod
+    def from_record(cls, workdir: Path, runner: Runner | None = None) -> Lab:
+        """Reattach to a lab left up in ``workdir`` (for ``lab status`` and ``lab down``)."""
+        rec = Record.load(Path(workdir))
+        lab = cls(LabSpec.model_validate(rec.spec), set(rec.protocols), Path(workdir), runner)
+        lab._attach(rec)
+        lab._up = bool(rec.state.get("up"))
+        if "link" in rec.state:
+            lab.link = LinkSpec.model_validate(rec.state["link"])
+        return lab
+
+    def _attach(self, record: Record) -> None:
+        self._record = record
+        self._procs = Processes(self.runner, record, self.workdir / "logs")
+        self._pool = Pool(self.runner, record, self.workdir / self.names.pool_image,
+                          self.workdir / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow)
+
+    def _check_pool_size(self) -> None:
+        n = len(self.protocols)
+        need = n * self.spec.export_bytes + POOL_HEADROOM
+        if self.spec.pool_bytes < need:
+            raise ProtolabError(
+                f"lab.pool_size {self.spec.pool_size} is too small for {n} export(s) of "
+                f"{self.spec.export_size}; set lab.pool_size to at least {format_size(need)}")
+
+    def _build(self) -> None:
+        rec, names = self._record, self.names
+        assert rec is not None and self._pool is not None and self._procs is not None
+        for ns in names.namespaces():
+            rec.add("netns", ns)
+            self.net.add_netns(ns)
+        self.net.add_bridge(names.switch_ns, names.bridge)
+        for link in names.links():
+            self.net.add_link(link, names.bridge)
+        self.set_link(self.spec.link)
+        self._pool.create()
+        files = {p: self._pool.add_volume(p, self.spec.export_bytes) for p in sorted(self.protocols)}
+        st = names.storage_ns
+        if "iscsi" in files:
+            Tgt(self.runner, self._procs, st, self.spec.prefix).start(
+                names.iqn, files["iscsi"], self._granted_addresses("iscsi"))
+        if "nfs" in files:
+            export = self._pool.mount_volume("nfs", self.workdir / names.nfs_mount)
+            Ganesha(self.runner, self._procs, st, self.workdir).start(export, self._granted_addresses("nfs"))
+        if "nbd" in files:
+            ports = [names.storage_link(p).near.ifname for p in range(self.spec.storage_ports)]
+            Nbdkit(self.runner, self._procs, st).start(files["nbd"], self._granted_addresses("nbd"), ports)
+        rec.set_state(up=True)
+
+    def _granted_addresses(self, protocol: str) -> list[str]:
+        access = self.spec.access(protocol)
+        return [a for h in range(self.spec.hosts) if access.admits(h) for a in self.names.host_addresses(h)]
+
+    def _need_up(self, what: str) -> None:
+        if not self._up:
+            raise ProtolabError(f"lab {what}: the lab is not up; run 'protolab lab up PLAN' first")
+
+    # between cells
+    def set_link(self, link: LinkSpec) -> None:
+        """Apply rate, MTU, delay, loss and offloads to every lab link, both ends, in place."""
+        for l in self.names.links():
+            self.net.configure(l, link)
+        self.link = link
+        if self._record is not None:
+            self._record.set_state(link=link.model_dump(mode="json"))
+
+    def snapshot(self) -> None:
+        """Snapshot the whole pool (every export's volume)."""
+        self._need_up("snapshot")
+        assert self._pool is not None and self._record is not None
+        self._pool.snapshot()
+        self._record.set_state(snapshot=True)
+
+    def restore(self) -> None:
+        """Bring every export back to the snapshot; servers keep serving, now the restored bytes."""
+        self._need_up("restore")
+        assert self._pool is not None
+        self._pool.restore()
+
+    # what the run needs
+    def endpoint(self, protocol: str, host: int = 0, nic: int = 0) -> Endpoint:
+        """How host ``host``'s NIC ``nic`` reaches the export of ``protocol`` (``local``: the storage side)."""
+        self._need_up("endpoint")
+        assert self._pool is not None
+        if protocol not in self.protocols:
+            raise ProtolabError(
+                f"lab has no {protocol} export (it serves {', '.join(sorted(self.protocols))}); "
+                f"add a configuration with target 'lab:{protocol}'")
+        if not 0 <= host < self.spec.hosts:
+            raise ProtolabError(f"lab has no host {host} (lab.hosts = {self.spec.hosts})")
+        if not 0 <= nic < self.spec.nics_per_host:
+            raise ProtolabError(f"lab has no NIC {nic} (lab.nics_per_host = {self.spec.nics_per_host})")
+        size = self.spec.export_bytes
+        data = self._pool.volume(protocol) / DATA_FILE
+        if protocol == "nfs":
+            data = self.workdir / self.names.nfs_mount / DATA_FILE
+        if protocol == "local":
+            return Endpoint("local", str(data), self.names.storage_ns, size)
+        addr = self.names.storage_address(self.spec.port_of(host, nic))
+        url = {
+            "iscsi": f"iscsi://{addr}:{ISCSI_PORT}/{self.names.iqn}/{LUN}",
+            "nfs": f"nfs://{addr}{data.parent}",
+            "nbd": f"nbd://{addr}:{NBD_PORT}",
+        }[protocol]
+        return Endpoint(protocol, url, self.names.host_ns(host), size)
+
+    def server_pids(self) -> dict[str, int]:
+        """Pids of the running servers by program name (tgtd, rpcbind, ganesha.nfsd, nbdkit)."""
+        if self._record is None or self._procs is None:
+            return {}
+        return {r.name: r.extra["pid"] for r in self._record.find("process")
+                if not r.name.endswith("-parent") and self._procs.running(r)}
+
+    def interfaces(self) -> list[tuple[str, str]]:
+        """(namespace, interface) of every link end."""
+        return [(e.netns, e.ifname) for l in self.names.links() for e in (l.near, l.switch)]
+
+    def describe(self) -> str:
+        """Topology, addresses, exports and how to reach each, for people."""
+        s, n, link = self.spec, self.names, self.link
+        lines = [
+            f"lab '{s.prefix}' in {self.workdir} ({'up' if self._up else 'down'})",
+            f"  switch   {n.switch_ns}: bridge {n.bridge}",
+            f"  links    rate {link.rate or 'unshaped'}, mtu {link.mtu}, delay {link.delay or '0'} "
+            f"(each direction of each link), loss {link.loss_pct:g}%, offloads {'on' if link.offloads else 'off'}",
+        ]
+        for p in range(s.storage_ports):
+            l = n.storage_link(p)
+            lines.append(f"  storage  {n.storage_ns} port {p}: {l.near.ifname} {l.address}")
+        for h in range(s.hosts):
+            for nic in range(s.nics_per_host):
+                l = n.host_link(h, nic)
+                lines.append(f"  host {h}   {n.host_ns(h)} nic {nic}: {l.near.ifname} {l.address} "
+                             f"-> storage port {s.port_of(h, nic)}")
+        lines.append(f"  pool     btrfs {s.pool_size} at {self.workdir / n.pool_mount}, "
+                     f"exports of {s.export_size}, {'copy-on-write' if s.cow else 'no copy-on-write'}")
+        pids = self.server_pids()
+        for proto in sorted(self.protocols):
+            hosts = s.access(proto).hosts
+            granted = "every host" if hosts is None else ("hosts " + ", ".join(map(str, hosts)) if hosts else "no host")
+            if proto == "local":
+                granted = "the storage namespace"
+            ep = self.endpoint(proto) if self._up else None
+            where = f"{ep.url} (from {ep.netns})" if ep else "-"
+            lines.append(f"  {proto:<8} {where}; admits {granted}")
+        if pids:
+            lines.append("  servers  " + ", ".join(f"{k} pid {v}" for k, v in sorted(pids.items())))
+        return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""The adapter for ``ip``, ``tc``, ``ethtool`` and ``sysctl``: namespaces, bridge, veth links, shaping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..plan.topology import LinkSpec
+from ..proc import Runner
+from .names import Link, LinkEnd
+
+TIMEOUT = 30.0
+ETH_HEADER = 14
+
+
+def tc_commands(end: LinkEnd, link: LinkSpec) -> list[list[str]]:
+    """The ``tc`` commands that give one link end its rate (tbf), delay and loss (netem).
+
+    tbf shapes the egress of each end, so both directions of a link run at the rate.
+    Its burst is about 0.5 ms of the rate (never below two frames), which keeps a
+    sequential stream within a few per cent of the rate; the queue holds about 5 ms.
+    netem, when asked for, hangs below tbf so delayed packets are still shaped.
+    """
+    base = ["tc", "-n", end.netns, "qdisc", "add", "dev", end.ifname]
+    cmds: list[list[str]] = []
+    netem: list[str] = []
+    if link.delay_us:
+        netem += ["delay", f"{link.delay_us}us"]
+    if link.loss_pct:
+        netem += ["loss", f"{link.loss_pct:g}%"]
+    if netem:
+        netem += ["limit", "100000"]
+    rate = link.rate_bps
+    if rate:
+        frame = link.mtu + ETH_HEADER
+        burst = max(2 * frame, rate // 8 // 2000, 16 * 1024)
+        limit = max(4 * burst, rate // 8 // 200)
+        cmds.append(base + ["root", "handle", "1:", "tbf", "rate", f"{rate}bit",
+                            "burst", str(burst), "limit", str(limit)])
+        if netem:
+            cmds.append(base + ["parent", "1:1", "handle", "10:", "netem", *netem])
+    elif netem:
+        cmds.append(base + ["root", "handle", "10:", "netem", *netem])
+    return cmds
+
+
+def offload_command(end: LinkEnd, on: bool) -> list[str]:
+    """The ``ethtool -K`` command that turns segmentation offloads (TSO, GSO, GRO) on or off."""
+    state = "on" if on else "off"
+    return ["ethtool", "-K", end.ifname, "tso", state, "gso", state, "gro", state]
+
+
+def guard_commands(netns: str, ifnames: list[str], port: int, allowed: list[str]) -> list[list[str]]:
+    """Policy-routing rules that let TCP to ``port`` arrive on ``ifnames`` only from ``allowed``.
+
+    Used for NBD: Debian's nbdkit 1.32 ip filter cannot parse addresses (only keywords),
+    and this kernel has no tc actions or netfilter tools, so admission is enforced by
+    routing in the storage namespace: the local table moves from priority 0 to 1000,
+    granted sources reach it at 100, everyone else's packets to ``port`` hit a
+    ``prohibit`` rule at 101 and are dropped (the client's connect times out).
+    """
+    ip = ["ip", "-n", netns, "rule"]
+    tcp = ["ipproto", "tcp", "dport", str(port)]
+    cmds = [ip + ["add", "pref", "1000", "lookup", "local"], ip + ["del", "pref", "0"]]
+    cmds += [ip + ["add", "pref", "100", "from", a, *tcp, "lookup", "local"] for a in allowed]
+    cmds += [ip + ["add", "pref", "101", "iif", dev, *tcp, "prohibit"] for dev in ifnames]
+    return cmds
+
+
+@dataclass
+class Net:
+    """Namespaces, bridge and veth links through an injected runner."""
+
+    runner: Runner
+
+    def _ip(self, *args: str, check: bool = True):
+        return self.runner.run(["ip", *args], check=check, timeout=TIMEOUT)
+
+    def list_netns(self) -> list[str]:
+        """Names of all network namespaces."""
+        out = self._ip("netns", "list").stdout
+        return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+    def add_netns(self, name: str) -> None:
+        """Create a namespace with loopback up; lab links get no IPv6 link-local address.
+
+        IPv6 stays enabled (rpcbind and ganesha expect it), but without link-local
+        addresses the links carry no neighbour discovery chatter, only the benchmark.
+        """
+        self._ip("netns", "add", name)
+        self._ip("-n", name, "link", "set", "lo", "up")
+        self.runner.run(["sysctl", "-qw", "net.ipv6.conf.default.addr_gen_mode=1"],
+                        netns=name, check=False, timeout=TIMEOUT)
+
+    def del_netns(self, name: str) -> bool:
+        """Delete a namespace (its interfaces go with it); False when it did not exist."""
+        if name not in self.list_netns():
+            return False
+        self._ip("netns", "del", name)
+        return True
+
+    def pids(self, name: str) -> list[int]:
+        """Processes running in namespace ``name``."""
+        out = self._ip("netns", "pids", name, check=False).stdout
+        return [int(w) for w in out.split() if w.isdigit()]
+
+    def add_bridge(self, netns: str, name: str) -> None:
+        """A bridge (no STP: ports forward at once) in ``netns``."""
+        self._ip("-n", netns, "link", "add", name, "type", "bridge", "stp_state", "0")
+        self._ip("-n", netns, "link", "set", name, "up")
+
+    def add_link(self, link: Link, bridge: str) -> None:
+        """A veth pair created directly in its two namespaces, addressed, on the bridge, up."""
+        self._ip("link", "add", "name", link.near.ifname, "netns", link.near.netns, "type", "veth",
+                 "peer", "name", link.switch.ifname, "netns", link.switch.netns)
+        self._ip("-n", link.switch.netns, "link", "set", link.switch.ifname, "master", bridge)
+        self._ip("-n", link.near.netns, "addr", "add", link.address, "dev", link.near.ifname)
+        for end in (link.switch, link.near):
+            self._ip("-n", end.netns, "link", "set", end.ifname, "up")
+
+    def guard(self, netns: str, ifnames: list[str], port: int, allowed: list[str]) -> None:
+        """Admit TCP to ``port`` arriving on ``ifnames`` only from ``allowed`` addresses."""
+        for cmd in guard_commands(netns, ifnames, port, allowed):
+            self.runner.run(cmd, timeout=TIMEOUT)
+
+    def mtu(self, end: LinkEnd) -> int:
+        """The MTU in force on one link end."""
+        out = self._ip("-n", end.netns, "-o", "link", "show", "dev", end.ifname).stdout
+        words = out.split()
+        return int(words[words.index("mtu") + 1])
+
+    def configure(self, link: Link, spec: LinkSpec) -> None:
+        """Apply MTU, offloads, rate, delay and loss to both ends of ``link``, replacing what was there."""
+        ends = (link.near, link.switch)
+        # Lower MTUs first on the sending side is unnecessary for veth: both ends are set before use.
+        for end in ends:
+            self._ip("-n", end.netns, "link", "set", "dev", end.ifname, "mtu", str(spec.mtu))
+        for end in ends:
+            self.runner.run(offload_command(end, spec.offloads), netns=end.netns, timeout=TIMEOUT)
+        for end in ends:
+            self.runner.run(["tc", "-n", end.netns, "qdisc", "del", "dev", end.ifname, "root"],
+                            check=False, timeout=TIMEOUT)
+            for cmd in tc_commands(end, spec):
+                self.runner.run(cmd, timeout=TIMEOUT)

@@ -1,0 +1,115 @@
+"""The pool: btrfs on a loop file, a subvolume per export, one data file each, snapshot and restore.
+
+Restore clones each file back from the read-only snapshot into the *same* inode
+(``cp --reflink=always``), so servers that hold the file open serve the restored
+bytes without a restart, and btrfs drops the stale page cache of the clone range.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProtolabError
+from ..proc import Runner
+from .record import Record
+
+TIMEOUT = 120.0
+SNAPSHOTS = ".snapshots"
+DATA_FILE = "data"
+
+
+@dataclass
+class Pool:
+    """A btrfs pool on a loop file in the lab's workdir."""
+
+    runner: Runner
+    record: Record
+    image: Path
+    mount: Path
+    size: int
+    cow: bool = False
+
+    def _run(self, argv: list[str], check: bool = True):
+        return self.runner.run(argv, check=check, timeout=TIMEOUT)
+
+    def create(self) -> None:
+        """Sparse image → loop device → btrfs → mounted (each step recorded before it happens)."""
+        self.record.add("file", str(self.image))
+        self.image.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.image, "wb") as f:
+            f.truncate(self.size)
+        loop = self.record.add("loop", str(self.image))
+        dev = self._run(["losetup", "--find", "--show", str(self.image)]).stdout.strip()
+        self.record.update(loop, device=dev)
+        self._run(["mkfs.btrfs", "-q", "-f", dev])
+        self.record.add("mount", str(self.mount))
+        self.mount.mkdir(parents=True, exist_ok=True)
+        self._run(["mount", "-t", "btrfs", dev, str(self.mount)])
+
+    def volume(self, name: str) -> Path:
+        """The path of volume ``name``."""
+        return self.mount / name
+
+    def add_volume(self, name: str, data_size: int) -> Path:
+        """A subvolume holding one preallocated data file; returns the file's path.
+
+        Without ``cow`` the subvolume gets the No_COW attribute while still empty, so
+        the data file inherits it (btrfs only honours +C on empty files).
+        """
+        vol = self.volume(name)
+        self._run(["btrfs", "-q", "subvolume", "create", str(vol)])
+        if not self.cow:
+            self._run(["chattr", "+C", str(vol)])
+        path = vol / DATA_FILE
+        self._run(["fallocate", "-l", str(data_size), str(path)])
+        return path
+
+    def mount_volume(self, name: str, where: Path) -> Path:
+        """Mount volume ``name`` on its own mount point (ganesha's VFS cannot export a nested subvolume)."""
+        self.record.add("mount", str(where))
+        where.mkdir(parents=True, exist_ok=True)
+        dev = self.record.find("loop")[0].extra["device"]
+        self._run(["mount", "-t", "btrfs", "-o", f"subvol={name}", dev, str(where)])
+        return where
+
+    def volumes(self) -> list[str]:
+        """Names of the pool's volumes."""
+        return sorted(p.name for p in self.mount.iterdir() if p.is_dir() and p.name != SNAPSHOTS)
+
+    def snapshot(self) -> None:
+        """A read-only snapshot of every volume (replacing an earlier one)."""
+        snaps = self.mount / SNAPSHOTS
+        snaps.mkdir(exist_ok=True)
+        for name in self.volumes():
+            snap = snaps / name
+            if snap.exists():
+                self._run(["btrfs", "-q", "subvolume", "delete", str(snap)])
+            self._run(["btrfs", "-q", "subvolume", "snapshot", "-r", str(self.volume(name)), str(snap)])
+        self._run(["sync", "-f", str(self.mount)])
+
+    def has_snapshot(self) -> bool:
+        """Whether a snapshot has been taken."""
+        return (self.mount / SNAPSHOTS).is_dir() and any((self.mount / SNAPSHOTS).iterdir())
+
+    def restore(self) -> None:
+        """Bring every volume back to the snapshot, in place; files made since are removed."""
+        snaps = self.mount / SNAPSHOTS
+        if not self.has_snapshot():
+            raise ProtolabError("lab restore: no snapshot has been taken; call snapshot() first")
+        for snap in sorted(p for p in snaps.iterdir() if p.is_dir()):
+            vol = self.volume(snap.name)
+            kept = {p.name for p in snap.iterdir()}
+            for extra in vol.iterdir():
+                if extra.name not in kept and extra.is_file():
+                    extra.unlink()
+            for src in sorted(snap.iterdir()):
+                if src.is_file():
+                    self._run(["cp", "--reflink=always", "--sparse=auto", str(src), str(vol / src.name)])
+        self._run(["sync", "-f", str(self.mount)])
+
+
+def file_size(path: Path) -> int:
+    """Size of a data file in bytes."""
+    return os.stat(path).st_size

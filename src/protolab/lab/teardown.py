@@ -1,0 +1,139 @@
+"""Teardown: undo a lab's record in reverse, and ``down_all`` for anything carrying a prefix.
+
+Each undo tolerates a resource that is already gone (a crash may have happened
+between recording and creating), so teardown can always run to the end.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ..proc import Runner, SubprocessRunner
+from . import tgt
+from .netns import Net
+from .procs import Processes, alive, terminate
+from .record import Record, Resource
+
+TIMEOUT = 60.0
+
+
+def mounted(path: str) -> bool:
+    """Whether ``path`` is a mount point (per /proc/mounts)."""
+    return any(line.split()[1] == path for line in Path("/proc/mounts").read_text().splitlines())
+
+
+def loop_devices(runner: Runner, backing: str) -> list[str]:
+    """Loop devices whose backing file is ``backing``."""
+    out = runner.run(["losetup", "--noheadings", "--output", "NAME", "--associated", backing],
+                     check=False, timeout=TIMEOUT).stdout
+    return [w for w in out.split() if w.startswith("/dev/")]
+
+
+def undo(resource: Resource, runner: Runner, procs: Processes) -> str | None:
+    """Remove one recorded resource; returns a description of what was removed, or None."""
+    kind, name, extra = resource.kind, resource.name, resource.extra
+    if kind == "process":
+        was = procs.running(resource)
+        if name == "tgtd":
+            tgt.stop(runner, procs, resource)
+        else:
+            procs.stop(resource)
+        return f"process {name} (pid {extra.get('pid')})" if was else None
+    if kind == "mount":
+        if mounted(name):
+            done = runner.run(["umount", name], check=False, timeout=TIMEOUT)
+            if done.returncode != 0:
+                runner.run(["umount", "-l", name], check=False, timeout=TIMEOUT)
+            return f"mount {name}"
+        return None
+    if kind == "loop":
+        devs = loop_devices(runner, name)
+        for dev in devs:
+            runner.run(["losetup", "--detach", dev], check=False, timeout=TIMEOUT)
+        return f"loop device {', '.join(devs)}" if devs else None
+    if kind == "file":
+        p = Path(name)
+        if p.exists():
+            p.unlink()
+            return f"file {name}"
+        return None
+    if kind == "netns":
+        net = Net(runner)
+        for pid in net.pids(name):
+            if alive(pid):
+                terminate(pid, 2.0)
+        return f"namespace {name}" if net.del_netns(name) else None
+    if kind == "tgtd-socket":
+        gone = [p for p in tgt.socket_paths(int(extra["port"])) if p.exists()]
+        for p in gone:
+            p.unlink()
+        return f"tgtd control socket {extra['port']}" if gone else None
+    if kind == "dir":
+        if Path(name).exists():
+            shutil.rmtree(name, ignore_errors=True)
+            return f"directory {name}"
+        return None
+    raise ValueError(f"unknown resource kind {kind!r} in the lab record")
+
+
+def undo_record(record: Record, runner: Runner, procs: Processes) -> list[str]:
+    """Undo every resource of ``record``, newest first, then delete the record."""
+    removed: list[str] = []
+    errors: list[str] = []
+    for res in reversed(list(record.resources)):
+        try:
+            what = undo(res, runner, procs)
+        except Exception as e:  # keep going: a partial teardown is worse than a late error
+            errors.append(f"{res.kind} {res.name}: {e}")
+            continue
+        if what:
+            removed.append(what)
+        record.drop(res)
+    if errors:
+        from ..errors import ToolError
+
+        raise ToolError("lab teardown left something behind: " + "; ".join(errors)
+                        + "; run 'protolab lab down --all'")
+    record.remove_file()
+    return removed
+
+
+def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Path] | None = None) -> list[str]:
+    """Remove anything carrying ``prefix``: lab records' resources, server processes in lab
+    namespaces, the namespaces, pool mounts and loop devices; returns what was removed."""
+    runner = runner or SubprocessRunner()
+    removed: list[str] = []
+    from .lab import default_workdir
+
+    for wd in [default_workdir(prefix), *(workdirs or [])]:
+        if Record.exists(wd):
+            try:
+                rec = Record.load(wd)
+            except Exception:
+                rec = None
+            if rec is not None and rec.spec.get("prefix", prefix) == prefix:
+                removed += undo_record(rec, runner, Processes(runner, rec, wd / "logs"))
+    net = Net(runner)
+    for ns in net.list_netns():
+        if ns.startswith(f"{prefix}-"):
+            for pid in net.pids(ns):
+                if alive(pid):
+                    terminate(pid, 2.0)
+                    removed.append(f"process {pid} in {ns}")
+            net.del_netns(ns)
+            removed.append(f"namespace {ns}")
+    image, mountname = f"{prefix}-pool.img", f"{prefix}-pool"
+    for line in reversed(Path("/proc/mounts").read_text().splitlines()):
+        mnt = line.split()[1]
+        if Path(mnt).name in (mountname, f"{mountname}-nfs"):
+            runner.run(["umount", "-l", mnt], check=False, timeout=TIMEOUT)
+            removed.append(f"mount {mnt}")
+    out = runner.run(["losetup", "--list", "--json"], check=False, timeout=TIMEOUT).stdout
+    for dev in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
+        backing = (dev.get("back-file") or "").removesuffix(" (deleted)")
+        if Path(backing).name == image:
+            runner.run(["losetup", "--detach", dev["name"]], check=False, timeout=TIMEOUT)
+            removed.append(f"loop device {dev['name']} ({backing})")
+    return removed

@@ -1,0 +1,260 @@
+"""The plan's ``[lab]`` table: hosts, storage ports, links, the pool and who may reach which export.
+
+Everything here is data: validated once, frozen, and handed to ``protolab.lab``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .units import parse_size
+
+LAB_PROTOCOLS = ("iscsi", "nfs", "nbd")
+"""The protocols a lab export can be reached with (``local`` needs no export)."""
+
+RATE_PRESETS: dict[str, int] = {
+    "1gbe": 1_000_000_000,
+    "2.5gbe": 2_500_000_000,
+    "10gbe": 10_000_000_000,
+    "25gbe": 25_000_000_000,
+    "40gbe": 40_000_000_000,
+    "100gbe": 100_000_000_000,
+}
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:bit|bps|b/s|bit/s)?\s*$", re.IGNORECASE)
+_RATE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$", re.IGNORECASE)
+_DELAY_US = {"us": 1, "ms": 1000, "s": 1_000_000}
+_PREFIX = re.compile(r"^[a-z][a-z0-9]{0,5}$")
+
+
+def parse_rate(value: int | str) -> int:
+    """Bits per second from "1GbE", "10GbE", "25GbE", "2.5gbit", "500Mbit", "100M" or an int."""
+    if isinstance(value, bool):
+        raise ValueError(f"rate must be like '1GbE', '10GbE' or '500mbit', got {value!r}")
+    if isinstance(value, int):
+        if value <= 0:
+            raise ValueError(f"rate must be positive, got {value}")
+        return value
+    text = str(value).strip()
+    if text.lower() in RATE_PRESETS:
+        return RATE_PRESETS[text.lower()]
+    m = _RATE.match(text)
+    if not m:
+        raise ValueError(
+            f"rate must be a preset (1GbE, 10GbE, 25GbE) or a rate like '2.5gbit' or '500mbit', got {value!r}"
+        )
+    bps = float(m.group(1)) * 1000 ** _RATE_POW[m.group(2).lower()]
+    if bps < 1000:
+        raise ValueError(f"rate {value!r} is below 1 kbit/s; write it like '500mbit'")
+    return int(bps)
+
+
+def parse_delay_us(value: str) -> int:
+    """Microseconds from "250us", "1ms", "0.5s"."""
+    m = _DELAY.match(str(value))
+    if not m:
+        raise ValueError(f"delay must be like '250us', '1ms' or '0.1s', got {value!r}")
+    return round(float(m.group(1)) * _DELAY_US[m.group(2).lower()])
+
+
+class LinkSpec(BaseModel):
+    """One emulated link: rate (None = unshaped), MTU, one-way delay and loss per direction, offloads."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rate: str | None = "1GbE"
+    mtu: int = 1500
+    delay: str | None = None
+    loss_pct: float = 0.0
+    offloads: bool = True
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> str | None:
+        if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "unlimited", "")):
+            return None
+        parse_rate(v)
+        return str(v).strip()
+
+    @field_validator("mtu")
+    @classmethod
+    def _mtu(cls, v: int) -> int:
+        if not 576 <= v <= 65535:
+            raise ValueError(f"mtu must be between 576 and 65535 (1500 or 9000 are usual), got {v}")
+        return v
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, v: Any) -> str | None:
+        if v is None or v == "" or v == 0:
+            return None
+        if parse_delay_us(v) > 10_000_000:
+            raise ValueError(f"delay must be at most 10s, got {v!r}")
+        return str(v).strip()
+
+    @field_validator("loss_pct")
+    @classmethod
+    def _loss(cls, v: float) -> float:
+        if not 0.0 <= v <= 100.0:
+            raise ValueError(f"loss_pct must be a percentage between 0 and 100, got {v}")
+        return v
+
+    @property
+    def rate_bps(self) -> int | None:
+        """The rate in bits per second, or None when the link is not shaped."""
+        return None if self.rate is None else parse_rate(self.rate)
+
+    @property
+    def delay_us(self) -> int:
+        """The one-way delay each direction of the link adds, in microseconds."""
+        return 0 if self.delay is None else parse_delay_us(self.delay)
+
+    def merged(self, overrides: dict[str, Any] | None) -> LinkSpec:
+        """This link with a configuration's overrides applied (e.g. ``{"mtu": 9000}``), validated."""
+        if not overrides:
+            return self
+        unknown = sorted(set(overrides) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(
+                f"unknown link setting(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(type(self).model_fields)}"
+            )
+        return type(self).model_validate({**self.model_dump(), **overrides})
+
+
+class ExportAccess(BaseModel):
+    """Which load hosts (by number, from 0) an export admits; None means every host."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hosts: tuple[int, ...] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        # Allow `iscsi = [0, 1]` as well as `iscsi = { hosts = [0, 1] }`.
+        if isinstance(v, (list, tuple)):
+            return {"hosts": tuple(v)}
+        return v
+
+    def admits(self, host: int) -> bool:
+        """Whether host number ``host`` is granted."""
+        return self.hosts is None or host in self.hosts
+
+
+class PathSpec(BaseModel):
+    """Host NIC ``nic`` (of host ``host``, or of every host when omitted) reaches storage port ``port``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nic: int = Field(ge=0)
+    port: int = Field(ge=0)
+    host: int | None = Field(default=None, ge=0)
+
+
+class LabSpec(BaseModel):
+    """The embedded lab: a storage server, load hosts, a switch, links, a pool and its exports."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = "pl"
+    hosts: int = 1
+    nics_per_host: int = 1
+    storage_ports: int = 1
+    link: LinkSpec = LinkSpec()
+    pool_size: str = "2G"
+    export_size: str = "256M"
+    cow: bool = False
+    exports: dict[Literal["iscsi", "nfs", "nbd"], ExportAccess] = Field(default_factory=dict)
+    paths: tuple[PathSpec, ...] = ()
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if not _PREFIX.match(v):
+            raise ValueError(
+                f"prefix must be 1 to 6 lowercase letters or digits starting with a letter "
+                f"(it goes into interface names of at most 15 characters), got {v!r}"
+            )
+        return v
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, v: int) -> int:
+        if not 1 <= v <= 200:
+            raise ValueError(f"hosts must be between 1 and 200, got {v}")
+        return v
+
+    @field_validator("nics_per_host", "storage_ports")
+    @classmethod
+    def _ports(cls, v: int, info) -> int:
+        if not 1 <= v <= 8:
+            raise ValueError(f"{info.field_name} must be between 1 and 8, got {v}")
+        return v
+
+    @field_validator("pool_size", "export_size", mode="before")
+    @classmethod
+    def _size(cls, v: Any, info) -> str:
+        try:
+            n = parse_size(v)
+        except ValueError as e:
+            raise ValueError(f"{info.field_name}: {e}") from None
+        if n < 16 * 1024**2:
+            raise ValueError(f"{info.field_name} must be at least 16M, got {v!r}")
+        return str(v)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LabSpec:
+        for proto, access in self.exports.items():
+            for h in access.hosts or ():
+                if not 0 <= h < self.hosts:
+                    raise ValueError(
+                        f"exports.{proto}: host {h} does not exist (hosts are numbered 0 to {self.hosts - 1})"
+                    )
+        for p in self.paths:
+            if p.nic >= self.nics_per_host:
+                raise ValueError(f"paths: nic {p.nic} does not exist (nics_per_host = {self.nics_per_host})")
+            if p.port >= self.storage_ports:
+                raise ValueError(f"paths: port {p.port} does not exist (storage_ports = {self.storage_ports})")
+            if p.host is not None and p.host >= self.hosts:
+                raise ValueError(f"paths: host {p.host} does not exist (hosts = {self.hosts})")
+        # Two NICs of one host on the same storage port would share a subnet and Linux
+        # would send both NICs' traffic out of one of them: refuse rather than mislead.
+        for h in range(self.hosts):
+            seen: dict[int, int] = {}
+            for n in range(self.nics_per_host):
+                port = self.port_of(h, n)
+                if port in seen:
+                    raise ValueError(
+                        f"host {h}: NICs {seen[port]} and {n} both reach storage port {port}; "
+                        f"give each NIC of a host its own port (storage_ports >= nics_per_host, or set paths)"
+                    )
+                seen[port] = n
+        return self
+
+    @property
+    def pool_bytes(self) -> int:
+        """The pool's size in bytes."""
+        return parse_size(self.pool_size)
+
+    @property
+    def export_bytes(self) -> int:
+        """The size of each export's data object in bytes."""
+        return parse_size(self.export_size)
+
+    def port_of(self, host: int, nic: int) -> int:
+        """The storage port host ``host``'s NIC ``nic`` reaches (default: nic mod storage_ports)."""
+        for p in self.paths:
+            if p.nic == nic and p.host == host:
+                return p.port
+        for p in self.paths:
+            if p.nic == nic and p.host is None:
+                return p.port
+        return nic % self.storage_ports
+
+    def access(self, protocol: str) -> ExportAccess:
+        """Who the export of ``protocol`` admits (every host unless the plan says otherwise)."""
+        return self.exports.get(protocol, ExportAccess())  # type: ignore[call-overload]
