@@ -159,6 +159,8 @@ class Lab:
     # between cells
     def set_link(self, link: LinkSpec) -> None:
         """Apply rate, MTU, delay, loss and offloads to every lab link, both ends, in place."""
+        if link.delay_us or link.loss_pct:
+            self.net.check_netem(self.names.switch_ns)  # before touching any link
         for l in self.names.links():
             self.net.configure(l, link)
         self.link = link

@@ -1,0 +1,138 @@
+"""Shared fixtures of the lab tests: a test prefix, a lab factory that always tears down, leftover checks.
+
+Every lab here uses the prefix ``plt`` (a user's lab uses ``pl``) and a workdir under
+/var/tmp/protolab-labtest, so what the tests leave behind can be told apart and removed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from protolab.lab import Lab, down_all
+from protolab.plan.topology import LabSpec
+
+# Test modules do `from conftest import …`; without packages, that name resolves to the
+# conftest loaded last, which may be this one. So this module also offers the root
+# conftest's helpers (not its fixtures, which pytest already provides).
+_root_spec = importlib.util.spec_from_file_location("_protolab_root_conftest", Path(__file__).parents[1] / "conftest.py")
+_root = importlib.util.module_from_spec(_root_spec)
+_root_spec.loader.exec_module(_root)  # type: ignore[union-attr]
+for _name, _value in vars(_root).items():
+    if not _name.startswith("_") and _name not in globals() and not hasattr(_value, "_fixture_function_marker") \
+            and type(_value).__name__ != "FixtureFunctionDefinition" and not hasattr(_value, "_pytestfixturefunction"):
+        globals()[_name] = _value
+
+PREFIX = "plt"
+LABTEST_ROOT = Path("/var/tmp/protolab-labtest")
+TOOLS = ["ip", "tc", "ethtool", "losetup", "mkfs.btrfs", "tgtd", "tgtadm", "ganesha.nfsd", "rpcbind",
+         "rpcinfo", "nbdkit", "nbdinfo", "nbdcopy", "iscsi-inq", "nfs-ls", "nfs-cat", "unshare", "ss"]
+FIO = Path(__file__).resolve().parents[2] / ".deps/fio/bin/fio"
+
+
+def sh(argv: list[str], netns: str | None = None, timeout: float = 30, check: bool = False,
+       input: bytes | None = None) -> subprocess.CompletedProcess:
+    """Run a command (in ``netns``) with a timeout; nothing in the lab tests may hang."""
+    full = ["ip", "netns", "exec", netns, *argv] if netns else argv
+    try:
+        return subprocess.run(full, capture_output=True, timeout=timeout, check=check, input=input)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(full, 124, e.stdout or b"", e.stderr or b"")
+
+
+def leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = ()) -> list[str]:
+    """Everything of a lab with ``prefix`` that still exists: namespaces, links, mounts, loops, servers."""
+    found: list[str] = []
+    ns = sh(["ip", "netns", "list"]).stdout.decode().split("\n")
+    found += [f"namespace {n.split()[0]}" for n in ns if n.startswith(f"{prefix}-")]
+    links = sh(["ip", "-o", "link", "show"]).stdout.decode().splitlines()
+    found += [f"interface {ln.split(':')[1].strip()}" for ln in links
+              if ln.split(":")[1].strip().split("@")[0].startswith(prefix)]
+    for line in Path("/proc/mounts").read_text().splitlines():
+        mnt = line.split()[1]
+        if Path(mnt).name.startswith(f"{prefix}-pool"):
+            found.append(f"mount {mnt}")
+    loops = json.loads(sh(["losetup", "--list", "--json"]).stdout or b'{"loopdevices": []}')
+    for dev in loops.get("loopdevices", []):
+        if Path((dev.get("back-file") or "").removesuffix(" (deleted)")).name == f"{prefix}-pool.img":
+            found.append(f"loop device {dev['name']}")
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        try:
+            state = (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmd = (pid_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if state == "Z":  # a zombie holds nothing; in containers PID 1 may not reap
+            continue
+        if int(pid_dir.name) in pids or (str(LABTEST_ROOT) in cmd and "pytest" not in cmd):
+            found.append(f"process {pid_dir.name} ({cmd.strip()[:60]})")
+    return found
+
+
+def need_root_and_tools() -> None:
+    """Skip unless root with every program the lab needs."""
+    if os.geteuid() != 0:
+        pytest.skip("lab tests need root (network namespaces, loop devices, btrfs)")
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"lab tests need {', '.join(missing)}; run 'make deps'")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftovers_in_session():
+    """Before and after the session: nothing with the test prefix; anything found is removed, then reported."""
+    if os.geteuid() != 0:
+        yield
+        return
+    before = leftovers()
+    if before:
+        down_all(PREFIX, workdirs=list(LABTEST_ROOT.glob("*")) if LABTEST_ROOT.exists() else [])
+    yield
+    after = leftovers()
+    if after:
+        down_all(PREFIX, workdirs=list(LABTEST_ROOT.glob("*")) if LABTEST_ROOT.exists() else [])
+        pytest.fail(f"the lab tests left behind: {', '.join(after)}")
+
+
+def spec(**kw) -> LabSpec:
+    """A small test lab: prefix plt, small pool and exports."""
+    base = dict(prefix=PREFIX, pool_size="1G", export_size="64M")
+    base.update(kw)
+    return LabSpec.model_validate(base)
+
+
+@pytest.fixture
+def make_lab(request):
+    """Build labs that are always torn down, and checked for leftovers, whatever the test does."""
+    need_root_and_tools()
+    labs: list[Lab] = []
+    pids: set[int] = set()
+
+    def make(lab_spec: LabSpec, protocols: set[str], up: bool = True) -> Lab:
+        workdir = LABTEST_ROOT / f"{request.node.name[:40]}-{len(labs)}"
+        shutil.rmtree(workdir, ignore_errors=True)
+        lab = Lab(lab_spec, protocols, workdir)
+        labs.append(lab)
+        if up:
+            lab.up()
+            pids.update(lab.server_pids().values())
+        return lab
+
+    try:
+        yield make
+    finally:
+        for lab in labs:
+            pids.update(lab.server_pids().values())
+            lab.down()
+        left = leftovers(pids=tuple(pids))
+        if left:
+            down_all(PREFIX, workdirs=[lab.workdir for lab in labs])
+            pytest.fail(f"lab teardown left behind: {', '.join(left)}")
