@@ -136,3 +136,5 @@ def make_lab(request):
         if left:
             down_all(PREFIX, workdirs=[lab.workdir for lab in labs])
             pytest.fail(f"lab teardown left behind: {', '.join(left)}")
+        for lab in labs:
+            shutil.rmtree(lab.workdir, ignore_errors=True)
