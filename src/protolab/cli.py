@@ -200,6 +200,10 @@ def main() -> None:
     except (KeyboardInterrupt, Abort):
         sys.stderr.write("protolab: interrupted; cells measured so far stay in the run directory\n")
         sys.exit(130)
+    except OSError as e:  # the environment: disk full, permissions, a vanished file
+        where = f": {e.filename}" if getattr(e, "filename", None) else ""
+        sys.stderr.write(f"protolab: error: {e.strerror or e}{where}; check the path, space and permissions\n")
+        sys.exit(2)
     except TyperException as e:  # usage errors: typer prints them its own way, exit 2
         show = getattr(e, "show", None)
         if show:
@@ -207,6 +211,16 @@ def main() -> None:
         else:
             sys.stderr.write(f"protolab: error: {e}\n")
         sys.exit(e.exit_code)
+    except Exception as e:  # a bug: keep the details, show one line
+        import tempfile
+        import traceback
+
+        fd, path = tempfile.mkstemp(prefix="protolab-crash-", suffix=".txt")
+        with open(fd, "w") as f:
+            traceback.print_exc(file=f)
+        sys.stderr.write(f"protolab: internal error: {type(e).__name__}: {e}; this is a bug — "
+                         f"the traceback is in {path}\n")
+        sys.exit(70)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -53,6 +53,8 @@ class Runner(Protocol):
         netns: str | None = None,
         stdout=None,
         stderr=None,
+        stdin=None,
+        cwd=None,
     ) -> subprocess.Popen: ...
 
 
@@ -82,11 +84,13 @@ class SubprocessRunner:
             raise ToolError(f"{shlex.join(full)}: {done.one_line_error()}")
         return done
 
-    def spawn(self, argv, *, netns=None, stdout=None, stderr=None) -> subprocess.Popen:
+    def spawn(self, argv, *, netns=None, stdout=None, stderr=None, stdin=None, cwd=None) -> subprocess.Popen:
         full = in_netns(argv, netns)
         try:
             return subprocess.Popen(
                 full,
+                cwd=cwd,
+                stdin=stdin if stdin is not None else subprocess.DEVNULL,
                 stdout=stdout if stdout is not None else subprocess.DEVNULL,
                 stderr=stderr if stderr is not None else subprocess.DEVNULL,
                 text=True,
@@ -126,6 +130,6 @@ class FakeRunner:
             raise ToolError(f"{shlex.join(argv)}: {done.one_line_error()}")
         return done
 
-    def spawn(self, argv, *, netns=None, stdout=None, stderr=None):
+    def spawn(self, argv, *, netns=None, stdout=None, stderr=None, stdin=None, cwd=None):
         self.calls.append((tuple(argv), netns))
         raise NotImplementedError("FakeRunner cannot spawn processes")

@@ -30,7 +30,7 @@ streams = 2
 oio = 8
 [method]
 warmup = "1s"
-duration = "1s"
+duration = "{duration}"
 repeats = 2
 data_size = "32M"
 {method}
@@ -41,7 +41,7 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     data = tmp_path / "data"
     data.mkdir()
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(dir=data, extra="", method=""))
+    plan.write_text(PLAN.format(dir=data, extra="", method="", duration="2s"))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
     assert p.returncode == 0, p.stderr
     run = next((tmp_path / "results").iterdir())
@@ -59,8 +59,19 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
         assert float(r["iops"]) > 0 and float(r["lat_mean_us"]) > 0 and r["errors"] == "0"
         assert abs(float(r["iops"]) - float(r["read_iops"]) - float(r["write_iops"])) < 1e-6 * float(r["iops"]) + 1e-9
     assert {r["total_oio"] for r in rows} == {"1", "16"}
-    assert len(list((run / "raw").glob("*__r*.json"))) == 8
-    assert len(list((run / "jobs").glob("*__r*.fio"))) == 8
+    raw = run / "raw"
+    assert len(list(raw.glob("*__r?.measure.json"))) == 8  # the measured windows
+    assert len(list(raw.glob("*__r?.warmup0.json"))) == 8  # warm-ups, run and kept apart
+    assert len(list(raw.glob("*__r?.measure.local1.fio"))) == 8
+    assert len(list(raw.glob("*__r?.measure_iops.*.log"))) == 2 * 2 * (1 + 2)  # one IOPS log per job
+    rec = json.loads(next((run / "records").glob("tr3808-4k__uring__h1s2q8__r1.json")).read_text())
+    extra = rec["result"]["extra"]
+    assert rec["raw_output"] == "raw/tr3808-4k__uring__h1s2q8__r1.measure.json"
+    assert extra["hosts"] == ["local1"] and list(rec["result"]["per_host_iops"]) == ["local1"]
+    assert extra["cpu_us_per_io_loadgen"] > 0 and extra["cpu_us_per_io_total"] > 0
+    assert extra["steady"]["warmup"]["mode"] == "fixed" and extra["steady"]["warmup"]["warmup_s"] == 1
+    # fio logs whole seconds and drops the last partial one: a 2 s window gives one sample
+    assert len(extra["iops_series"]) == 1 and abs(extra["iops_series"][0] / rec["result"]["iops"] - 1) < 0.25
     assert (data / "protolab.dat").stat().st_size == 32 * 2**20 and (data / "protolab.dat.protolab").exists()
     # The terminal table: baseline = 100 at each load point.
     assert p.stdout.count(" 100 ") >= 2 and "baseline psync = 100" in p.stdout
@@ -73,11 +84,11 @@ def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
     data.mkdir()
     extra = '[[configurations]]\nname = "gone"\ntarget = { url = "nbd://127.0.0.1:9", allow_overwrite = true }'
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(dir=data, extra=extra, method="prepare = false"))
+    plan.write_text(PLAN.format(dir=data, extra=extra, method="prepare = false", duration="1s"))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
     assert p.returncode == 2
     line = p.stderr.strip().splitlines()
-    assert len(line) == 1 and line[0].startswith("protolab: error: cell tr3808-4k__gone__h1s1q1__r1: fio failed")
+    assert len(line) == 1 and line[0].startswith("protolab: error: cell tr3808-4k__gone__h1s1q1__r1 (warm-up): fio failed: fio: nbd_connect_uri")
     run = next((tmp_path / "results").iterdir())
     assert f"cells measured so far are in {run}" in line[0]
     m = json.loads((run / "manifest.json").read_text())

@@ -74,7 +74,6 @@ def test_render_job_one_section_per_stream_warmup_as_ramp():
     a = resolve("/tmp/protolab-never-created.dat", size=plan.method.data_size, ioengine="libaio", direct=True)
     cp = _parse(render_job(cell, a, plan.method, plan.configurations[0].fio))
     g = cp["global"]
-    assert g["ioengine"] == "libaio" and g["direct"] == "1"
     assert g["ramp_time"] == "7" and g["runtime"] == "60" and g["time_based"] == "1"
     assert g["iodepth"] == "4"  # the workload's OIO, since the load point gives none
     assert g["rate_iops"] == "500"
@@ -83,6 +82,27 @@ def test_render_job_one_section_per_stream_warmup_as_ramp():
     assert streams == ["stream-0", "stream-1", "stream-2"]
     assert [int(cp[s]["offset"]) for s in streams] == [0, 32 * 2**20, 64 * 2**20]
     assert all(int(cp[s]["size"]) == 32 * 2**20 for s in streams)
+    assert all(cp[s]["ioengine"] == "libaio" and cp[s]["direct"] == "1" for s in streams)
+    assert all(cp[s]["filename"] == "/tmp/protolab-never-created.dat" for s in streams)
+
+
+def test_layout_gives_each_host_its_streams_and_paths():
+    """8 hosts × 20 streams: disjoint regions across hosts; the access function picks each stream's path."""
+    from protolab.engine.jobfile import layout, render_streams
+
+    plan = load_plan_text(PLAN.replace("hosts = 1\nstreams = 3", "hosts = 8\nstreams = 20").replace('"96M"', '"1G"'))
+    cell = expand(plan)[0]
+    paths = [resolve(f"nbd://198.18.0.{p}:10809", size=2**30, ioengine=None, direct=True) for p in (1, 2)]
+    hosts = layout(cell, lambda h, g: paths[g % 2])
+    assert [len(h) for h in hosts] == [20] * 8
+    flat = [s for h in hosts for s in h]
+    assert [s.index for s in flat] == list(range(160))
+    assert all(a.offset + a.size <= b.offset for a, b in zip(flat, flat[1:]))
+    assert flat[-1].offset + flat[-1].size <= 2**30
+    cp = _parse(render_streams(cell, hosts[3], runtime=10, log_prefix="/r/series/c"))
+    assert cp["global"]["write_iops_log"] == "/r/series/c" and cp["global"]["log_avg_msec"] == "1000"
+    assert "ramp_time" not in cp["global"]
+    assert cp["stream-60"]["uri"] == "nbd://198.18.0.1:10809" and cp["stream-61"]["uri"] == "nbd://198.18.0.2:10809"
 
 
 @pytest.mark.parametrize("url,engine,key,value", [

@@ -73,7 +73,7 @@ def test_good_plan_validates(tmp_path, cli):
     plan.write_text(GOOD)
     p = cli("validate", plan, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "2 configurations × 1 workloads × 1 load points × 3 repeats = 6 cells" in p.stdout
+    assert "2 configurations × 1 workloads × 1 load points × 5 repeats = 10 cells" in p.stdout
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory", "binary"])

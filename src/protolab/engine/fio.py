@@ -86,8 +86,35 @@ class Fio:
         label: str = "fio",
     ) -> str:
         """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text."""
-        argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", str(job_file)]
-        proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return self.run([str(job_file)], output, netns=netns, on_iops=on_iops, timeout=timeout, label=label)
+
+    def run_clients(
+        self,
+        clients: list[tuple[str, Path]],
+        output: Path,
+        *,
+        cwd: Path | None = None,
+        timeout: float | None = None,
+        label: str = "fio",
+    ) -> str:
+        """One `fio --client` run over several servers: (client argument, job file) per host."""
+        args = [a for arg, job in clients for a in (f"--client={arg}", str(job))]
+        return self.run(args, output, cwd=cwd, timeout=timeout, label=label)
+
+    def run(
+        self,
+        args: list[str],
+        output: Path,
+        *,
+        netns: str | None = None,
+        cwd: Path | None = None,
+        on_iops: Callable[[float], None] | None = None,
+        timeout: float | None = None,
+        label: str = "fio",
+    ) -> str:
+        """Run fio with ``args`` writing json+ to ``output``; return the JSON text."""
+        argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
+        proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
         tail: list[str] = []
 
         def pump() -> None:
@@ -111,7 +138,7 @@ class Fio:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise ToolError(f"{label}: fio did not finish within {timeout:g} s; see {job_file}") from None
+            raise ToolError(f"{label}: fio did not finish within {timeout:g} s; see {output.parent}") from None
         except BaseException:
             proc.kill()
             proc.wait()
@@ -119,6 +146,7 @@ class Fio:
         reader.join(timeout=5)
         text = output.read_text() if output.exists() else ""
         if rc != 0 or "{" not in text:
-            why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t), tail[-1] if tail else f"exit code {rc}")
+            why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
+                       tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")
         return text

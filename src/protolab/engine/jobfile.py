@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from ..plan.expand import Cell
 from ..plan.model import Method, Workload
 from ..plan.units import format_size
@@ -53,31 +56,74 @@ def _section(name: str, opts: dict[str, str]) -> list[str]:
     return [f"[{name}]", *(f"{k}={v}" for k, v in opts.items()), ""]
 
 
-def render_job(cell: Cell, access: Access, method: Method, extra: dict | None = None) -> str:
-    """The job file for one measured window of ``cell`` against ``access``."""
+@dataclass(frozen=True)
+class Stream:
+    """One load stream of a cell: its global index, how it reaches the target, and its region."""
+
+    index: int
+    access: Access
+    offset: int
+    size: int
+
+
+def layout(cell: Cell, access_for: Callable[[int, int], Access]) -> list[list[Stream]]:
+    """Streams per host: host h's stream i is global stream h×S+i with its own disjoint region.
+
+    ``access_for(host, global_index)`` says how that stream reaches the target (its path).
+    """
+    per_host = cell.load_point.streams
+    first = access_for(0, 0)
+    share = region(first.size, cell.streams, cell.workload)
+    hosts = []
+    for h in range(cell.load_point.hosts):
+        hosts.append([Stream(g, access_for(h, g), g * share, share)
+                      for g in range(h * per_host, (h + 1) * per_host)])
+    return hosts
+
+
+def render_streams(
+    cell: Cell,
+    streams: list[Stream],
+    *,
+    runtime: float,
+    extra: dict | None = None,
+    log_prefix: str | None = None,
+    ramp: float = 0.0,
+) -> str:
+    """A job file with one job per stream (``runtime`` seconds, time based); IOPS logged per second."""
     w = cell.workload
-    glob: dict[str, str] = {"ioengine": access.ioengine, **access.options}
-    glob |= rw_options(w) | bs_options(w)
+    glob: dict[str, str] = rw_options(w) | bs_options(w)
     glob |= {
         "iodepth": str(cell.oio),
         "time_based": "1",
-        "ramp_time": f"{method.warmup:g}",  # fio keeps the ramp out of every statistic
-        "runtime": f"{method.duration:g}",
+        "runtime": f"{runtime:g}",
         "randrepeat": "0",
         "norandommap": "1",
-        "file_service_type": "roundrobin",
     }
+    if ramp:
+        glob["ramp_time"] = f"{ramp:g}"
     if w.rate_iops:
         glob["rate_iops"] = str(w.rate_iops)
-    if access.filename:
-        glob["filename"] = access.filename
+    if log_prefix:
+        glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
     for k, v in (extra or {}).items():
         glob[k] = ("1" if v else "0") if isinstance(v, bool) else str(v)
-    share = region(access.size, cell.streams, w)
     lines = [f"# protolab cell {cell.id}", *_section("global", glob)]
-    for i in range(cell.streams):
-        lines += _section(f"stream-{i}", {"offset": str(i * share), "size": str(share)})
+    for st in streams:
+        a = st.access
+        opts = {"ioengine": a.ioengine, **a.options}
+        if a.filename:
+            opts["filename"] = a.filename
+        opts |= {"offset": str(st.offset), "size": str(st.size)}
+        lines += _section(f"stream-{st.index}", opts)
     return "\n".join(lines)
+
+
+def render_job(cell: Cell, access: Access, method: Method, extra: dict | None = None) -> str:
+    """A single-host job file for ``cell`` with the warm-up as fio's ramp_time (kept out of every number)."""
+    streams = layout(cell, lambda h, g: access)
+    return render_streams(cell, [s for host in streams for s in host], runtime=method.duration,
+                          extra=extra, ramp=method.warmup)
 
 
 def render_prepare(access: Access) -> str:

@@ -76,11 +76,15 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
         mean = sum((d.lat_mean_us or 0.0) * d.ios for d in (read, write)) / ios
     errors = [j for j in jobs if int(j.get("error", 0))]
     per_host: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     for j in jobs:
-        host = str(j.get("hostname", "local")) + (f":{j['port']}" if "port" in j else "")
+        host = host_key(j)
         per_host[host] = per_host.get(host, 0.0) + float(j.get("read", {}).get("iops", 0.0)) + float(
             j.get("write", {}).get("iops", 0.0)
         )
+        # fio reports each job's CPU as % of its runtime (ms)
+        busy = (float(j.get("usr_cpu", 0.0)) + float(j.get("sys_cpu", 0.0))) / 100.0
+        cpu[host] = cpu.get(host, 0.0) + busy * float(j.get("job_runtime", 0)) / 1000.0
     return CellResult(
         iops=read.iops + write.iops,
         mbps=read.mbps + write.mbps,
@@ -95,4 +99,10 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
             f"{j.get('jobname', '?')}: error {j['error']} ({os.strerror(int(j['error']))})" for j in errors
         ],
         per_host_iops=per_host,
+        per_host_cpu_s=cpu,
     )
+
+
+def host_key(job: dict[str, Any]) -> str:
+    """Which fio server ran a job: 'HOST:PORT' in client/server output, 'local' otherwise."""
+    return str(job.get("hostname", "local")) + (f":{job['port']}" if "port" in job else "")

@@ -106,6 +106,9 @@ class Configuration(_Model):
     fio: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="extra fio job options, passed as given"
     )
+    path_policy: Literal["fixed", "round-robin"] = Field(
+        default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
+    )
 
 
 class LoadPoint(_Model):
@@ -125,12 +128,56 @@ class LoadPoint(_Model):
         return f"{self.hosts}×{self.streams}×{o} ({self.hosts * self.streams * o} OIO)"
 
 
+class Initialise(_Model):
+    """The access spec that initialises the data once per study (TR-3808: 5 min of 8 KiB random reads)."""
+
+    workload: str = Field(default="tr3808-init", description="a built-in workload name")
+    duration: float = Field(default=60.0, gt=0, description="seconds")
+    streams: int = Field(default=4, ge=1)
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return parse_duration(v)
+
+
+class LoadHost(_Model):
+    """A load host of real infrastructure: where one fio server runs."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    agent: str = Field(
+        default="local",
+        description="'local', 'ssh://[USER@]HOST[:SSH_PORT]' (fio server started over ssh) or 'fio://HOST[:PORT]' (already running)",
+    )
+    fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
+    fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, v: str) -> str:
+        if v != "local" and not v.startswith(("ssh://", "fio://")):
+            raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST' or 'fio://HOST[:PORT]' (got {v!r})")
+        return v
+
+
 class Method(_Model):
     """How each cell is measured."""
 
-    warmup: float = Field(default=5.0, ge=0, description="seconds of warm-up kept out of the numbers")
+    warmup: float = Field(
+        default=5.0, ge=0,
+        description="seconds of warm-up before each measured window (the maximum when warmup_until_steady)",
+    )
+    warmup_until_steady: bool = Field(
+        default=False, description="end the warm-up as soon as IOPS is steady by the SNIA PTS rule"
+    )
+    steady_window: int = Field(default=5, ge=3, le=60, description="seconds in the steady-state window")
+    restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
+    initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
     duration: float = Field(default=30.0, gt=0, description="seconds of the measured window")
-    repeats: int = Field(default=3, ge=1, le=100, description="measured windows per cell")
+    repeats: int = Field(
+        default=5, ge=1, le=100,
+        description="measured windows per cell (Mann–Whitney needs ≥4 per side to ever call a difference)",
+    )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
 
@@ -149,10 +196,11 @@ class Method(_Model):
 
     def summary(self) -> str:
         """One line: 'warm-up 5s, measured 30s, 3 repeats'."""
-        return (
-            f"warm-up {format_duration(self.warmup)}, measured {format_duration(self.duration)}, "
-            f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}"
-        )
+        warm = (f"warm-up until steady (SNIA, {self.steady_window}s window, at most {format_duration(self.warmup)})"
+                if self.warmup_until_steady else f"warm-up {format_duration(self.warmup)}")
+        extra = ", restore before each cell" if self.restore else ""
+        return (f"{warm}, measured {format_duration(self.duration)}, "
+                f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}{extra}")
 
 
 class Plan(_Model):
@@ -166,6 +214,7 @@ class Plan(_Model):
     configurations: list[Configuration] = Field(min_length=1)
     load_points: list[LoadPoint] = Field(min_length=1)
     method: Method = Method()
+    hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
 
     @model_validator(mode="after")
@@ -178,6 +227,13 @@ class Plan(_Model):
         wdup = {n for n in wnames if wnames.count(n) > 1}
         if wdup:
             raise ValueError(f"workload names must be unique; repeated: {', '.join(sorted(wdup))}")
+        hnames = [h.name for h in self.hosts]
+        if len(set(hnames)) != len(hnames):
+            raise ValueError("host names must be unique")
+        most = max(lp.hosts for lp in self.load_points)
+        if self.hosts and most > len(self.hosts):
+            raise ValueError(f"a load point asks for {most} hosts but [[hosts]] names {len(self.hosts)}; "
+                             "add hosts or lower the load point's hosts")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"
@@ -201,4 +257,3 @@ class Plan(_Model):
         return any(self.target_of(c).url.startswith("lab:") for c in self.configurations)
 
 
-Protocol = Literal["local", "iscsi", "nfs", "nbd"]

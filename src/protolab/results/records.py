@@ -39,6 +39,9 @@ class CellResult(_Record):
     errors: int = Field(description="jobs that ended with an error")
     error_messages: list[str] = Field(default_factory=list)
     per_host_iops: dict[str, float] = Field(default_factory=dict)
+    per_host_cpu_s: dict[str, float] = Field(
+        default_factory=dict, description="load-generator CPU seconds per host (fio's usr+sys of its jobs)"
+    )
     extra: dict[str, Any] = Field(default_factory=dict, description="telemetry and derived figures")
 
 

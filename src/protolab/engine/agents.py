@@ -1,0 +1,262 @@
+"""Load agents: one fio server per load host, reached by one fio client per measurement.
+
+- LocalAgent: `fio --server` on this machine, optionally inside a network namespace
+  (a lab host). It listens on a unix socket, so the client's control traffic never
+  crosses the lab's measured links and the socket is reachable from any namespace.
+- SshAgent: `fio --server` started on a remote machine over ssh, with the user's own
+  ssh configuration and keys; it stops when protolab closes the ssh session.
+- ExistingAgent: a fio server that is already running (`fio://HOST[:PORT]`).
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..errors import ToolError
+from ..proc import Runner
+
+FIO_PORT = 8765
+CONNECT_TIMEOUT_S = 5.0
+
+
+class Agent:
+    """A fio server for one load host."""
+
+    name: str
+
+    def start(self) -> None:
+        """Start the server (no-op for servers that already run)."""
+
+    def stop(self) -> None:
+        """Stop what start() started; safe to call twice."""
+
+    def client_arg(self) -> str:
+        """The value of fio's --client= for this server."""
+        raise NotImplementedError
+
+    def matches(self, hostname: str, port: int | None) -> bool:
+        """Whether fio's client_stats entry (hostname, port) came from this server."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line for logs and the manifest."""
+        raise NotImplementedError
+
+    def pid(self) -> int | None:
+        """The local process id of the server, if it runs on this machine."""
+        return None
+
+    def check(self) -> None:
+        """Raise ToolError naming the host and why when its fio server cannot be reached."""
+        raise NotImplementedError
+
+
+def _connect(family: int, address, timeout: float) -> str | None:
+    """None if a connection succeeds, else the reason."""
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(address)
+        return None
+    except OSError as e:
+        return e.strerror or str(e)
+
+
+def _wait_until(check, timeout: float, proc: subprocess.Popen | None) -> str | None:
+    end = time.monotonic() + timeout
+    why = "not started"
+    while time.monotonic() < end:
+        why = check()
+        if why is None:
+            return None
+        if proc is not None and proc.poll() is not None:
+            return f"the fio server exited with code {proc.returncode}"
+        time.sleep(0.05)
+    return why
+
+
+@dataclass
+class LocalAgent(Agent):
+    """fio --server on this machine (in ``netns`` when given), on a unix socket."""
+
+    name: str
+    fio: str
+    socket_path: Path
+    runner: Runner
+    netns: str | None = None
+    log: Path | None = None
+    _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
+
+    def start(self) -> None:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.log:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+        if self.socket_path.exists():
+            self.socket_path.unlink()
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        self._proc = self.runner.spawn([self.fio, f"--server=sock:{self.socket_path}"], netns=self.netns,
+                                       stdout=out, stderr=subprocess.STDOUT)
+        why = _wait_until(lambda: self._reach(1.0), 15.0, self._proc)
+        if why:
+            self.stop()
+            raise ToolError(f"host {self.name}: its fio server did not start ({why}); see {self.log or 'its log'}")
+
+    def _reach(self, timeout: float) -> str | None:
+        if not self.socket_path.exists():
+            return "no socket yet"
+        return _connect(socket.AF_UNIX, str(self.socket_path), timeout)
+
+    def stop(self) -> None:
+        p, self._proc = self._proc, None
+        if p is not None and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+        if self.socket_path.exists():
+            self.socket_path.unlink()
+
+    def client_arg(self) -> str:
+        # relative: the client runs in the socket directory, and fio appends this name to log files
+        return f"sock:{self.socket_path.name}"
+
+    def matches(self, hostname: str, port: int | None) -> bool:
+        return hostname in (self.socket_path.name, str(self.socket_path))
+
+    def describe(self) -> str:
+        where = f"netns {self.netns}" if self.netns else "this machine"
+        return f"{self.name}: fio server on {where} (socket {self.socket_path})"
+
+    def pid(self) -> int | None:
+        # `ip netns exec` execs fio, so the spawned pid is fio's own
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def check(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise ToolError(f"host {self.name}: its fio server has exited (code {self._proc.returncode}); "
+                            f"see {self.log or 'its log'}")
+        why = self._reach(CONNECT_TIMEOUT_S)
+        if why:
+            raise ToolError(f"host {self.name}: cannot reach its fio server at {self.socket_path}: {why}")
+
+
+@dataclass
+class ExistingAgent(Agent):
+    """A fio server that already runs at HOST:PORT (fio://HOST[:PORT] in the plan)."""
+
+    name: str
+    host: str
+    port: int = FIO_PORT
+
+    @classmethod
+    def from_url(cls, name: str, url: str) -> "ExistingAgent":
+        """From 'fio://HOST[:PORT]'."""
+        u = urlsplit(url)
+        if not u.hostname:
+            raise ToolError(f"host {name}: agent {url!r} has no host; write fio://HOST[:PORT]")
+        return cls(name, u.hostname, u.port or FIO_PORT)
+
+    def client_arg(self) -> str:
+        return f"{self.host},{self.port}"
+
+    def matches(self, hostname: str, port: int | None) -> bool:
+        return hostname == self.host and (port is None or port == self.port)
+
+    def describe(self) -> str:
+        return f"{self.name}: fio server at {self.host}:{self.port}"
+
+    def check(self) -> None:
+        why = _connect(socket.AF_INET6 if ":" in self.host else socket.AF_INET, (self.host, self.port),
+                       CONNECT_TIMEOUT_S)
+        if why:
+            raise ToolError(f"host {self.name}: cannot reach its fio server at {self.host}:{self.port}: {why}; "
+                            f"start 'fio --server' there or fix the address")
+
+
+@dataclass
+class SshAgent(ExistingAgent):
+    """fio --server started over ssh (ssh://[USER@]HOST[:SSH_PORT]); stops when the session closes."""
+
+    dest: str = ""
+    ssh_port: int | None = None
+    fio: str = "fio"
+    runner: Runner | None = None
+    netns: str | None = None  # where to run ssh from (tests drive namespaced hosts)
+    ssh_options: tuple[str, ...] = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
+    _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def from_plan(cls, name: str, url: str, fio: str, fio_port: int, runner: Runner, netns: str | None = None,
+                  ssh_options: tuple[str, ...] | None = None) -> "SshAgent":
+        """From 'ssh://[USER@]HOST[:SSH_PORT]'."""
+        u = urlsplit(url)
+        if not u.hostname:
+            raise ToolError(f"host {name}: agent {url!r} has no host; write ssh://[USER@]HOST[:PORT]")
+        dest = f"{u.username}@{u.hostname}" if u.username else u.hostname
+        agent = cls(name, u.hostname, fio_port, dest=dest, ssh_port=u.port, fio=fio, runner=runner, netns=netns)
+        if ssh_options is not None:
+            agent.ssh_options = ssh_options
+        return agent
+
+    def start(self) -> None:
+        assert self.runner is not None
+        # The remote shell starts fio and waits on stdin: when protolab closes the session, fio is killed.
+        remote = (f"{shlex.quote(self.fio)} --server=ip:0.0.0.0,{self.port} >/dev/null 2>&1 & p=$!; "
+                  "read _ ; kill $p; wait $p")
+        argv = ["ssh", *self.ssh_options, *(["-p", str(self.ssh_port)] if self.ssh_port else []), self.dest, remote]
+        self._proc = self.runner.spawn(argv, netns=self.netns, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       stdin=subprocess.PIPE)
+        why = _wait_until(lambda: self._reach(), 20.0, self._proc)
+        if why:
+            err = ""
+            if self._proc.poll() is not None and self._proc.stderr is not None:
+                err = (self._proc.stderr.read() or "").strip().splitlines()[-1:] or [""]
+                err = f": {err[0]}" if err[0] else ""
+            self.stop()
+            raise ToolError(f"host {self.name}: could not start fio over ssh to {self.dest} ({why}{err}); "
+                            "check 'ssh " + self.dest + " " + self.fio + " --version'")
+
+    def _reach(self) -> str | None:
+        if self.netns is None:
+            return _connect(socket.AF_INET, (self.host, self.port), 1.0)
+        assert self.runner is not None
+        # probe from inside the namespace the client runs in
+        p = self.runner.run(["bash", "-c", f"exec 3<>/dev/tcp/{self.host}/{self.port}"], netns=self.netns,
+                            check=False, timeout=5)
+        return None if p.returncode == 0 else "connection refused"
+
+    def stop(self) -> None:
+        p, self._proc = self._proc, None
+        if p is None:
+            return
+        if p.poll() is None:
+            try:  # end of input: the remote 'read' returns and the remote shell kills fio
+                p.stdin.close()
+                p.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+
+    def describe(self) -> str:
+        return f"{self.name}: fio server started over ssh on {self.dest}, port {self.port}"
+
+    def check(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise ToolError(f"host {self.name}: the ssh session to {self.dest} ended (code {self._proc.returncode})")
+        why = self._reach() if self.netns else None
+        if why:
+            raise ToolError(f"host {self.name}: cannot reach its fio server at {self.host}:{self.port}: {why}")
+        if self.netns is None:
+            super().check()

@@ -1,0 +1,104 @@
+"""One fio measurement of a cell over its hosts: direct, or one `fio --client` over every host's server.
+
+A cell whose only host is this machine (or a lab namespace on it) runs fio directly,
+which gives live IOPS; otherwise one fio client drives every host's fio server (fio's
+client shows no live status while it writes JSON). Either way every job logs its
+IOPS each second, and the logs become the cell's per-second series.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..plan.expand import Cell
+from .agents import Agent
+from .fio import Fio
+from .jobfile import Stream, render_streams
+
+_LOG = re.compile(r"_iops\.(\d+)\.log(?:\.(.+))?$")
+
+
+@dataclass
+class HostRun:
+    """What one load host runs in a cell."""
+
+    name: str
+    agent: Agent | None  # None: run fio directly
+    netns: str | None
+    streams: list[Stream]
+
+
+@dataclass
+class Measurement:
+    """fio's JSON text and the per-second IOPS series (total and per host)."""
+
+    json_text: str
+    series: list[float]
+    series_by_host: dict[str, list[float]]
+
+
+def read_series(folder: Path, prefix: str) -> tuple[list[float], dict[str, list[float]]]:
+    """Sum fio's per-job IOPS logs (one line per second and direction) into per-second series."""
+    by_host: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for f in folder.glob(f"{prefix}_iops.*.log*"):
+        m = _LOG.search(f.name)
+        if not m:
+            continue
+        host = m.group(2) or "local"
+        for line in f.read_text().splitlines():
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) < 2 or not parts[0].isdigit():
+                continue
+            second = max(0, round(int(parts[0]) / 1000) - 1)
+            by_host[host][second] += float(parts[1])
+    hosts = {}
+    total: dict[int, float] = defaultdict(float)
+    for host, per_s in by_host.items():
+        n = max(per_s) + 1 if per_s else 0
+        hosts[host] = [per_s.get(i, 0.0) for i in range(n)]
+        for i, v in per_s.items():
+            total[i] += v
+    n = max(total) + 1 if total else 0
+    return [total.get(i, 0.0) for i in range(n)], hosts
+
+
+def measure(
+    fio: Fio,
+    cell: Cell,
+    hosts: list[HostRun],
+    *,
+    runtime: float,
+    folder: Path,
+    tag: str,
+    extra: dict | None = None,
+    on_iops: Callable[[float], None] | None = None,
+    timeout: float,
+    label: str,
+    socket_dir: Path | None = None,
+) -> Measurement:
+    """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{cell.id}.{tag}"
+    prefix = str(folder / name)
+    output = folder / f"{name}.json"
+    for old in folder.glob(f"{name}_iops.*"):
+        old.unlink()
+    jobs = []
+    for h in hosts:
+        job = folder / f"{name}.{h.name}.fio"
+        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix))
+        jobs.append(job)
+    if len(hosts) == 1 and hosts[0].agent is None:
+        text = fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label)
+    else:
+        missing = [h.name for h in hosts if h.agent is None]
+        if missing:
+            raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
+        clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
+        text = fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label)
+    series, by_host = read_series(folder, name)
+    return Measurement(text, series, by_host)

@@ -1,0 +1,99 @@
+"""Many hosts through fio's client/server mode, and a host whose fio server cannot be reached."""
+
+from __future__ import annotations
+
+import csv
+import json
+import socket
+
+import pytest
+
+from protolab.engine.parse import load_json
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+LADDER = """
+name = "ladder"
+baseline = "a"
+workloads = [{{ name = "tr3808-4k", read_pct = 100 }}]
+[[configurations]]
+name = "a"
+target = "{data}"
+ioengine = "libaio"
+{hosts}
+[[load_points]]
+hosts = 1
+streams = 2
+oio = 4
+[[load_points]]
+hosts = {n}
+streams = {streams}
+oio = 4
+[method]
+warmup = "1s"
+duration = "3s"
+repeats = 1
+data_size = "{size}"
+"""
+
+
+def test_eight_hosts_twenty_streams_four_oio(tmp_path, cli):
+    """TR-3808's top rung, 8 × 20 × 4 = 640 outstanding I/Os, on this 2-core machine: no errors, and
+    the total equals the sum over hosts and fio's own 'All clients' figure within 1 %."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(LADDER.format(data=tmp_path / "d", hosts="", n=8, streams=20, size="640M"))
+    (tmp_path / "d").mkdir()
+    p = cli("run", plan, "--results", tmp_path / "r", timeout=600)
+    assert p.returncode == 0, p.stderr
+    run = next((tmp_path / "r").iterdir())
+    rows = list(csv.DictReader((run / "cells.csv").open()))
+    top = next(r for r in rows if r["total_oio"] == "640")
+    assert top["hosts"] == "8" and top["jobs"] == "160" and top["errors"] == "0"
+    rec = json.loads(next((run / "records").glob("*h8s20q4*.json")).read_text())["result"]
+    per_host = rec["per_host_iops"]
+    assert sorted(per_host) == [f"local{i}" for i in range(1, 9)]
+    assert all(v > 0 for v in per_host.values())
+    assert abs(sum(per_host.values()) / rec["iops"] - 1) < 0.01
+    doc = load_json((run / "raw" / next(iter(run.glob("raw/*h8s20q4*.measure.json"))).name).read_text())
+    all_clients = next(j for j in doc["client_stats"] if j["jobname"] == "All clients")
+    assert abs(all_clients["read"]["iops"] / rec["iops"] - 1) < 0.01
+    assert set(rec["per_host_cpu_s"]) == set(per_host) and all(v > 0 for v in rec["per_host_cpu_s"].values())
+    assert set(rec["extra"]["iops_series_by_host"]) == set(per_host)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert len(manifest["agents"]) == 8 and manifest["status"] == "complete"
+
+
+def test_unreachable_fio_server_names_the_host_and_keeps_cells(tmp_path, cli):
+    port = _free_port()  # nothing listens there
+    hosts = ('[[hosts]]\nname = "esx1"\nagent = "local"\n'
+             f'[[hosts]]\nname = "esx2"\nagent = "fio://127.0.0.1:{port}"\n')
+    plan = tmp_path / "p.toml"
+    plan.write_text(LADDER.format(data=tmp_path / "d", hosts=hosts, n=2, streams=2, size="64M"))
+    (tmp_path / "d").mkdir()
+    p = cli("run", plan, "--results", tmp_path / "r", timeout=300)
+    assert p.returncode == 2, p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"protolab: error: host esx2: cannot reach its fio server at 127.0.0.1:{port}: "
+                               "Connection refused; start 'fio --server' there or fix the address")
+    run = next((tmp_path / "r").iterdir())
+    rows = list(csv.DictReader((run / "cells.csv").open()))
+    assert len(rows) == 1 and rows[0]["hosts"] == "1" and float(rows[0]["iops"]) > 0
+    assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
+    assert json.loads(next((run / "records").iterdir()).read_text())["result"]["iops"] > 0
+
+
+@pytest.mark.parametrize("hosts,msg", [
+    ('[[hosts]]\nname = "a"\nagent = "telnet://x"\n', "agent must be 'local', 'ssh://[USER@]HOST' or 'fio://HOST[:PORT]'"),
+    ('[[hosts]]\nname = "a"\n', "a load point asks for 2 hosts but [[hosts]] names 1"),
+])
+def test_bad_hosts(tmp_path, cli, hosts, msg):
+    plan = tmp_path / "p.toml"
+    plan.write_text(LADDER.format(data=tmp_path / "d", hosts=hosts, n=2, streams=2, size="64M"))
+    p = cli("validate", plan, timeout=60)
+    assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1
