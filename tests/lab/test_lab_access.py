@@ -76,3 +76,16 @@ def test_describe_and_pids_name_every_export_and_server(lab):
         comm = open(f"/proc/{pid}/comm").read().strip()
         assert comm.startswith(name[:15]), (name, comm)
     assert len(lab.interfaces()) == 2 * (1 + 2)
+
+
+def test_each_nic_reaches_its_own_storage_port(make_lab):
+    lab = make_lab(spec(nics_per_host=2, storage_ports=2), {"nbd"})
+    for nic in (0, 1):
+        ep = lab.endpoint("nbd", host=0, nic=nic)
+        assert ep.url == f"nbd://198.18.{nic}.1:10809"
+        ifname = lab.names.host_link(0, nic).near.ifname
+        before = int(sh(["cat", f"/sys/class/net/{ifname}/statistics/tx_bytes"], netns=ep.netns).stdout)
+        ok = sh(["nbdinfo", "--size", ep.url], netns=ep.netns, timeout=10)
+        assert ok.returncode == 0, ok.stderr
+        after = int(sh(["cat", f"/sys/class/net/{ifname}/statistics/tx_bytes"], netns=ep.netns).stdout)
+        assert after > before  # the request left through this NIC

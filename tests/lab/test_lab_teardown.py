@@ -137,3 +137,20 @@ def test_down_all_removes_anything_with_the_prefix_and_nothing_else(tmp_path):
     finally:
         sh(["ip", "netns", "del", "pltkeep-x"])
         sh(["losetup", "--detach", dev])
+
+
+def test_teardown_is_complete_while_later_namespaces_hold_copies_of_our_mounts(make_lab):
+    """Another lab's servers, started while our pool is mounted, must not pin our loop device."""
+    lab = make_lab(spec(), {"local", "nfs"})
+    sh(["ip", "netns", "add", "pltkeep-o"], check=True)
+    others = [subprocess.Popen(["ip", "netns", "exec", "pltkeep-o", *argv, "sleep", "60"])
+              for argv in ([], ["unshare", "--mount", "--propagation", "slave"])]
+    try:
+        time.sleep(0.3)
+        lab.down()
+        assert leftovers() == []
+    finally:
+        for p in others:
+            p.kill()
+            p.wait(timeout=10)
+        sh(["ip", "netns", "del", "pltkeep-o"])

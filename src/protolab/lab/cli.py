@@ -75,11 +75,11 @@ def down(
     """Tear the lab down completely, from its record (and with --all, by its prefix)."""
     wd = _workdir(workdir, prefix)
     removed: list[str] = []
-    try:
+    if (wd / "lab.json").exists():
         removed += Lab.from_record(wd).down()
-    except ProtolabError:
-        if not all_:
-            raise
+    elif not all_:
+        typer.echo(f"no lab is up in {wd}; nothing to remove (use --all to sweep leftovers of prefix '{prefix}')")
+        return
     if all_:
         removed += down_all(prefix, workdirs=[wd])
     typer.echo("\n".join(f"removed {r}" for r in removed) if removed else "nothing to remove")

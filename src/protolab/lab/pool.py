@@ -47,6 +47,13 @@ class Pool:
         self.record.add("mount", str(self.mount))
         self.mount.mkdir(parents=True, exist_ok=True)
         self._run(["mount", "-t", "btrfs", dev, str(self.mount)])
+        self._share(self.mount)
+
+    def _share(self, where: Path) -> None:
+        # Every `ip netns exec` (ours or another lab's) copies the mount table. A shared
+        # mount becomes a slave in those copies, so our umount reaches them too; a private
+        # one would stay pinned there and keep the loop device busy after teardown.
+        self._run(["mount", "--make-shared", str(where)])
 
     def volume(self, name: str) -> Path:
         """The path of volume ``name``."""
@@ -72,6 +79,7 @@ class Pool:
         where.mkdir(parents=True, exist_ok=True)
         dev = self.record.find("loop")[0].extra["device"]
         self._run(["mount", "-t", "btrfs", "-o", f"subvol={name}", dev, str(where)])
+        self._share(where)
         return where
 
     def volumes(self) -> list[str]:
