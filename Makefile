@@ -4,18 +4,22 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PROTOLAB := .venv/bin/protolab
 
-.PHONY: deps demo test test-unit test-lab bench clean
+.PHONY: deps test-deps demo test test-unit bench clean
 
 deps:
 	@bash scripts/install-deps.sh
 
-demo: deps
-	$(PROTOLAB) run --builtin demo
+test-deps:
+	@bash scripts/install-deps.sh test
 
-test: deps
+# The built-in protocol study on the embedded lab (root); `protolab run --builtin demo` is the local one.
+demo: deps
+	$(PROTOLAB) run --builtin lab-demo
+
+test: test-deps
 	$(PY) -m pytest -q -ra
 
-test-unit: deps
+test-unit: test-deps
 	$(PY) -m pytest -q tests/unit
 
 bench: deps

@@ -22,13 +22,14 @@ APT_PACKAGES=(
   build-essential dpkg-dev pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
   # python
   python3 python3-venv
-  # report tests: a real browser
-  chromium
 )
+# Only `make test` needs these: the report is tested in a real browser.
+TEST_PACKAGES=(chromium)
 
 install_apt() {
-  local missing=()
-  for p in "${APT_PACKAGES[@]}"; do
+  local missing=() wanted=("${APT_PACKAGES[@]}")
+  [ "${1:-}" = test ] && wanted+=("${TEST_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then say "Debian packages: all present"; return; fi
@@ -94,6 +95,7 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (it installs Debian packages); or install them yourself and run 'make venv'" >&2
   exit 2
 fi
-install_apt
+# usage: install-deps.sh [test]   ('test' adds what only the test suite needs)
+install_apt "${1:-}"
 build_fio
 make_venv

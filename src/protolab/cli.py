@@ -21,7 +21,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-out = Console()
+# Not a terminal (CI logs, pipes): wide enough that tables keep their columns.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 132)
 err = Console(stderr=True)
 
 

@@ -160,13 +160,14 @@ class Study:
                        direct=c.direct, netns=ep.netns, owned=True)
 
     def _lab_up(self, rundir: RunDir):
-        if self.lab_factory is None:
-            from .lab_glue import make_lab  # the embedded lab, imported only when a plan uses it
-
-            self.lab_factory = make_lab
         protocols = {p for c in self.plan.configurations if (p := self._protocol(c))}
         self.progress.note(f"bringing the lab up ({', '.join(sorted(protocols))})")
-        lab = self.lab_factory(self.plan, protocols)
+        if self.lab_factory is not None:
+            lab = self.lab_factory(self.plan, protocols)
+        else:
+            from .lab import Lab, default_workdir  # imported only when a plan uses the lab
+
+            lab = Lab(self.plan.lab, protocols, default_workdir(self.plan.lab.prefix), self.runner)
         self.lab = lab
         lab.up()
         rundir.update_manifest(lab=lab.describe())
@@ -180,7 +181,7 @@ class Study:
     def _storage_ports(self) -> list[str]:
         if self.lab is None:
             return []
-        ns = getattr(self.lab, "storage_netns", None)
+        ns = self.lab.names.storage_ns
         return [f"{n}/{i}" for n, i in self.lab.interfaces() if n == ns]
 
     # -- hosts and agents ------------------------------------------------------------------------

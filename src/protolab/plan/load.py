@@ -65,9 +65,12 @@ def load_plan_text(text: str, *, source: str = "<plan>") -> Plan:
     if "lab" in data:
         data["lab"] = _validate_lab(data["lab"], source, text)
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as e:
         raise PlanError(_one_line(e, source, text)) from None
+    if plan.uses_lab() and plan.lab is None:
+        plan = plan.model_copy(update={"lab": _validate_lab({}, source, text)})  # the lab's defaults
+    return plan
 
 
 def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | None:
