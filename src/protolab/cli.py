@@ -13,7 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 from . import __version__
-from .errors import ProtolabError
+from .errors import Interrupted, ProtolabError
 
 app = typer.Typer(
     help="protolab — a storage protocol lab: plan a study, provision it, load it with fio, measure, report.",
@@ -76,8 +76,11 @@ def run(
     plan: Optional[Path] = typer.Argument(None, help="The plan file (TOML)."),
     builtin: Optional[str] = typer.Option(None, "--builtin", "-b", help="Run a built-in study instead (see 'protolab plans')."),
     results: Path = typer.Option(Path("results"), "--results", help="Where run directories are written."),
+    lab_workdir: Optional[Path] = typer.Option(
+        None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
+        "(default /var/tmp/protolab-lab/PREFIX)."),
 ):
-    """Run a study: measure every cell, store it under results/<run-id>/, print the relative table."""
+    """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report."""
     from .analysis.relative import relative_rows
     from .doctor import lab_blocker
     from .report.terminal import relative_table
@@ -89,9 +92,12 @@ def run(
         if blocker:
             raise ProtolabError(f"{source}: {blocker}")
     progress = RichProgress(out)
-    study = Study(p, text, source, results_root=results, progress=progress)
+    study = Study(p, text, source, results_root=results, progress=progress, lab_workdir=lab_workdir)
     try:
         rundir = study.run()
+    except KeyboardInterrupt:
+        where = f" in {study.rundir.path}" if getattr(study, "rundir", None) else ""
+        raise Interrupted(f"interrupted; cells measured so far stay in the run directory{where}") from None
     finally:
         progress.stop()
     rows = relative_rows(rundir.records(), p.baseline)
@@ -195,6 +201,9 @@ def main() -> None:
     """Entry point: run the app; ProtolabError → one line on stderr, exit 2; Ctrl-C → exit 130."""
     try:
         rv = app(standalone_mode=False)
+    except Interrupted as e:
+        sys.stderr.write(f"protolab: {e}\n")
+        sys.exit(e.exit_code)
     except ProtolabError as e:
         sys.stderr.write(f"protolab: error: {e}\n")
         sys.exit(e.exit_code)

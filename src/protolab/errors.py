@@ -17,3 +17,9 @@ class TargetError(ProtolabError):
 
 class ToolError(ProtolabError):
     """An external program (fio, ip, tc, tgtadm, …) is missing or failed."""
+
+
+class Interrupted(ProtolabError):
+    """The user pressed Ctrl-C; what was measured stays on disk."""
+
+    exit_code = 130

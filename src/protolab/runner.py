@@ -69,8 +69,8 @@ class Study:
     runner: Runner = field(default_factory=SubprocessRunner)
     progress: Progress = field(default_factory=_Silent)
     lab_factory: Callable[[Plan, set[str]], Any] | None = None
-    before_cell: Callable[[Cell, Any], None] | None = None  # called after restore, before warm-up
-    ssh_options: tuple[str, ...] | None = None
+    on_cell: Callable[[str, Cell, Any], None] | None = None  # (stage: start|ready|done, cell, lab)
+    lab_workdir: Path | None = None
 
     def run(self) -> RunDir:
         """Measure the whole matrix; returns the run directory."""
@@ -97,13 +97,18 @@ class Study:
                 self._prepare()
             if plan.method.initialise is not None:
                 self._initialise()
+            if self.lab is not None and (plan.method.restore or plan.method.initialise is not None):
+                self.lab.snapshot()  # every cell restores to this state
+                rundir.update_manifest(snapshot=now())
             self._measure(cells)
         except KeyboardInterrupt:
             rundir.update_manifest(status="interrupted", ended=now())
             raise
         except ProtolabError as e:
             rundir.update_manifest(status="failed", error=str(e), ended=now())
-            raise ProtolabError(f"{e} (cells measured so far are in {rundir.path})") from None
+            n = len(rundir.records())
+            raise ProtolabError(f"{e} ({n} cell{'s' if n != 1 else ''} measured before this are in "
+                                f"{rundir.path})") from None
         finally:
             for agent in self._agents.values():
                 agent.stop()
@@ -167,7 +172,8 @@ class Study:
         else:
             from .lab import Lab, default_workdir  # imported only when a plan uses the lab
 
-            lab = Lab(self.plan.lab, protocols, default_workdir(self.plan.lab.prefix), self.runner)
+            workdir = self.lab_workdir or default_workdir(self.plan.lab.prefix)
+            lab = Lab(self.plan.lab, protocols, workdir, self.runner)
         self.lab = lab
         lab.up()
         rundir.update_manifest(lab=lab.describe())
@@ -209,7 +215,7 @@ class Study:
                                           log=self.rundir.path / "agents" / f"{spec.name}.log")
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
-                                                  ssh_options=self.ssh_options)
+                                                  extra_options=tuple(spec.ssh_options))
             else:
                 make = lambda: ExistingAgent.from_url(spec.name, spec.agent)
             return HostRun(spec.name, self._agent(spec.name, make), None, streams)
@@ -263,10 +269,8 @@ class Study:
                         runtime=init.duration, folder=self.rundir.path / "raw", tag="initialise",
                         timeout=init.duration + FIO_MARGIN_S, label=f"initialising {name!r}")
             done[name] = round(parse_fio_json(m.json_text).iops, 1)
-        if self.lab is not None:
-            self.lab.snapshot()
         self.rundir.update_manifest(initialised={"workload": init.workload, "duration_s": init.duration,
-                                                 "iops": done, "snapshot": self.lab is not None})
+                                                 "iops": done})
 
     def _warmup(self, cell: Cell, hosts: list[HostRun]) -> dict[str, Any]:
         """Warm up for a fixed time, or until IOPS is steady (SNIA PTS) or the maximum is reached."""
@@ -307,6 +311,7 @@ class Study:
         link_now = None
         for i, cell in enumerate(cells, 1):
             self.progress.cell(i, cell)
+            self._hook("start", cell)
             if self.lab is not None:
                 if m.restore:
                     self.lab.restore()
@@ -316,8 +321,7 @@ class Study:
                         self.lab.set_link(link)
                         link_now = link
             hosts = self._hosts(cell)
-            if self.before_cell is not None:
-                self.before_cell(cell, self.lab)
+            self._hook("ready", cell)
             warm = self._warmup(cell, hosts)
             for h in hosts:
                 if h.agent is not None:
@@ -328,11 +332,16 @@ class Study:
                            tag="measure", extra=cell.configuration.fio, on_iops=self.progress.iops,
                            timeout=m.duration + FIO_MARGIN_S, label=f"cell {cell.id}", socket_dir=self._sockets)
             after = self._window.sample()
+            self._hook("done", cell)
             rec = self._record(i, cell, hosts, meas, warm, Window.delta(before, after), started)
             self.rundir.add_record(rec)
             self.progress.done(rec)
             if rec.result.errors:
                 raise ToolError(f"cell {cell.id}: {'; '.join(rec.result.error_messages[:3])}")
+
+    def _hook(self, stage: str, cell: Cell) -> None:
+        if self.on_cell is not None:
+            self.on_cell(stage, cell, self.lab)
 
     def _record(self, seq, cell, hosts, meas, warm, telemetry, started) -> CellRecord:
         result = parse_fio_json(meas.json_text)

@@ -90,7 +90,7 @@ def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
     line = p.stderr.strip().splitlines()
     assert len(line) == 1 and line[0].startswith("protolab: error: cell tr3808-4k__gone__h1s1q1__r1 (warm-up): fio failed: fio: nbd_connect_uri")
     run = next((tmp_path / "results").iterdir())
-    assert f"cells measured so far are in {run}" in line[0]
+    assert f"(2 cells measured before this are in {run})" in line[0]
     m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == "failed" and "gone" in m["error"]
     rows = list(csv.DictReader((run / "cells.csv").open()))

@@ -195,15 +195,14 @@ class SshAgent(ExistingAgent):
 
     @classmethod
     def from_plan(cls, name: str, url: str, fio: str, fio_port: int, runner: Runner, netns: str | None = None,
-                  ssh_options: tuple[str, ...] | None = None) -> "SshAgent":
+                  extra_options: tuple[str, ...] = ()) -> "SshAgent":
         """From 'ssh://[USER@]HOST[:SSH_PORT]'."""
         u = urlsplit(url)
         if not u.hostname:
             raise ToolError(f"host {name}: agent {url!r} has no host; write ssh://[USER@]HOST[:PORT]")
         dest = f"{u.username}@{u.hostname}" if u.username else u.hostname
         agent = cls(name, u.hostname, fio_port, dest=dest, ssh_port=u.port, fio=fio, runner=runner, netns=netns)
-        if ssh_options is not None:
-            agent.ssh_options = ssh_options
+        agent.ssh_options = (*agent.ssh_options, *extra_options)
         return agent
 
     def start(self) -> None:

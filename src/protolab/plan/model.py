@@ -151,6 +151,9 @@ class LoadHost(_Model):
     )
     fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
     fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")
+    ssh_options: list[str] = Field(
+        default_factory=list, description="extra ssh arguments, e.g. ['-F', '~/.ssh/lab_config'] or ['-i', KEY]"
+    )
 
     @field_validator("agent")
     @classmethod
