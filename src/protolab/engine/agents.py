@@ -68,7 +68,7 @@ def _connect(family: int, address, timeout: float) -> str | None:
         return e.strerror or str(e)
 
 
-def _wait_until(check, timeout: float, proc: subprocess.Popen | None) -> str | None:
+def _wait_until(check, timeout: float, proc: subprocess.Popen | None, what: str = "the fio server") -> str | None:
     end = time.monotonic() + timeout
     why = "not started"
     while time.monotonic() < end:
@@ -76,7 +76,7 @@ def _wait_until(check, timeout: float, proc: subprocess.Popen | None) -> str | N
         if why is None:
             return None
         if proc is not None and proc.poll() is not None:
-            return f"the fio server exited with code {proc.returncode}"
+            return f"{what} exited with code {proc.returncode}"
         time.sleep(0.05)
     return why
 
@@ -213,7 +213,7 @@ class SshAgent(ExistingAgent):
         argv = ["ssh", *self.ssh_options, *(["-p", str(self.ssh_port)] if self.ssh_port else []), self.dest, remote]
         self._proc = self.runner.spawn(argv, netns=self.netns, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        stdin=subprocess.PIPE)
-        why = _wait_until(lambda: self._reach(), 20.0, self._proc)
+        why = _wait_until(lambda: self._reach(), 20.0, self._proc, "ssh")
         if why:
             err = ""
             if self._proc.poll() is not None and self._proc.stderr is not None:

@@ -1,0 +1,118 @@
+"""The remote path for real: sshd in two lab host namespaces, fio servers started over ssh, one study."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIO, LABTEST_ROOT, leftovers, need_root_and_tools
+
+from protolab.lab import Lab, down_all
+from protolab.plan.topology import LabSpec
+
+pytestmark = pytest.mark.lab
+PREFIX = "plr"
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30)
+
+
+@pytest.fixture
+def lab_with_sshd(tmp_path):
+    need_root_and_tools()
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.skip("needs openssh-server (make deps)")
+    workdir = LABTEST_ROOT / "ssh-agents"
+    shutil.rmtree(workdir, ignore_errors=True)
+    lab = Lab(LabSpec(prefix=PREFIX, hosts=2, pool_size="1G", export_size="128M"), {"nbd"}, workdir)
+    sshds: list[subprocess.Popen] = []
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    try:
+        lab.up()
+        _keygen(keys / "host_key")
+        _keygen(keys / "id")
+        (keys / "authorized_keys").write_text((keys / "id.pub").read_text())
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
+        addrs = [lab.names.host_link(h, 0).address.split("/")[0] for h in range(2)]
+        for h, addr in enumerate(addrs):
+            cfg = keys / f"sshd-{h}.conf"
+            cfg.write_text(f"ListenAddress {addr}\nPort 22\nHostKey {keys / 'host_key'}\n"
+                           f"PidFile {keys / f'sshd-{h}.pid'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
+                           "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                           "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n")
+            sshds.append(subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(h), "/usr/sbin/sshd", "-D",
+                                           "-e", "-f", str(cfg)], stderr=subprocess.DEVNULL, start_new_session=True))
+        client_cfg = keys / "ssh_config"
+        client_cfg.write_text(f"Host *\n  IdentityFile {keys / 'id'}\n  StrictHostKeyChecking no\n"
+                              "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+        time.sleep(1)
+        yield lab, addrs, client_cfg
+    finally:
+        for p in sshds:
+            p.kill()
+            p.wait(timeout=10)
+        lab.down()
+        left = leftovers(PREFIX)
+        if left:
+            down_all(PREFIX, workdirs=[workdir])
+            pytest.fail(f"left behind: {', '.join(left)}")
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _fio_servers() -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return [p for p in ps if "--server=ip:0.0.0.0,18765" in p and "sh -c" not in p]
+
+
+def test_study_through_ssh_started_fio_servers(lab_with_sshd, tmp_path):
+    lab, addrs, client_cfg = lab_with_sshd
+    storage = lab.endpoint("nbd", host=0).url
+    hosts = "".join(
+        f'[[hosts]]\nname = "esx{i + 1}"\nagent = "ssh://root@{a}"\nfio = "{FIO}"\nfio_port = 18765\n'
+        f'ssh_options = ["-F", "{client_cfg}"]\n' for i, a in enumerate(addrs))
+    plan = tmp_path / "remote.toml"
+    plan.write_text(f"""
+name = "remote"
+baseline = "nbd"
+workloads = ["tr3808-4k"]
+{hosts}
+[[configurations]]
+name = "nbd"
+target = {{ url = "{storage}", allow_overwrite = true }}
+[[load_points]]
+hosts = 2
+streams = 2
+oio = 4
+[method]
+warmup = "1s"
+duration = "2s"
+repeats = 2
+data_size = "64M"
+""")
+    # protolab runs where a user's controller would: on the lab network (host 0's namespace)
+    env = {**os.environ, "COLUMNS": "200"}
+    p = subprocess.run(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli", "run",
+                        str(plan), "--results", str(tmp_path / "r")], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert p.returncode == 0, p.stderr + p.stdout
+    run = next((tmp_path / "r").iterdir())
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["agents"] == [f"esx{i + 1}: fio server started over ssh on root@{a}, port 18765"
+                                  for i, a in enumerate(addrs)]
+    rows = list(csv.DictReader((run / "cells.csv").open()))
+    assert len(rows) == 2 and all(float(r["iops"]) > 0 and r["errors"] == "0" and r["jobs"] == "4" for r in rows)
+    for rec in (run / "records").glob("*.json"):
+        result = json.loads(rec.read_text())["result"]
+        assert set(result["per_host_iops"]) == {"esx1", "esx2"}
+        assert all(v > 0 for v in result["per_host_iops"].values())
+        assert set(result["per_host_cpu_s"]) == {"esx1", "esx2"}
+    assert _fio_servers() == []  # closing the ssh sessions stopped the remote fio servers
