@@ -1,0 +1,35 @@
+"""The README's plan examples are valid plans, and its command table names real commands."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT, run_cli
+
+from protolab.plan.load import load_plan_text
+
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"```toml\n(.*?)```", README, re.S)
+HEAD = 'name = "x"\nbaseline = "a"\nworkloads = ["tr3808-4k"]\n[[configurations]]\nname = "a"\ntarget = "{t}"\n' \
+       "[[load_points]]\nhosts = {h}\nstreams = 1\n"
+
+
+def test_plan_example_is_valid():
+    plan = load_plan_text(BLOCKS[0], source="README")
+    assert [w.name for w in plan.workloads] == ["tr3808-4k", "tr3808-8k", "oltp-32", "mix"]
+    assert plan.targets["nvme"].allow_overwrite and plan.method.repeats == 5
+
+
+def test_lab_and_hosts_examples_are_valid():
+    lab = load_plan_text(HEAD.format(t="lab:iscsi", h=8) + BLOCKS[1], source="README lab")
+    assert (lab.lab.hosts, lab.lab.nics_per_host, lab.lab.storage_ports, lab.lab.link.mtu) == (8, 2, 2, 1500)
+    hosts = load_plan_text(HEAD.format(t="/tmp/a", h=2) + BLOCKS[2], source="README hosts")
+    assert [h.agent for h in hosts.hosts] == ["ssh://root@esx1", "fio://10.0.0.12:8765"]
+
+
+def test_every_command_in_the_table_exists():
+    commands = set(re.findall(r"^\| `protolab (\w+)", README, re.M))
+    assert {"run", "validate", "plans", "workloads", "doctor", "limits", "report", "compare", "lab"} <= commands
+    for c in commands:
+        p = run_cli(c, "--help", timeout=60)
+        assert p.returncode == 0 and "Usage" in p.stdout, (c, p.stderr)
