@@ -171,30 +171,19 @@ def _root(version: bool = typer.Option(False, "--version", help="Print protolab'
         raise typer.Exit(0)
 
 
-def _register_optional() -> None:
-    """Commands of packages that may be absent from a partial build."""
-    try:
-        from .lab.cli import lab_app
+def _register_subcommands() -> None:
+    """Commands whose bodies live in their own packages."""
+    from .analysis.limits import limits_command
+    from .lab.cli import lab_app
+    from .report.commands import compare_command, report_command
 
-        app.add_typer(lab_app, name="lab", help="Bring the embedded lab up, show it, take it down.")
-    except ImportError:
-        pass
-    try:
-        from .analysis.limits import limits_command
-
-        app.command("limits")(limits_command)
-    except ImportError:
-        pass
-    try:
-        from .report.commands import compare_command, report_command
-
-        app.command("report")(report_command)
-        app.command("compare")(compare_command)
-    except ImportError:
-        pass
+    app.add_typer(lab_app, name="lab", help="Bring the embedded lab up, show it, take it down.")
+    app.command("limits")(limits_command)
+    app.command("report")(report_command)
+    app.command("compare")(compare_command)
 
 
-_register_optional()
+_register_subcommands()
 
 
 def main() -> None:

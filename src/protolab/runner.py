@@ -68,7 +68,6 @@ class Study:
     fio: Fio | None = None
     runner: Runner = field(default_factory=SubprocessRunner)
     progress: Progress = field(default_factory=_Silent)
-    lab_factory: Callable[[Plan, set[str]], Any] | None = None
     on_cell: Callable[[str, Cell, Any], None] | None = None  # (stage: start|ready|done, cell, lab)
     lab_workdir: Path | None = None
 
@@ -167,13 +166,9 @@ class Study:
     def _lab_up(self, rundir: RunDir):
         protocols = {p for c in self.plan.configurations if (p := self._protocol(c))}
         self.progress.note(f"bringing the lab up ({', '.join(sorted(protocols))})")
-        if self.lab_factory is not None:
-            lab = self.lab_factory(self.plan, protocols)
-        else:
-            from .lab import Lab, default_workdir  # imported only when a plan uses the lab
+        from .lab import Lab, default_workdir  # imported only when a plan uses the lab
 
-            workdir = self.lab_workdir or default_workdir(self.plan.lab.prefix)
-            lab = Lab(self.plan.lab, protocols, workdir, self.runner)
+        lab = Lab(self.plan.lab, protocols, self.lab_workdir or default_workdir(self.plan.lab.prefix), self.runner)
         self.lab = lab
         lab.up()
         rundir.update_manifest(lab=lab.describe())

@@ -96,3 +96,32 @@ def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
     rows = list(csv.DictReader((run / "cells.csv").open()))
     assert [r["configuration"] for r in rows] == ["psync", "uring"]
     assert all(float(r["iops"]) > 0 for r in rows)
+
+
+def test_initialise_once_and_warm_up_until_steady(tmp_path, cli):
+    """The data is initialised once per study; the warm-up ends when IOPS is steady or at its maximum,
+    and the record says which."""
+    data = tmp_path / "data"
+    data.mkdir()
+    method = ('warmup_until_steady = true\nsteady_window = 3\n'
+              'initialise = { workload = "tr3808-init", duration = "2s", streams = 2 }')
+    plan = tmp_path / "p.toml"
+    plan.write_text(PLAN.format(dir=data, extra="", method=method, duration="2s")
+                    .replace('warmup = "1s"', 'warmup = "15s"').replace("repeats = 2", "repeats = 1")
+                    .replace("[[load_points]]\nstreams = 2\noio = 8\n", ""))
+    p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
+    assert p.returncode == 0, p.stderr
+    run = next((tmp_path / "results").iterdir())
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["initialised"]["workload"] == "tr3808-init" and m["initialised"]["duration_s"] == 2
+    assert list(m["initialised"]["iops"].values())[0] > 0
+    assert len(list((run / "raw").glob("*.initialise.json"))) == 1  # once per study, not per cell
+    for rec in (run / "records").glob("*.json"):
+        warm = json.loads(rec.read_text())["result"]["extra"]["steady"]["warmup"]
+        assert warm["mode"] == "until-steady" and warm["ended_by"] in ("steady", "maximum")
+        assert len(warm["series"]) >= 3 and warm["verdict"]["window"] == 3
+        if warm["ended_by"] == "steady":
+            assert warm["verdict"]["steady"] and warm["warmup_s"] < 15
+            assert warm["verdict"]["range_pct"] <= 20 and warm["verdict"]["excursion_pct"] <= 10
+        else:
+            assert warm["warmup_s"] == 15 and not warm["verdict"]["steady"]
