@@ -1,7 +1,9 @@
 """Shared fixtures of the lab tests: a test prefix, a lab factory that always tears down, leftover checks.
 
-Every lab here uses the prefix ``plt`` (a user's lab uses ``pl``) and a workdir under
-/var/tmp/protolab-labtest, so what the tests leave behind can be told apart and removed.
+Every lab here uses the prefix ``plt`` plus three digits of this session (a user's lab
+uses ``pl``; two test sessions running at once must not sweep each other's labs) and a
+workdir /var/tmp/protolab-labtest/<prefix>-…, so what the tests leave behind can be
+told apart and removed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +32,7 @@ for _name, _value in vars(_root).items():
             and type(_value).__name__ != "FixtureFunctionDefinition" and not hasattr(_value, "_pytestfixturefunction"):
         globals()[_name] = _value
 
-PREFIX = "plt"
+PREFIX = os.environ.get("PROTOLAB_TEST_LAB_PREFIX") or f"plt{os.getpid() % 1000:03d}"
 LABTEST_ROOT = Path("/var/tmp/protolab-labtest")
 TOOLS = ["ip", "tc", "ethtool", "losetup", "mkfs.btrfs", "tgtd", "tgtadm", "ganesha.nfsd", "rpcbind",
          "rpcinfo", "nbdkit", "nbdinfo", "nbdcopy", "iscsi-inq", "nfs-ls", "nfs-cat", "unshare", "ss"]
@@ -56,7 +59,7 @@ def leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = ()) -> list[str]:
               if ln.split(":")[1].strip().split("@")[0].startswith(prefix)]
     for line in Path("/proc/mounts").read_text().splitlines():
         mnt = line.split()[1]
-        if Path(mnt).name.startswith(f"{prefix}-pool"):
+        if Path(mnt).name.startswith((f"{prefix}-pool", f"{prefix}-mnt")):
             found.append(f"mount {mnt}")
     loops = json.loads(sh(["losetup", "--list", "--json"]).stdout or b'{"loopdevices": []}')
     for dev in loops.get("loopdevices", []):
@@ -72,9 +75,23 @@ def leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = ()) -> list[str]:
             continue
         if state == "Z":  # a zombie holds nothing; in containers PID 1 may not reap
             continue
-        if int(pid_dir.name) in pids or (str(LABTEST_ROOT) in cmd and "pytest" not in cmd):
+        if int(pid_dir.name) in pids or (f"{LABTEST_ROOT}/{prefix}-" in cmd and "pytest" not in cmd):
             found.append(f"process {pid_dir.name} ({cmd.strip()[:60]})")
     return found
+
+
+def settled_leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = (), wait: float = 10.0) -> list[str]:
+    """Leftovers that are still there after ``wait`` s: exiting servers and loop devices
+    released lazily (autoclear) get a moment; anything that stays is a leak."""
+    deadline = time.monotonic() + wait
+    while (found := leftovers(prefix, pids)) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return found
+
+
+def workdir_for(name: str) -> Path:
+    """A lab workdir of this session (its name carries the test prefix)."""
+    return LABTEST_ROOT / f"{PREFIX}-{name}"
 
 
 def need_root_and_tools() -> None:
@@ -92,13 +109,13 @@ def _no_leftovers_in_session():
     if os.geteuid() != 0:
         yield
         return
-    before = leftovers()
-    if before:
-        down_all(PREFIX, workdirs=list(LABTEST_ROOT.glob("*")) if LABTEST_ROOT.exists() else [])
+    mine = lambda: list(LABTEST_ROOT.glob(f"{PREFIX}-*"))  # noqa: E731
+    if leftovers():
+        down_all(PREFIX, workdirs=mine())
     yield
-    after = leftovers()
+    after = settled_leftovers()
     if after:
-        down_all(PREFIX, workdirs=list(LABTEST_ROOT.glob("*")) if LABTEST_ROOT.exists() else [])
+        down_all(PREFIX, workdirs=mine())
         pytest.fail(f"the lab tests left behind: {', '.join(after)}")
 
 
@@ -117,7 +134,7 @@ def make_lab(request):
     pids: set[int] = set()
 
     def make(lab_spec: LabSpec, protocols: set[str], up: bool = True) -> Lab:
-        workdir = LABTEST_ROOT / f"{request.node.name[:40]}-{len(labs)}"
+        workdir = workdir_for(f"{request.node.name[:40]}-{len(labs)}")
         shutil.rmtree(workdir, ignore_errors=True)
         lab = Lab(lab_spec, protocols, workdir)
         labs.append(lab)
@@ -132,7 +149,7 @@ def make_lab(request):
         for lab in labs:
             pids.update(lab.server_pids().values())
             lab.down()
-        left = leftovers(pids=tuple(pids))
+        left = settled_leftovers(pids=tuple(pids))
         if left:
             down_all(PREFIX, workdirs=[lab.workdir for lab in labs])
             pytest.fail(f"lab teardown left behind: {', '.join(left)}")

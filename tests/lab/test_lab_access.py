@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import sh, spec
+from conftest import PREFIX, sh, spec
 
 pytestmark = pytest.mark.lab
 
@@ -22,7 +22,7 @@ def from_host(lab, host: int, argv: list[str], timeout: float = 10):
 
 def test_iscsi_admits_granted_host_only(lab):
     url = lab.endpoint("iscsi", host=0).url
-    assert url.startswith("iscsi://198.18.0.1:3260/iqn.2024-01.org.protolab:plt.iscsi/")
+    assert url.startswith(f"iscsi://198.18.0.1:3260/iqn.2024-01.org.protolab:{PREFIX}.iscsi/")
     ok = from_host(lab, 0, ["iscsi-readcapacity16", url])
     assert ok.returncode == 0, ok.stderr
     total = next(ln for ln in ok.stdout.decode().splitlines() if ln.startswith("Total size:"))

@@ -8,7 +8,7 @@ import pytest
 
 from protolab.plan.topology import LinkSpec
 
-from conftest import FIO, sh, spec
+from conftest import FIO, PREFIX, sh, spec
 
 pytestmark = pytest.mark.lab
 
@@ -97,11 +97,11 @@ def test_set_link_applies_offloads_and_rate_in_place(make_lab):
 
 def netem_available() -> bool:
     """Whether this kernel offers the netem qdisc."""
-    sh(["ip", "netns", "add", "plt-probe"], check=True)
+    sh(["ip", "netns", "add", f"{PREFIX}-probe"], check=True)
     try:
-        return sh(["tc", "-n", "plt-probe", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]).returncode == 0
+        return sh(["tc", "-n", f"{PREFIX}-probe", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]).returncode == 0
     finally:
-        sh(["ip", "netns", "del", "plt-probe"], check=True)
+        sh(["ip", "netns", "del", f"{PREFIX}-probe"], check=True)
 
 
 def connect_seconds(lab) -> float:

@@ -49,7 +49,7 @@ def overwrite(path: str, data: bytes) -> None:
 def test_snapshot_overwrite_restore_brings_back_the_original_bytes(lab, tmp_path):
     original, other = os.urandom(MiB), os.urandom(MiB)
     local = lab.endpoint("local").url
-    nfs_file = lab.workdir / lab.names.nfs_mount / "data"
+    nfs_file = lab.workdir / lab.names.mount_dir / lab.names.nfs_mount / "data"
     nbd_write(lab, original, tmp_path)
     overwrite(local, original)
     overwrite(str(nfs_file), original)
@@ -73,7 +73,7 @@ def test_snapshot_overwrite_restore_brings_back_the_original_bytes(lab, tmp_path
     assert open(local, "rb").read(MiB) == original
     data = nfs_cat(lab, "data")
     assert len(data) == lab.spec.export_bytes and data[:MiB] == original
-    assert not (lab.workdir / lab.names.nfs_mount / "extra").exists()
+    assert not (lab.workdir / lab.names.mount_dir / lab.names.nfs_mount / "extra").exists()
 
     # Restore is repeatable: overwrite again, restore again.
     nbd_write(lab, other, tmp_path)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABTEST_ROOT, PREFIX, leftovers, need_root_and_tools, sh, spec
+from conftest import PREFIX, leftovers, need_root_and_tools, settled_leftovers, sh, spec, workdir_for
 from protolab.errors import ProtolabError, ToolError
 from protolab.lab import Lab, down_all
 from protolab.proc import SubprocessRunner
@@ -28,9 +28,9 @@ def test_down_removes_everything_and_is_safe_twice(make_lab):
     pids = tuple(lab.server_pids().values())
     assert len(pids) == 4 and leftovers(pids=pids)  # there is something to remove
     removed = lab.down()
-    assert any(r.startswith("namespace plt-st") for r in removed)
+    assert any(r.startswith(f"namespace {PREFIX}-st") for r in removed)
     assert any(r.startswith("loop device") for r in removed)
-    assert leftovers(pids=pids) == []
+    assert settled_leftovers(pids=pids) == []
     assert not (lab.workdir / "lab.json").exists()
     assert lab.down() == []
 
@@ -46,10 +46,10 @@ class FailingRunner(SubprocessRunner):
 
 def test_failing_up_tears_down_what_it_made_then_reraises(tmp_path):
     need_root_and_tools()
-    lab = Lab(spec(), ALL, LABTEST_ROOT / "failing-up", FailingRunner())
+    lab = Lab(spec(), ALL, workdir_for("failing-up"), FailingRunner())
     with pytest.raises(ToolError, match="injected failure"):
         lab.up()
-    assert leftovers() == []
+    assert settled_leftovers() == []
     assert not (lab.workdir / "lab.json").exists()
 
 
@@ -57,7 +57,7 @@ def test_up_refuses_when_the_prefix_is_taken(make_lab):
     lab = make_lab(spec(), {"local"}, up=False)
     sh(["ip", "netns", "add", f"{PREFIX}-stray"], check=True)
     try:
-        with pytest.raises(ProtolabError, match=r"plt-stray.*lab down --all"):
+        with pytest.raises(ProtolabError, match=rf"{PREFIX}-stray.*lab down --all"):
             lab.up()
     finally:
         sh(["ip", "netns", "del", f"{PREFIX}-stray"])
@@ -77,14 +77,14 @@ def test_fails_with_a_lab_up(make_lab):
 def test_a_failing_test_leaves_nothing_behind(tmp_path):
     need_root_and_tools()
     (tmp_path / "test_inner.py").write_text(INNER_TEST)
-    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{SRC}"}
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{SRC}", "PROTOLAB_TEST_LAB_PREFIX": PREFIX}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
                            str(tmp_path / "test_inner.py")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "deliberate failure" in done.stdout
     assert "left behind" not in done.stdout
-    assert leftovers() == []
+    assert settled_leftovers() == []
 
 
 CRASHING = """
@@ -92,7 +92,7 @@ import sys, time
 from pathlib import Path
 from protolab.lab import Lab
 from protolab.plan.topology import LabSpec
-lab = Lab(LabSpec(prefix="plt", hosts=2, pool_size="1G", export_size="64M"),
+lab = Lab(LabSpec(prefix=sys.argv[2], hosts=2, pool_size="1G", export_size="64M"),
           {"iscsi", "nfs", "nbd", "local"}, Path(sys.argv[1]))
 lab.up()
 print(" ".join(map(str, lab.server_pids().values())), flush=True)
@@ -102,9 +102,9 @@ time.sleep(120)
 
 def test_after_a_crash_the_record_removes_everything(tmp_path):
     need_root_and_tools()
-    workdir = LABTEST_ROOT / "crash"
+    workdir = workdir_for("crash")
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    proc = subprocess.Popen([sys.executable, "-c", CRASHING, str(workdir)], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", CRASHING, str(workdir), PREFIX], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -116,8 +116,7 @@ def test_after_a_crash_the_record_removes_everything(tmp_path):
     assert leftovers(pids=pids)  # the servers outlive the crashed process
     removed = Lab.from_record(workdir).down()
     assert any("tgtd" in r for r in removed) and any("nbdkit" in r for r in removed)
-    time.sleep(0.2)
-    assert leftovers(pids=pids) == []
+    assert settled_leftovers(pids=pids) == []
 
 
 def test_down_all_removes_anything_with_the_prefix_and_nothing_else(tmp_path):
@@ -127,30 +126,30 @@ def test_down_all_removes_anything_with_the_prefix_and_nothing_else(tmp_path):
     os.truncate(image, 64 * 1024 * 1024)
     dev = sh(["losetup", "--find", "--show", str(image)], check=True).stdout.decode().strip()
     sh(["ip", "netns", "add", f"{PREFIX}-stray"], check=True)
-    sh(["ip", "netns", "add", "pltkeep-x"], check=True)
+    sh(["ip", "netns", "add", f"{PREFIX}keep-x"], check=True)
     try:
         removed = down_all(PREFIX)
         assert f"namespace {PREFIX}-stray" in removed
         assert any(dev in r for r in removed)
-        assert leftovers() == []
-        assert "pltkeep-x" in sh(["ip", "netns", "list"]).stdout.decode()
+        assert settled_leftovers() == []
+        assert f"{PREFIX}keep-x" in sh(["ip", "netns", "list"]).stdout.decode()
     finally:
-        sh(["ip", "netns", "del", "pltkeep-x"])
+        sh(["ip", "netns", "del", f"{PREFIX}keep-x"])
         sh(["losetup", "--detach", dev])
 
 
 def test_teardown_is_complete_while_later_namespaces_hold_copies_of_our_mounts(make_lab):
     """Another lab's servers, started while our pool is mounted, must not pin our loop device."""
     lab = make_lab(spec(), {"local", "nfs"})
-    sh(["ip", "netns", "add", "pltkeep-o"], check=True)
-    others = [subprocess.Popen(["ip", "netns", "exec", "pltkeep-o", *argv, "sleep", "60"])
+    sh(["ip", "netns", "add", f"{PREFIX}keep-o"], check=True)
+    others = [subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}keep-o", *argv, "sleep", "60"])
               for argv in ([], ["unshare", "--mount", "--propagation", "slave"])]
     try:
         time.sleep(0.3)
         lab.down()
-        assert leftovers() == []
+        assert settled_leftovers() == []
     finally:
         for p in others:
             p.kill()
             p.wait(timeout=10)
-        sh(["ip", "netns", "del", "pltkeep-o"])
+        sh(["ip", "netns", "del", f"{PREFIX}keep-o"])

@@ -114,7 +114,11 @@ class Lab:
         self._record = record
         self._procs = Processes(self.runner, record, self.workdir / "logs")
         self._pool = Pool(self.runner, record, self.workdir / self.names.pool_image,
-                          self.workdir / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow)
+                          self._mounts / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow)
+
+    @property
+    def _mounts(self) -> Path:
+        return self.workdir / self.names.mount_dir
 
     def _check_pool_size(self) -> None:
         n = len(self.protocols)
@@ -141,7 +145,7 @@ class Lab:
             Tgt(self.runner, self._procs, st, self.spec.prefix).start(
                 names.iqn, files["iscsi"], self._granted_addresses("iscsi"))
         if "nfs" in files:
-            export = self._pool.mount_volume("nfs", self.workdir / names.nfs_mount)
+            export = self._pool.mount_volume("nfs", self._mounts / names.nfs_mount)
             Ganesha(self.runner, self._procs, st, self.workdir).start(export, self._granted_addresses("nfs"))
         if "nbd" in files:
             ports = [names.storage_link(p).near.ifname for p in range(self.spec.storage_ports)]
@@ -196,7 +200,7 @@ class Lab:
         size = self.spec.export_bytes
         data = self._pool.volume(protocol) / DATA_FILE
         if protocol == "nfs":
-            data = self.workdir / self.names.nfs_mount / DATA_FILE
+            data = self._mounts / self.names.nfs_mount / DATA_FILE
         if protocol == "local":
             return Endpoint("local", str(data), self.names.storage_ns, size)
         addr = self.names.storage_address(self.spec.port_of(host, nic))
@@ -235,7 +239,7 @@ class Lab:
                 l = n.host_link(h, nic)
                 lines.append(f"  host {h}   {n.host_ns(h)} nic {nic}: {l.near.ifname} {l.address} "
                              f"-> storage port {s.port_of(h, nic)}")
-        lines.append(f"  pool     btrfs {s.pool_size} at {self.workdir / n.pool_mount}, "
+        lines.append(f"  pool     btrfs {s.pool_size} at {self._mounts / n.pool_mount}, "
                      f"exports of {s.export_size}, {'copy-on-write' if s.cow else 'no copy-on-write'}")
         pids = self.server_pids()
         for proto in sorted(self.protocols):

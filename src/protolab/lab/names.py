@@ -114,6 +114,11 @@ class Names:
         return f"{self.prefix}-pool.img"
 
     @property
+    def mount_dir(self) -> str:
+        """Directory name (in the workdir) of the shared mount that holds the pool's mounts."""
+        return f"{self.prefix}-mnt"
+
+    @property
     def pool_mount(self) -> str:
         """Directory name of the pool's mount point inside the workdir."""
         return f"{self.prefix}-pool"

@@ -35,7 +35,18 @@ class Pool:
         return self.runner.run(argv, check=check, timeout=TIMEOUT)
 
     def create(self) -> None:
-        """Sparse image → loop device → btrfs → mounted (each step recorded before it happens)."""
+        """Shared mount directory → sparse image → loop device → btrfs → mounted (each recorded first).
+
+        Every ``ip netns exec`` (ours or another lab's) copies the mount table as a slave.
+        Mounts propagate through their *parent*, so the pool sits in a directory bind-mounted
+        onto itself and made shared: our umount then reaches every copy, and no namespace
+        created later can pin the loop device after teardown.
+        """
+        top = self.mount.parent
+        self.record.add("mount", str(top))
+        top.mkdir(parents=True, exist_ok=True)
+        self._run(["mount", "--bind", str(top), str(top)])
+        self._run(["mount", "--make-shared", str(top)])
         self.record.add("file", str(self.image))
         self.image.parent.mkdir(parents=True, exist_ok=True)
         with open(self.image, "wb") as f:
@@ -47,13 +58,6 @@ class Pool:
         self.record.add("mount", str(self.mount))
         self.mount.mkdir(parents=True, exist_ok=True)
         self._run(["mount", "-t", "btrfs", dev, str(self.mount)])
-        self._share(self.mount)
-
-    def _share(self, where: Path) -> None:
-        # Every `ip netns exec` (ours or another lab's) copies the mount table. A shared
-        # mount becomes a slave in those copies, so our umount reaches them too; a private
-        # one would stay pinned there and keep the loop device busy after teardown.
-        self._run(["mount", "--make-shared", str(where)])
 
     def volume(self, name: str) -> Path:
         """The path of volume ``name``."""
@@ -79,7 +83,6 @@ class Pool:
         where.mkdir(parents=True, exist_ok=True)
         dev = self.record.find("loop")[0].extra["device"]
         self._run(["mount", "-t", "btrfs", "-o", f"subvol={name}", dev, str(where)])
-        self._share(where)
         return where
 
     def volumes(self) -> list[str]:

@@ -127,7 +127,7 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
     image, mountname = f"{prefix}-pool.img", f"{prefix}-pool"
     for line in reversed(Path("/proc/mounts").read_text().splitlines()):
         mnt = line.split()[1]
-        if Path(mnt).name in (mountname, f"{mountname}-nfs"):
+        if Path(mnt).name in (mountname, f"{mountname}-nfs", f"{prefix}-mnt"):
             runner.run(["umount", "-l", mnt], check=False, timeout=TIMEOUT)
             removed.append(f"mount {mnt}")
     out = runner.run(["losetup", "--list", "--json"], check=False, timeout=TIMEOUT).stdout
