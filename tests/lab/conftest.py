@@ -117,6 +117,8 @@ def _no_leftovers_in_session():
     if after:
         down_all(PREFIX, workdirs=mine())
         pytest.fail(f"the lab tests left behind: {', '.join(after)}")
+    for wd in mine():  # only logs remain in them now
+        shutil.rmtree(wd, ignore_errors=True)
 
 
 def spec(**kw) -> LabSpec:
