@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from protolab.conventions import DATA_FILE
+
 from conftest import PREFIX, sh, spec
 
 pytestmark = pytest.mark.lab
@@ -38,10 +40,10 @@ def test_nfs_v3_and_v4_admit_granted_host_only(lab):
     for url in (ep.url, ep.url + "?version=4"):
         ok = from_host(lab, 0, ["nfs-ls", url])
         assert ok.returncode == 0, ok.stderr
-        line = next(ln for ln in ok.stdout.decode().splitlines() if ln.endswith(" data"))
+        line = next(ln for ln in ok.stdout.decode().splitlines() if ln.endswith(f" {DATA_FILE}"))
         assert int(line.split()[4]) == lab.spec.export_bytes == ep.size_bytes
         refused = from_host(lab, 1, ["nfs-ls", url])
-        assert refused.returncode != 0 and b" data" not in refused.stdout
+        assert refused.returncode != 0 and f" {DATA_FILE}".encode() not in refused.stdout
 
 
 def test_nbd_admits_granted_host_only(lab):
@@ -57,7 +59,7 @@ def test_nbd_admits_granted_host_only(lab):
 def test_local_is_a_preallocated_file_in_the_pool_seen_from_storage(lab):
     ep = lab.endpoint("local")
     assert ep.netns == lab.names.storage_ns
-    assert ep.url.startswith(str(lab.workdir)) and ep.url.endswith("/local/data")
+    assert ep.url.startswith(str(lab.workdir)) and ep.url.endswith(f"/local/{DATA_FILE}")
     stat = sh(["stat", "-c", "%s %b %B", ep.url], netns=ep.netns, check=True).stdout.split()
     size, blocks, bsize = (int(x) for x in stat)
     assert size == lab.spec.export_bytes and blocks * bsize >= size  # preallocated, not sparse

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from protolab.conventions import DATA_FILE
+
 from conftest import sh, spec
 
 pytestmark = pytest.mark.lab
@@ -49,7 +51,7 @@ def overwrite(path: str, data: bytes) -> None:
 def test_snapshot_overwrite_restore_brings_back_the_original_bytes(lab, tmp_path):
     original, other = os.urandom(MiB), os.urandom(MiB)
     local = lab.endpoint("local").url
-    nfs_file = lab.workdir / lab.names.mount_dir / lab.names.nfs_mount / "data"
+    nfs_file = lab.workdir / lab.names.mount_dir / lab.names.nfs_mount / DATA_FILE
     nbd_write(lab, original, tmp_path)
     overwrite(local, original)
     overwrite(str(nfs_file), original)
@@ -63,7 +65,7 @@ def test_snapshot_overwrite_restore_brings_back_the_original_bytes(lab, tmp_path
     cp = sh(["nfs-cp", str(extra), f"{lab.endpoint('nfs').url}/extra"], netns=lab.names.host_ns(0), timeout=30)
     assert cp.returncode == 0, cp.stderr
     assert nbd_read(lab, tmp_path)[:MiB] == other
-    assert nfs_cat(lab, "data")[:MiB] == other
+    assert nfs_cat(lab, DATA_FILE)[:MiB] == other
 
     pids = lab.server_pids()
     lab.restore()
@@ -71,7 +73,7 @@ def test_snapshot_overwrite_restore_brings_back_the_original_bytes(lab, tmp_path
     whole = nbd_read(lab, tmp_path)
     assert len(whole) == lab.spec.export_bytes and whole[:MiB] == original
     assert open(local, "rb").read(MiB) == original
-    data = nfs_cat(lab, "data")
+    data = nfs_cat(lab, DATA_FILE)
     assert len(data) == lab.spec.export_bytes and data[:MiB] == original
     assert not (lab.workdir / lab.names.mount_dir / lab.names.nfs_mount / "extra").exists()
 

@@ -133,7 +133,7 @@ def test_from_record_reattaches_spec_protocols_and_link(tmp_path):
     ep = lab.endpoint("nbd", host=1)
     assert (ep.url, ep.netns, ep.size_bytes) == ("nbd://198.18.0.1:10809", "pl-h1", 256 * 1024**2)
     local = lab.endpoint("local")
-    assert local.netns == "pl-st" and local.url == str(tmp_path / "pl-mnt" / "pl-pool" / "local" / "data")
+    assert local.netns == "pl-st" and local.url == str(tmp_path / "pl-mnt" / "pl-pool" / "local" / "protolab.dat")
     with pytest.raises(ProtolabError, match="no iscsi export"):
         lab.endpoint("iscsi")
     with pytest.raises(ProtolabError, match="no host 2"):

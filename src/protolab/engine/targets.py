@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..conventions import DATA_FILE
 from ..errors import TargetError
 from ..proc import Runner
 
-DATA_FILE = "protolab.dat"  # the file protolab creates in a directory or NFS export
 SIDECAR = ".protolab"  # '<data file>.protolab' marks a file protolab created
 
 

@@ -93,6 +93,11 @@ class Net:
         self._ip("-n", name, "link", "set", "lo", "up")
         self.runner.run(["sysctl", "-qw", "net.ipv6.conf.default.addr_gen_mode=1"],
                         netns=name, check=False, timeout=TIMEOUT)
+        # All lab interfaces share one bridge: without these, every storage port answers ARP for every
+        # storage address ("ARP flux"), so a host's requests may enter by another port than the path
+        # it chose, and per-path traffic and the fixed path policy are no longer true.
+        self.runner.run(["sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2"],
+                        netns=name, timeout=TIMEOUT)
 
     def del_netns(self, name: str) -> bool:
         """Delete a namespace (its interfaces go with it); False when it did not exist."""

@@ -17,7 +17,7 @@ from .record import Record
 
 TIMEOUT = 120.0
 SNAPSHOTS = ".snapshots"
-DATA_FILE = "data"
+from ..conventions import DATA_FILE  # noqa: F401  (re-exported for lab.py)
 
 
 @dataclass
