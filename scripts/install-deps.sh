@@ -63,7 +63,8 @@ build_fio() {
   uris=${uris:-http://deb.debian.org/debian}
   echo "deb-src $uris bookworm main" > "$apt/sources.list"
   local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache")
+              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+              -o APT::Sandbox::User=root)  # root downloads into .deps; no _apt user needed
   mkdir -p "$apt/cache/archives/partial"
   apt-get "${opts[@]}" update -qq
   rm -rf "$src"/fio-*

@@ -63,14 +63,14 @@ def test_compare_prints_and_writes_the_relative_table(runs):
     assert done.returncode == 0, done.stderr
     assert "B relative to A (A = 100)" in done.stdout
     body = [l for l in done.stdout.splitlines() if l.startswith("│ tr3808-4k")]
-    assert len(body) == 2 * 2 * 3  # load points × configurations × (IOPS, avg, p99)
-    assert "0 of 12 comparisons called" in done.stdout
+    assert len(body) == 2 * 2 * 4  # load points × configurations × (IOPS, avg, p99, load-generator CPU/I/O)
+    assert "0 of 16 comparisons called" in done.stdout
     md = (root / "ab" / "compare.md").read_text()
     assert "| workload | load point | configuration | metric | A | B | B % of A | 95 % CI | p (corr.) | verdict |" in md
     assert "environment kernel" not in md  # same machine, same kernel
     with open(root / "ab" / "compare.csv") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 12
+    assert len(rows) == 16
     for row in rows:
         # with 2 + 2 repeats nothing can be called: the honest verdict
         assert row["verdict"] == "no clear difference"

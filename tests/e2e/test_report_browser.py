@@ -120,14 +120,18 @@ def test_every_chart_draws_its_series_without_errors(real_run, tmp_path):
     dom_text, log = chromium_dom(real_run / "report.html", tmp_path / "profile")
     dom = Dom()
     dom.feed(dom_text)
-    # 1 workload: IOPS, average and p99 service time (3 relative charts) + 2 percentile charts
-    assert len(dom.charts) == 5
+    # 1 workload: IOPS, average and p99 service time, load-generator CPU per I/O (4 relative charts),
+    # 2 percentile charts (one per load point), 2 per-second series charts (one per load point)
+    expected = {"iops-tr3808-4k": 2, "lat_mean_us-tr3808-4k": 2, "lat_p99_us-tr3808-4k": 2,
+                "cpu_us_per_io_loadgen-tr3808-4k": 2,  # psync and io_uring
+                "percentiles-tr3808-4k-0": 2, "percentiles-tr3808-4k-1": 2,
+                "series-tr3808-4k-0": 4, "series-tr3808-4k-1": 4}  # 2 configurations × 2 repeats
+    assert {k: c["expected"] for k, c in dom.charts.items()} == expected
     for chart_id, c in dom.charts.items():
-        assert c["expected"] == 2, chart_id  # psync and io_uring
         assert c["series"] == c["expected"], chart_id
-        assert c["drawn"] == "2", chart_id
+        assert c["drawn"] == str(c["expected"]), chart_id
     assert dom.root_attrs.get("data-errors") == "0"
-    assert dom.root_attrs.get("data-charts-drawn") == "5"
+    assert dom.root_attrs.get("data-charts-drawn") == "8"
     console = [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == []
     assert 'id="error-banner" hidden' in dom_text
@@ -136,7 +140,7 @@ def test_every_chart_draws_its_series_without_errors(real_run, tmp_path):
 def test_figures_and_tables_exist_for_every_chart(real_run, tmp_path):
     dom_text, _ = chromium_dom(real_run / "report.html", tmp_path / "profile")
     ids = re.findall(r'data-chart="([^"]+)"', dom_text)
-    assert len(ids) == 5
+    assert len(ids) == 8
     for cid in ids:
         assert (real_run / "figures" / f"{cid}.png").stat().st_size > 1000
         assert (real_run / "figures" / f"{cid}.svg").read_text().lstrip().startswith("<?xml")

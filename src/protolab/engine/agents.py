@@ -68,6 +68,17 @@ def _connect(family: int, address, timeout: float) -> str | None:
         return e.strerror or str(e)
 
 
+def _end(p: subprocess.Popen, grace: float) -> None:
+    """Terminate ``p``, and kill it if it has not exited after ``grace`` seconds."""
+    if p.poll() is None:
+        p.terminate()
+    try:
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(timeout=5)
+
+
 def _wait_until(check, timeout: float, proc: subprocess.Popen | None, what: str = "the fio server") -> str | None:
     end = time.monotonic() + timeout
     why = "not started"
@@ -114,13 +125,8 @@ class LocalAgent(Agent):
 
     def stop(self) -> None:
         p, self._proc = self._proc, None
-        if p is not None and p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+        if p is not None:
+            _end(p, 5)
         if self.socket_path.exists():
             self.socket_path.unlink()
 
@@ -241,12 +247,8 @@ class SshAgent(ExistingAgent):
                 p.stdin.close()
                 p.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
-                p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+                pass
+        _end(p, 10)
 
     def describe(self) -> str:
         return f"{self.name}: fio server started over ssh on {self.dest}, port {self.port}"
