@@ -58,8 +58,11 @@ def test_ten_percent_shift_with_low_noise_is_called_both_ways():
     faster = _low_noise(1100, 5, seed=2)
     slower = _low_noise(900, 5, seed=3)
     up, down = compare(base, faster, label="up"), compare(base, slower, label="down")
+    assert up.test == "welch" and up.p_value < 1e-6 and down.p_value < 1e-6
+    mw = compare(base, faster, label="up", test="mannwhitney")
     # 5 + 5 fully separated: the exact two-sided Mann–Whitney p is 2 / C(10, 5) = 2/252.
-    assert up.p_value == pytest.approx(2 / 252)
+    assert mw.p_value == pytest.approx(2 / 252)
+    up, down = mw, compare(base, slower, label="down", test="mannwhitney")
     assert up.ratio == pytest.approx(1.10, abs=0.02) and up.ci_low > 1.02
     assert down.ratio == pytest.approx(0.90, abs=0.02) and down.ci_high < 0.98
     # Two comparisons, Holm: 2 * 2/252 = 0.0159 < 0.05 for both.
@@ -97,9 +100,9 @@ def test_one_percent_shift_without_noise_stays_inside_the_noise_band():
 
 def test_holm_correction_changes_a_borderline_call():
     base = _low_noise(1000, 5, seed=6)
-    one = compare(base, _low_noise(1100, 5, seed=7))
+    one = compare(base, _low_noise(1100, 5, seed=7), test="mannwhitney")
     assert decide([one])[0].verdict == HIGHER  # p = 0.0079 alone
-    many = [compare(base, _low_noise(1100, 5, seed=10 + i)) for i in range(10)]
+    many = [compare(base, _low_noise(1100, 5, seed=10 + i), test="mannwhitney") for i in range(10)]
     holm = decide(many)
     # Holm over 10: the smallest p is multiplied by 10 -> 0.079 > 0.05.
     assert all(v.verdict == NO_CLEAR_DIFFERENCE for v in holm)
@@ -164,3 +167,24 @@ def test_outliers_when_mad_is_zero_and_when_nothing_stands_out():
     assert outliers([5.0, 5.0, 5.0]) == []
     assert outliers([100.0, 102.0, 98.0, 101.0, 99.0]) == []
     assert outliers([1.0, 100.0]) == []
+
+
+def test_a_study_matrix_with_three_repeats_can_call_a_clear_difference():
+    """18 comparisons (6 configurations × 3 load points), 3 repeats, a 10 % shift at 1 % noise: Welch on logs
+    with Holm calls every one; Mann–Whitney never could (its smallest p, 0.1, is above α before correction)."""
+    base = [_low_noise(1000, 3, cv=0.01, seed=100 + i) for i in range(18)]
+    other = [_low_noise(1100, 3, cv=0.01, seed=200 + i) for i in range(18)]
+    welch = decide([compare(b, o) for b, o in zip(base, other)])
+    assert all(v.verdict == HIGHER for v in welch), [v.reason for v in welch if v.verdict != HIGHER]
+    mw = decide([compare(b, o, test="mannwhitney") for b, o in zip(base, other)])
+    assert all(v.verdict == NO_CLEAR_DIFFERENCE for v in mw)
+    # and identical configurations stay uncalled under Welch too
+    same = decide([compare(b, _low_noise(1000, 3, cv=0.01, seed=300 + i)) for i, b in enumerate(base)])
+    assert all(v.verdict == NO_CLEAR_DIFFERENCE for v in same)
+
+
+def test_three_repeats_is_the_least_that_is_tested():
+    c2 = compare([100.0, 101.0], [200.0, 201.0])
+    c3 = compare([100.0, 101.0, 100.5], [200.0, 201.0, 200.5])
+    assert c2.p_value == 1.0 and "at least 3 per side" in decide([c2])[0].reason
+    assert c3.p_value < 1e-4 and decide([c3])[0].verdict == HIGHER

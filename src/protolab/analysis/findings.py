@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 from ..results.records import CellRecord
 from . import relative
 from .relative import Row, relative_rows
-from .stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, Verdict, compare, decide, outlier_advice
+from .stats import MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, Verdict, compare, decide, outlier_advice
 
 _QUIET = "quiet"  # a per-metric "no clear difference" before it is merged into one sentence per workload
 #: Below this many repeats no repeat is flagged: with 3 or 4 values the median absolute deviation is one
@@ -202,14 +202,12 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
                            m.key, workload, (c,)))
     if quiet:
         sizes = [(len(vs_b), len(vs_o)) for vs_b, vs_o in _sample_pairs(rows, baseline, m.key, workload, quiet)]
-        best = max(((a, b) for a, b in sizes if a and b), key=lambda ab: math.comb(ab[0] + ab[1], ab[0]),
-                   default=(0, 0))
-        floor = 2.0 / math.comb(best[0] + best[1], best[0]) if best[0] else 1.0
+        best = max(((a, b) for a, b in sizes if a and b), key=lambda ab: min(ab), default=(0, 0))
         why = ""
-        if floor >= alpha:
+        if min(best) < MIN_REPEATS:
             a, b = best
-            why = (f" (with {a}+{b} repeats the smallest possible p is {floor:.2g}, not below {alpha}: "
-                   "no test can call a difference; add repeats)")
+            why = (f" (with {a}+{b} repeats no test is run — at least {MIN_REPEATS} per side are needed "
+                   "to call a difference; add repeats)")
         out.append(Finding(_QUIET, why, m.key, workload, tuple(quiet)))  # merged across metrics later
     return out
 

@@ -84,8 +84,8 @@ def report_markdown(data: ReportData) -> str:
     missing = [METRICS[m].title for m in data.absent if m in METRICS]
     if missing:
         out += ["", f"Not measured in this run: {', '.join(missing)}."]
-    out += ["", "A difference is called only when a Holm-corrected Mann–Whitney test gives p < 0.05 and the 95 % "
-            "interval lies outside the ±2 % noise band; otherwise: no clear difference. Latency at fixed "
+    out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
+            "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference. Latency at fixed "
             "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU.", ""]
     return "\n".join(out)
 
@@ -106,7 +106,7 @@ def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: li
                      forced: bool, only_a: list[tuple[str, str, str]], only_b: list[tuple[str, str, str]]) -> str:
     """compare.md: what differs between the runs, then the relative table (A = 100)."""
     out = [f"# protolab compare: A = {name_a}, B = {name_b}", "", "A = 100; B relative to A at the same workload, "
-           "load point and configuration (median of repeats, 95 % bootstrap CI, Holm-corrected Mann–Whitney).", ""]
+           "load point and configuration (median of repeats, 95 % bootstrap CI, Holm-corrected Welch t-test on log values).", ""]
     out += ["## What differs", ""] + ([f"- {d.text()}" for d in diffs] or ["- nothing recorded"])
     if forced and any(d.blocking for d in diffs):
         out += ["", "Compared anyway (--force): only the cells both runs measured."]
