@@ -47,6 +47,8 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     run = next((tmp_path / "results").iterdir())
     m = json.loads((run / "manifest.json").read_text())
     assert m["schema_version"] == 1 and m["status"] == "complete" and m["cells_total"] == 8
+    assert m["cells_done"] == 8 and len(m["cells"]) == 8 and all(c["iops"] > 0 for c in m["cells"])
+    assert m["cells"][0]["configuration"] == "psync" and m["cells"][0]["load"] == "1×1×1"
     assert m["plan"]["baseline"] == "psync" and m["plan_text"] == plan.read_text()
     prov = m["provenance"]
     assert prov["fio_version"].startswith("fio-") and {"libiscsi", "nfs", "nbd"} <= set(prov["fio_engines"])
@@ -70,8 +72,9 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     assert extra["hosts"] == ["local1"] and list(rec["result"]["per_host_iops"]) == ["local1"]
     assert extra["cpu_us_per_io_loadgen"] > 0 and extra["cpu_us_per_io_total"] > 0
     assert extra["steady"]["warmup"]["mode"] == "fixed" and extra["steady"]["warmup"]["warmup_s"] == 1
-    # fio logs whole seconds and drops the last partial one: a 2 s window gives one sample
-    assert len(extra["iops_series"]) == 1 and abs(extra["iops_series"][0] / rec["result"]["iops"] - 1) < 0.25
+    # fio logs whole seconds and drops the last partial one: a 2 s window gives one or two samples
+    series = extra["iops_series"]
+    assert 1 <= len(series) <= 2 and all(abs(v / rec["result"]["iops"] - 1) < 0.25 for v in series)
     assert (data / "protolab.dat").stat().st_size == 32 * 2**20 and (data / "protolab.dat.protolab").exists()
     # The terminal table: baseline = 100 at each load point.
     assert p.stdout.count(" 100 ") >= 2 and "baseline psync = 100" in p.stdout
@@ -121,7 +124,7 @@ def test_initialise_once_and_warm_up_until_steady(tmp_path, cli):
         assert warm["mode"] == "until-steady" and warm["ended_by"] in ("steady", "maximum")
         assert len(warm["series"]) >= 3 and warm["verdict"]["window"] == 3
         if warm["ended_by"] == "steady":
-            assert warm["verdict"]["steady"] and warm["warmup_s"] < 15
+            assert warm["verdict"]["steady"] and warm["warmup_s"] <= 15
             assert warm["verdict"]["range_pct"] <= 20 and warm["verdict"]["excursion_pct"] <= 10
         else:
             assert warm["warmup_s"] == 15 and not warm["verdict"]["steady"]

@@ -44,26 +44,27 @@ class Measurement:
 def read_series(folder: Path, prefix: str) -> tuple[list[float], dict[str, list[float]]]:
     """Sum fio's per-job IOPS logs (one line per second and direction) into per-second series."""
     by_host: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    # Each job drops its own last, partial second; a second is kept only if every job logged it,
+    # otherwise the sum would fall at the end for no reason but logging.
+    complete: int | None = None
     for f in folder.glob(f"{prefix}_iops.*.log*"):
         m = _LOG.search(f.name)
         if not m:
             continue
         host = m.group(2) or "local"
+        seconds = 0
         for line in f.read_text().splitlines():
             parts = [p.strip() for p in line.split(",")]
             if len(parts) < 2 or not parts[0].isdigit():
                 continue
             second = max(0, round(int(parts[0]) / 1000) - 1)
             by_host[host][second] += float(parts[1])
-    hosts = {}
-    total: dict[int, float] = defaultdict(float)
-    for host, per_s in by_host.items():
-        n = max(per_s) + 1 if per_s else 0
-        hosts[host] = [per_s.get(i, 0.0) for i in range(n)]
-        for i, v in per_s.items():
-            total[i] += v
-    n = max(total) + 1 if total else 0
-    return [total.get(i, 0.0) for i in range(n)], hosts
+            seconds = max(seconds, second + 1)
+        complete = seconds if complete is None else min(complete, seconds)
+    n = complete or 0
+    hosts = {host: [per_s.get(i, 0.0) for i in range(n)] for host, per_s in by_host.items()}
+    total = [sum(h[i] for h in hosts.values()) for i in range(n)]
+    return total, hosts
 
 
 def measure(

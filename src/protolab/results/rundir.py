@@ -102,6 +102,16 @@ def cell_row(rec: CellRecord) -> dict[str, Any]:
     }
 
 
+def cell_summary(rec: CellRecord) -> dict[str, Any]:
+    """The manifest's line for one measured cell."""
+    return {
+        "cell_id": rec.cell_id, "workload": rec.workload, "configuration": rec.configuration,
+        "load": f"{rec.hosts}×{rec.streams_per_host}×{rec.oio_per_stream}", "repeat": rec.repeat,
+        "iops": round(rec.result.iops, 1), "mbps": round(rec.result.mbps, 3), "errors": rec.result.errors,
+        "record": f"records/{rec.cell_id}.json",
+    }
+
+
 @dataclass
 class RunDir:
     """A run directory being written (or read back)."""
@@ -172,9 +182,11 @@ class RunDir:
         return p
 
     def add_record(self, rec: CellRecord) -> None:
-        """Store one cell record and rewrite cells.csv to include it."""
+        """Store one cell record, rewrite cells.csv to include it, and list it in the manifest."""
         write_json(self.path / "records" / f"{rec.cell_id}.json", rec.model_dump(mode="json"))
-        self.write_csv(self.records())
+        records = self.records()
+        self.write_csv(records)
+        self.update_manifest(cells_done=len(records), cells=[cell_summary(r) for r in records])
 
     def records(self) -> list[CellRecord]:
         """Every stored record, in the order they were measured."""
