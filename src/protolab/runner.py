@@ -377,11 +377,9 @@ class Study:
         for key in keys:
             hostname, _, port = key.rpartition(":")
             for h in hosts:
-                if h.agent is None and key == "local":
+                if h.agent is not None and h.agent.matches(hostname or key, int(port) if port.isdigit() else None):
                     out[key] = h.name
-                elif h.agent is not None and h.agent.matches(hostname or key, int(port) if port.isdigit() else None):
-                    out[key] = h.name
-        # log file suffixes are the client's host names without port
+        # log file suffixes are the client's host names without port; a direct run's key is 'local'
         for h in hosts:
             if h.agent is not None:
                 arg = h.agent.client_arg()

@@ -45,8 +45,3 @@ def percentiles(bins: Mapping[int, int], ps: Iterable[float] = PERCENTILES) -> d
     """Percentiles keyed 'p50', 'p90', 'p95', 'p99', 'p99.9' (in the bins' unit)."""
     return {f"p{p:g}": percentile(bins, p) for p in ps}
 
-
-def mean_of_bins(bins: Mapping[int, int]) -> float | None:
-    """The mean of a histogram (approximate: each sample counts as its bin's value)."""
-    n = sum(bins.values())
-    return None if n == 0 else sum(int(v) * c for v, c in bins.items()) / n
