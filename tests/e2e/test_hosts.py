@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import socket
+import subprocess
 
 import pytest
 
@@ -66,6 +67,9 @@ def test_eight_hosts_twenty_streams_four_oio(tmp_path, cli):
     assert set(rec["extra"]["iops_series_by_host"]) == set(per_host)
     manifest = json.loads((run / "manifest.json").read_text())
     assert len(manifest["agents"]) == 8 and manifest["status"] == "complete"
+    sockets = [a.split("(socket ")[1].rstrip(")") for a in manifest["agents"]]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not [line for line in ps.splitlines() if any(s.rsplit("/", 1)[0] in line for s in sockets)]
 
 
 def test_unreachable_fio_server_names_the_host_and_keeps_cells(tmp_path, cli):

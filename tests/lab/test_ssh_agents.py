@@ -115,4 +115,5 @@ data_size = "64M"
         assert set(result["per_host_iops"]) == {"esx1", "esx2"}
         assert all(v > 0 for v in result["per_host_iops"].values())
         assert set(result["per_host_cpu_s"]) == {"esx1", "esx2"}
-    assert _fio_servers() == []  # closing the ssh sessions stopped the remote fio servers
+    tree = subprocess.run(["ps", "-eo", "pid,ppid,stat,etimes,args"], capture_output=True, text=True).stdout
+    assert _fio_servers() == [], tree  # closing the ssh sessions stopped the remote fio servers

@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import socket
 import subprocess
 import time
@@ -68,15 +70,23 @@ def _connect(family: int, address, timeout: float) -> str | None:
         return e.strerror or str(e)
 
 
+def _signal_group(p: subprocess.Popen, sig: int) -> None:
+    # agents start in their own session: the group holds fio and the children it forks per connection
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _end(p: subprocess.Popen, grace: float) -> None:
-    """Terminate ``p``, and kill it if it has not exited after ``grace`` seconds."""
-    if p.poll() is None:
-        p.terminate()
+    """Terminate ``p``'s process group, and kill it if ``p`` has not exited after ``grace`` seconds."""
+    _signal_group(p, signal.SIGTERM)
     try:
         p.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        p.kill()
+        _signal_group(p, signal.SIGKILL)
         p.wait(timeout=5)
+    _signal_group(p, signal.SIGKILL)  # forked children that outlived their parent
 
 
 def _wait_until(check, timeout: float, proc: subprocess.Popen | None, what: str = "the fio server") -> str | None:
@@ -213,9 +223,10 @@ class SshAgent(ExistingAgent):
 
     def start(self) -> None:
         assert self.runner is not None
-        # The remote shell starts fio and waits on stdin: when protolab closes the session, fio is killed.
-        remote = (f"{shlex.quote(self.fio)} --server=ip:0.0.0.0,{self.port} >/dev/null 2>&1 & p=$!; "
-                  "read _ ; kill $p; wait $p")
+        # The remote shell starts fio in a process group of its own (set -m) and waits on stdin: when
+        # protolab closes the session, the whole group — the server and the children it forked — is killed.
+        remote = (f"set -m; {shlex.quote(self.fio)} --server=ip:0.0.0.0,{self.port} >/dev/null 2>&1 & p=$!; "
+                  "read _ ; kill -TERM -- -$p; wait $p")
         argv = ["ssh", *self.ssh_options, *(["-p", str(self.ssh_port)] if self.ssh_port else []), self.dest, remote]
         self._proc = self.runner.spawn(argv, netns=self.netns, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        stdin=subprocess.PIPE)
