@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 
+from protolab.engine.parse import load_json
 from protolab.lab import down_all
 from protolab.plan.load import load_plan_text
 from protolab.runner import Study
@@ -200,5 +201,9 @@ def test_eight_hosts_twenty_streams_against_one_export(workdir, tmp_path):
     assert sorted(r.per_host_iops) == [f"h{i}" for i in range(1, 9)]
     assert all(v > 0 for v in r.per_host_iops.values())
     assert abs(sum(r.per_host_iops.values()) / r.iops - 1) < 0.01
+    # and the total is fio's own aggregate over all clients
+    doc = load_json((rundir.path / rec.raw_output).read_text())
+    all_clients = next(j for j in doc["client_stats"] if j["jobname"] == "All clients")
+    assert abs(all_clients["read"]["iops"] / r.iops - 1) < 0.01
     assert len(json.loads((rundir.path / "manifest.json").read_text())["agents"]) == 8
     assert r.extra["cpu_us_per_io_loadgen"] > 0 and r.extra["packets_per_io"] > 0

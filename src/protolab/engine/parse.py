@@ -37,6 +37,9 @@ def _direction(jobs: list[dict[str, Any]], key: str) -> DirectionResult:
     ios = sum(int(p.get("total_ios", 0)) for p in parts)
     if ios == 0:
         return DirectionResult()
+    # As fio's group reporting does: all the jobs' I/Os over the longest job's time. Summing each
+    # job's own rate would overstate a window whose jobs started a little apart.
+    seconds = max(float(p.get("runtime", 0)) for p in parts) / 1000.0
     bins = merge_bins(p.get("clat_ns", {}).get("bins", {}) for p in parts)
     # Exact merged mean: each job's mean weighted by its sample count.
     n = sum(int(p["clat_ns"].get("N", 0)) for p in parts if "clat_ns" in p)
@@ -49,8 +52,8 @@ def _direction(jobs: list[dict[str, Any]], key: str) -> DirectionResult:
     return DirectionResult(
         ios=ios,
         bytes=sum(int(p.get("io_bytes", 0)) for p in parts),
-        iops=sum(float(p.get("iops", 0.0)) for p in parts),
-        mbps=sum(float(p.get("bw_bytes", 0)) for p in parts) / 1e6,
+        iops=ios / seconds if seconds else 0.0,
+        mbps=sum(int(p.get("io_bytes", 0)) for p in parts) / seconds / 1e6 if seconds else 0.0,
         lat_mean_us=None if mean is None else mean / _NS_PER_US,
         percentiles_us={k: (None if v is None else v / _NS_PER_US) for k, v in pct.items()},
         bins_ns=bins,
@@ -60,8 +63,9 @@ def _direction(jobs: list[dict[str, Any]], key: str) -> DirectionResult:
 def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
     """Sum every job of one fio run (local or client/server) into a CellResult.
 
-    IOPS and MB/s are the sums of the jobs' rates (the jobs run at the same
-    time); latency percentiles come from the jobs' clat histograms summed.
+    IOPS and MB/s are all the jobs' I/Os and bytes over the longest job's runtime, as
+    fio's group reporting computes them (a host's figure: its jobs' I/Os over that same window);
+    latency percentiles come from the jobs' clat histograms summed.
     """
     if isinstance(doc, str):
         doc = load_json(doc)
@@ -75,13 +79,11 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
     if ios:
         mean = sum((d.lat_mean_us or 0.0) * d.ios for d in (read, write)) / ios
     errors = [j for j in jobs if int(j.get("error", 0))]
-    per_host: dict[str, float] = {}
+    by_host: dict[str, list[dict[str, Any]]] = {}
     cpu: dict[str, float] = {}
     for j in jobs:
         host = host_key(j)
-        per_host[host] = per_host.get(host, 0.0) + float(j.get("read", {}).get("iops", 0.0)) + float(
-            j.get("write", {}).get("iops", 0.0)
-        )
+        by_host.setdefault(host, []).append(j)
         # fio reports each job's CPU as % of its runtime (ms)
         busy = (float(j.get("usr_cpu", 0.0)) + float(j.get("sys_cpu", 0.0))) / 100.0
         cpu[host] = cpu.get(host, 0.0) + busy * float(j.get("job_runtime", 0)) / 1000.0
@@ -98,9 +100,19 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
         error_messages=[
             f"{j.get('jobname', '?')}: error {j['error']} ({os.strerror(int(j['error']))})" for j in errors
         ],
-        per_host_iops=per_host,
+        per_host_iops={h: _host_iops(js, jobs) for h, js in by_host.items()},
         per_host_cpu_s=cpu,
     )
+
+
+def _host_iops(host_jobs: list[dict[str, Any]], all_jobs: list[dict[str, Any]]) -> float:
+    """One host's I/Os over the cell's window (the longest runtime of any job), so hosts add up to the total."""
+    total = 0.0
+    for d in ("read", "write"):
+        seconds = max(float(j.get(d, {}).get("runtime", 0)) for j in all_jobs) / 1000.0
+        if seconds:
+            total += sum(int(j.get(d, {}).get("total_ios", 0)) for j in host_jobs) / seconds
+    return total
 
 
 def host_key(job: dict[str, Any]) -> str:
