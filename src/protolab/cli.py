@@ -60,15 +60,15 @@ class RichProgress:
 
 
 def _load(plan: Optional[Path], builtin: Optional[str]):
-    from .plan.load import load_builtin, load_plan
+    from .plan.load import load_builtin, load_plan_text, read_plan_text
 
     if (plan is None) == (builtin is None):
         raise ProtolabError("give a plan file or --builtin NAME (one of them); see 'protolab plans'")
     if builtin:
         p, text = load_builtin(builtin)
         return p, text, f"builtin:{builtin}"
-    p = load_plan(plan)
-    return p, plan.read_text(), str(plan)
+    text = read_plan_text(plan)  # read once, safely: the text run records is the text validated
+    return load_plan_text(text, source=str(plan)), text, str(plan)
 
 
 @app.command()

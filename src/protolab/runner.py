@@ -28,6 +28,7 @@ from .engine.measure import HostRun, measure
 from .engine.parse import host_key, parse_fio_json
 from .engine.targets import Access, check_overwrite, create_file, resolve
 from .errors import PlanError, ProtolabError, ToolError
+from .names import child_path
 from .plan.expand import Cell, expand
 from .plan.library import BUILTIN_WORKLOADS
 from .plan.model import Configuration, LoadPoint, Plan
@@ -207,7 +208,7 @@ class Study:
                 return HostRun(spec.name, None, None, streams)
             if spec.agent == "local":
                 make = lambda: LocalAgent(spec.name, fio.path, self._sockets / f"{spec.name}.sock", self.runner,
-                                          log=self.rundir.path / "agents" / f"{spec.name}.log")
+                                          log=child_path(self.rundir.path / "agents", f"{spec.name}.log"))
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
                                                   extra_options=tuple(spec.ssh_options))
@@ -221,7 +222,7 @@ class Study:
         key = f"{name}@{netns or 'host'}"
         sock = self._sockets / f"{name}-{netns or 'host'}.sock"
         make = lambda: LocalAgent(name, fio.path, sock, self.runner, netns=netns,
-                                  log=self.rundir.path / "agents" / f"{key}.log")
+                                  log=child_path(self.rundir.path / "agents", f"{key}.log"))
         return HostRun(name, self._agent(key, make), netns, streams)
 
     def _hosts(self, cell: Cell) -> list[HostRun]:

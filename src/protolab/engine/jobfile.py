@@ -7,7 +7,7 @@ from typing import Callable
 
 from ..plan.expand import Cell
 from ..plan.model import Method, Workload
-from ..plan.units import format_size
+from ..plan.units import fio_seconds, format_size
 from .targets import Access
 
 ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries
@@ -53,6 +53,10 @@ def region(size: int, streams: int, workload: Workload) -> int:
 
 
 def _section(name: str, opts: dict[str, str]) -> list[str]:
+    # A newline or other control character in a name or value would inject lines into the job file.
+    for text in (name, *opts, *opts.values()):
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in str(text)):
+            raise ValueError(f"control character in fio job option {text!r}")
     return [f"[{name}]", *(f"{k}={v}" for k, v in opts.items()), ""]
 
 
@@ -96,12 +100,12 @@ def render_streams(
     glob |= {
         "iodepth": str(cell.oio),
         "time_based": "1",
-        "runtime": f"{runtime:g}",
+        "runtime": fio_seconds(runtime),
         "randrepeat": "0",
         "norandommap": "1",
     }
     if ramp:
-        glob["ramp_time"] = f"{ramp:g}"
+        glob["ramp_time"] = fio_seconds(ramp)
     if w.rate_iops:
         glob["rate_iops"] = str(w.rate_iops)
     if log_prefix:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..names import child_path
 from ..plan.expand import Cell
 from .agents import Agent
 from .fio import Fio
@@ -84,13 +85,13 @@ def measure(
     """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{cell.id}.{tag}"
-    prefix = str(folder / name)
+    prefix = str(child_path(folder, name))
     output = folder / f"{name}.json"
     for old in folder.glob(f"{name}_iops.*"):
         old.unlink()
     jobs = []
     for h in hosts:
-        job = folder / f"{name}.{h.name}.fio"
+        job = child_path(folder, f"{name}.{h.name}.fio")
         job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix))
         jobs.append(job)
     if len(hosts) == 1 and hosts[0].agent is None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -22,20 +24,51 @@ _HINTS = {
 }
 
 
-def load_plan(path: str | Path) -> Plan:
-    """Read, parse and validate the plan at ``path``; any problem is a one-line PlanError."""
+MAX_PLAN_BYTES = 4 * 1024**2  # a plan is a page or two of TOML; anything larger is a mistake
+
+
+def read_plan_text(path: str | Path) -> str:
+    """The text of the plan file at ``path``: a regular file (after symlinks) of at most 4 MiB, else PlanError.
+
+    Opened without blocking and checked with fstat before reading, so a FIFO, a device,
+    a directory or /dev/zero is refused at once instead of hanging or filling memory.
+    """
     p = Path(path)
     try:
-        text = p.read_text()
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise PlanError(f"{p}: no such plan file; check the path, or run 'protolab plans' for built-ins") from None
     except IsADirectoryError:
         raise PlanError(f"{p}: is a directory, not a plan file; give the path of a .toml plan") from None
-    except (PermissionError, OSError) as e:
+    except OSError as e:
         raise PlanError(f"{p}: cannot read the plan ({e.strerror or e}); check its permissions") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise PlanError(f"{p}: is a directory, not a plan file; give the path of a .toml plan")
+        if not stat.S_ISREG(st.st_mode):
+            raise PlanError(f"{p}: is not a regular file (a FIFO, socket or device); give the path of a .toml plan")
+        if st.st_size > MAX_PLAN_BYTES:
+            raise PlanError(f"{p}: is {st.st_size} bytes; a plan is at most {MAX_PLAN_BYTES // 1024**2} MiB of TOML")
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            fd = -1
+            data = f.read(MAX_PLAN_BYTES + 1)
+    except OSError as e:
+        raise PlanError(f"{p}: cannot read the plan ({e.strerror or e}); check its permissions") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanError(f"{p}: is larger than {MAX_PLAN_BYTES // 1024**2} MiB; a plan is a short TOML file")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise PlanError(f"{p}: is not a UTF-8 text file; a plan is TOML text") from None
-    return load_plan_text(text, source=str(p))
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read, parse and validate the plan at ``path``; any problem is a one-line PlanError."""
+    return load_plan_text(read_plan_text(path), source=str(Path(path)))
 
 
 def load_builtin(name: str) -> tuple[Plan, str]:
@@ -57,7 +90,8 @@ def load_plan_text(text: str, *, source: str = "<plan>") -> Plan:
     workloads = _resolve_workloads(data.get("workloads"), source, text)
     data = {**data, "workloads": workloads} if workloads is not None else data
     if "baseline" not in data:
-        names = [c.get("name") for c in data.get("configurations", []) if isinstance(c, dict)]
+        configs = data.get("configurations")
+        names = [c.get("name") for c in configs if isinstance(c, dict)] if isinstance(configs, list) else []
         hint = f" (one of: {', '.join(map(str, names))})" if names else ""
         raise PlanError(
             f'{source}: baseline: missing; add baseline = "<configuration name>"{hint} at the top of the plan'
@@ -92,6 +126,10 @@ def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | Non
         entry = dict(entry)
         base_name = entry.pop("base", None)
         name = entry.get("name")
+        for key, value in (("base", base_name), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                raise PlanError(f"{source}{_at(text, ['workloads'])}: {where}.{key}: expected a workload name "
+                                f"(a string), got {type(value).__name__}; fix the value's type")
         if base_name is None and name in BUILTIN_WORKLOADS:
             base_name = name
         base: dict[str, Any] = {}
@@ -140,7 +178,8 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     elif err["type"] == "missing":
         msg = "missing"
     elif "input" in err and err["type"] not in {"value_error", "assertion_error"}:
-        msg = f"{msg} (got {err['input']!r})"
+        shown = repr(err["input"])
+        msg = f"{msg} (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
     hint = _HINTS.get(err["type"], "")
     if not hint and err["type"].startswith(("int_", "float_")):
         hint = "write a whole number" if err["type"].startswith("int_") else "write a number"

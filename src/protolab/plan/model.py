@@ -6,31 +6,44 @@ passed down; nothing else reads the file.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..names import NAME_RE
+from .safety import LOCAL_ENGINES, check_fio_options, check_ssh_options
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
+_NAME = re.compile(NAME_RE)
+MAX_OIO = 32768  # io_uring's largest queue (IORING_MAX_ENTRIES); fio's iodepth cannot usefully exceed it
+MAX_STREAMS = 4096  # fio's REAL_MAX_JOBS: jobs one fio process can run
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: no "3" → 3, true → 1 or "yes" → true; sizes and durations parse their own strings
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _no_control(v: str, what: str) -> str:
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in v):
+        raise ValueError(f"{what} must not contain control characters (got {v!r})")
+    return v
 
 
 class Workload(_Model):
     """An access spec, as Iometer and the studies define one."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(pattern=NAME_RE, description="1-64 letters, digits, '.', '_', '-'; not starting with '.'")
     description: str = ""
     block_size: int | dict[int, float] = Field(
         description="bytes, or a mix {size: weight}; written '4k' or {'4k' = 75, '64k' = 25}"
     )
     read_pct: float = Field(ge=0, le=100, description="share of I/Os that read, in %")
     random_pct: float = Field(ge=0, le=100, description="share of I/Os at random offsets, in %")
-    oio: int = Field(default=4, ge=1, description="outstanding I/Os per load stream")
-    rate_iops: int | None = Field(default=None, gt=0, description="optional cap per load stream")
+    oio: int = Field(default=4, ge=1, le=MAX_OIO, description="outstanding I/Os per load stream")
+    rate_iops: int | None = Field(default=None, gt=0, le=2**32, description="optional cap per load stream")
 
     @field_validator("block_size", mode="before")
     @classmethod
@@ -86,21 +99,49 @@ class TargetSpec(_Model):
     )
     size: int | None = Field(default=None, description="bytes of the target to use; default: method.data_size")
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _no_control(v, "url")
+
     @field_validator("size", mode="before")
     @classmethod
     def _size(cls, v: Any) -> int | None:
-        return None if v is None else parse_size(v)
+        if v is None:
+            return None
+        n = parse_size(v)
+        if n < 1024**2:
+            raise ValueError(f"size must be at least 1M (got {v!r})")
+        return n
 
 
 class Configuration(_Model):
     """A named combination of a target and settings; one configuration is the baseline."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+    name: str = Field(pattern=NAME_RE)
     description: str = ""
     target: str | TargetSpec
     ioengine: str | None = Field(
         default=None, description="fio engine for local targets (io_uring, libaio, psync); URLs pick their own"
     )
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: Any) -> Any:
+        return _no_control(v, "target") if isinstance(v, str) else v
+
+    @field_validator("ioengine")
+    @classmethod
+    def _ioengine(cls, v: str | None) -> str | None:
+        if v is not None and v not in LOCAL_ENGINES:
+            raise ValueError(f"ioengine {v!r} is not allowed; choose one of: {', '.join(LOCAL_ENGINES)}")
+        return v
+
+    @field_validator("fio", mode="before")
+    @classmethod
+    def _fio(cls, v: Any) -> Any:
+        return check_fio_options(v)
+
     direct: bool = Field(default=True, description="O_DIRECT for local targets")
     link: dict[str, Any] = Field(default_factory=dict, description="lab link overrides, e.g. {mtu = 9000}")
     fio: dict[str, str | int | float | bool] = Field(
@@ -114,9 +155,10 @@ class Configuration(_Model):
 class LoadPoint(_Model):
     """One step of the load ladder: hosts × load streams per host × outstanding I/Os per stream."""
 
-    hosts: int = Field(default=1, ge=1)
-    streams: int = Field(ge=1, description="load streams per host (the studies' VMs)")
-    oio: int | None = Field(default=None, ge=1, description="outstanding I/Os per stream; default: the workload's")
+    hosts: int = Field(default=1, ge=1, le=200)
+    streams: int = Field(ge=1, le=MAX_STREAMS, description="load streams per host (the studies' VMs)")
+    oio: int | None = Field(default=None, ge=1, le=MAX_OIO,
+                           description="outstanding I/Os per stream; default: the workload's")
 
     def oio_for(self, workload: Workload) -> int:
         """Outstanding I/Os per stream at this point for ``workload``."""
@@ -133,7 +175,7 @@ class Initialise(_Model):
 
     workload: str = Field(default="tr3808-init", description="a built-in workload name")
     duration: float = Field(default=60.0, gt=0, description="seconds")
-    streams: int = Field(default=4, ge=1)
+    streams: int = Field(default=4, ge=1, le=MAX_STREAMS)
 
     @field_validator("duration", mode="before")
     @classmethod
@@ -144,7 +186,7 @@ class Initialise(_Model):
 class LoadHost(_Model):
     """A load host of real infrastructure: where one fio server runs."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=NAME_RE)
     agent: str = Field(
         default="local",
         description="'local', 'ssh://[USER@]HOST[:SSH_PORT]' (fio server started over ssh) or 'fio://HOST[:PORT]' (already running)",
@@ -158,9 +200,30 @@ class LoadHost(_Model):
     @field_validator("agent")
     @classmethod
     def _agent(cls, v: str) -> str:
-        if v != "local" and not v.startswith(("ssh://", "fio://")):
-            raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST' or 'fio://HOST[:PORT]' (got {v!r})")
+        if v != "local" and not _AGENT.match(v):
+            raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST[:PORT]' or 'fio://HOST[:PORT]' "
+                             f"with a plain host name (got {v!r})")
+        port = v.rpartition(":")[2]
+        if v != "local" and port.isdigit() and not 1 <= int(port) <= 65535:
+            raise ValueError(f"agent {v!r}: port must be 1 to 65535")
         return v
+
+    @field_validator("fio")
+    @classmethod
+    def _fio_path(cls, v: str) -> str:
+        # the remote fio is started through ssh's remote shell: a plain path, nothing a shell interprets
+        if not _REMOTE_PATH.match(v):
+            raise ValueError(f"fio must be a plain path like /usr/local/bin/fio (got {v!r})")
+        return v
+
+    @field_validator("ssh_options", mode="before")
+    @classmethod
+    def _ssh(cls, v: Any) -> Any:
+        return check_ssh_options(v)
+
+
+_AGENT = re.compile(r"^(ssh://([A-Za-z0-9_][A-Za-z0-9._-]{0,31}@)?|fio://)[A-Za-z0-9][A-Za-z0-9.-]{0,252}(:\d{1,5})?$")
+_REMOTE_PATH = re.compile(r"^[A-Za-z0-9_/][A-Za-z0-9._/+-]{0,255}$")
 
 
 class Method(_Model):
@@ -182,6 +245,13 @@ class Method(_Model):
         description="measured windows per cell (Mann–Whitney needs ≥4 per side to ever call a difference)",
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
+
+    @field_validator("duration")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v < 1:
+            raise ValueError(f"duration must be at least 1s (got {v:g}s)")
+        return v
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
 
     @field_validator("warmup", "duration", mode="before")
@@ -209,7 +279,7 @@ class Method(_Model):
 class Plan(_Model):
     """A whole study: configurations × workloads × load points × repeats, and the baseline."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+    name: str = Field(pattern=NAME_RE)
     description: str = ""
     baseline: str
     workloads: list[Workload] = Field(min_length=1)
@@ -230,6 +300,10 @@ class Plan(_Model):
         wdup = {n for n in wnames if wnames.count(n) > 1}
         if wdup:
             raise ValueError(f"workload names must be unique; repeated: {', '.join(sorted(wdup))}")
+        bad = [n for n in self.targets if not _NAME.match(n)]
+        if bad:
+            raise ValueError(f"targets: name {bad[0]!r} is not allowed; use 1 to 64 letters, digits, '.', '_' "
+                             "or '-', not starting with '.'")
         hnames = [h.name for h in self.hosts]
         if len(set(hnames)) != len(hnames):
             raise ValueError("host names must be unique")
@@ -237,6 +311,16 @@ class Plan(_Model):
         if self.hosts and most > len(self.hosts):
             raise ValueError(f"a load point asks for {most} hosts but [[hosts]] names {len(self.hosts)}; "
                              "add hosts or lower the load point's hosts")
+        for c in self.configurations:
+            t = c.target
+            if isinstance(t, str) and t not in self.targets and "/" not in t and ":" not in t:
+                import difflib
+
+                close = difflib.get_close_matches(t, list(self.targets), n=1)
+                hint = (f"did you mean {close[0]!r}?" if close else
+                        f"name one of [targets] ({', '.join(self.targets) or 'none defined'})")
+                raise ValueError(f"configuration {c.name!r}: target {t!r} is not a [targets] name, a URL or a "
+                                 f"path containing '/'; {hint} (write ./{t} for a file here)")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"

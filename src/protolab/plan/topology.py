@@ -63,7 +63,7 @@ def parse_delay_us(value: str) -> int:
 class LinkSpec(BaseModel):
     """One emulated link: rate (None = unshaped), MTU, one-way delay and loss per direction, offloads."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     rate: str | None = "1GbE"
     mtu: int = 1500
@@ -89,6 +89,8 @@ class LinkSpec(BaseModel):
     @field_validator("delay", mode="before")
     @classmethod
     def _delay(cls, v: Any) -> str | None:
+        if isinstance(v, bool):
+            raise ValueError(f"delay must be like '250us', '1ms' or '0.1s', got {v!r}")
         if v is None or v == "" or v == 0:
             return None
         if parse_delay_us(v) > 10_000_000:
@@ -128,7 +130,7 @@ class LinkSpec(BaseModel):
 class ExportAccess(BaseModel):
     """Which load hosts (by number, from 0) an export admits; None means every host."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     hosts: tuple[int, ...] | None = None
 
@@ -138,6 +140,8 @@ class ExportAccess(BaseModel):
         # Allow `iscsi = [0, 1]` as well as `iscsi = { hosts = [0, 1] }`.
         if isinstance(v, (list, tuple)):
             return {"hosts": tuple(v)}
+        if isinstance(v, dict) and isinstance(v.get("hosts"), list):
+            return {**v, "hosts": tuple(v["hosts"])}
         return v
 
     def admits(self, host: int) -> bool:
@@ -148,7 +152,7 @@ class ExportAccess(BaseModel):
 class PathSpec(BaseModel):
     """Host NIC ``nic`` (of host ``host``, or of every host when omitted) reaches storage port ``port``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     nic: int = Field(ge=0)
     port: int = Field(ge=0)
@@ -158,7 +162,7 @@ class PathSpec(BaseModel):
 class LabSpec(BaseModel):
     """The embedded lab: a storage server, load hosts, a switch, links, a pool and its exports."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     prefix: str = "pl"
     hosts: int = 1
@@ -170,6 +174,11 @@ class LabSpec(BaseModel):
     cow: bool = False
     exports: dict[Literal["iscsi", "nfs", "nbd"], ExportAccess] = Field(default_factory=dict)
     paths: tuple[PathSpec, ...] = ()
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _paths(cls, v: Any) -> Any:
+        return tuple(v) if isinstance(v, list) else v  # TOML arrays are lists; strict mode wants the tuple
 
     @field_validator("prefix")
     @classmethod

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ProtolabError
+from ..names import child_path
 from .records import CellRecord
 
 MANIFEST_SCHEMA = 1
@@ -171,19 +172,19 @@ class RunDir:
 
     def raw_path(self, cell_id: str) -> Path:
         """Where fio's json+ output of a cell goes."""
-        p = self.path / "raw" / f"{cell_id}.json"
+        p = child_path(self.path / "raw", f"{cell_id}.json")
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
     def job_path(self, cell_id: str) -> Path:
         """Where the fio job file of a cell goes."""
-        p = self.path / "jobs" / f"{cell_id}.fio"
+        p = child_path(self.path / "jobs", f"{cell_id}.fio")
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
     def add_record(self, rec: CellRecord) -> None:
         """Store one cell record, rewrite cells.csv to include it, and list it in the manifest."""
-        write_json(self.path / "records" / f"{rec.cell_id}.json", rec.model_dump(mode="json"))
+        write_json(child_path(self.path / "records", f"{rec.cell_id}.json"), rec.model_dump(mode="json"))
         records = self.records()
         self.write_csv(records)
         self.update_manifest(cells_done=len(records), cells=[cell_summary(r) for r in records])
