@@ -117,8 +117,10 @@ def validate(
     """Check a plan and show the matrix it expands to, without running anything."""
     from .plan.expand import expand
     from .plan.load import load_plan
+    from .plan.preflight import preflight, system_env
 
     p = load_plan(plan)
+    preflight(p, str(plan), system_env())  # the same pre-flight `run` does before it creates anything
     cells = expand(p)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
