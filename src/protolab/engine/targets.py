@@ -72,7 +72,7 @@ def check_url(url: str) -> str:
         return ""
     forms = {"iscsi": "iscsi://HOST[:PORT]/IQN/LUN", "nfs": "nfs://HOST/EXPORT",
              "nbd": "nbd://HOST[:PORT][/EXPORT]"}
-    form = f"an {'NFS' if scheme == 'nfs' else scheme.upper()} target is {forms[scheme]}"
+    form = f"an {dict(iscsi='iSCSI', nfs='NFS', nbd='NBD')[scheme]} target is {forms[scheme]}"
     try:
         port = parts.port
     except ValueError:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import PlanError
+from ..names import NAME_RULE
 from .library import BUILTIN_WORKLOADS, builtin_studies
 from .model import Plan, Workload
 
@@ -177,6 +178,9 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
         msg = "unknown field"
     elif err["type"] == "missing":
         msg = "missing"
+    elif err["type"] == "string_pattern_mismatch" and loc and loc[-1] == "name":
+        shown = repr(err["input"])[:80]
+        msg = f"{shown} is not allowed as a name; {NAME_RULE}"
     elif "input" in err and err["type"] not in {"value_error", "assertion_error"}:
         shown = repr(err["input"])
         msg = f"{msg} (got {shown if len(shown) <= 80 else shown[:77] + '...'})"

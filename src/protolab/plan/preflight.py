@@ -108,8 +108,8 @@ def _merged_link(plan: Plan, c: Configuration, where: str, source: str):
         err = e.errors()[0]
         field_name = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        raise PlanError(f"{source}: {where}.{field_name}: {msg} (got {err.get('input')!r}); "
-                        "see README: The lab") from None
+        got = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
+        raise PlanError(f"{source}: {where}.{field_name}: {msg}{got}; see README: The lab") from None
     except (ValueError, TypeError) as e:
         raise PlanError(f"{source}: {where}: {e}") from None
 
