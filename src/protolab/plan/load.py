@@ -88,6 +88,11 @@ def load_plan_text(text: str, *, source: str = "<plan>") -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{source}: invalid TOML: {e}; fix the syntax at that line") from None
+    return load_plan_data(data, source=source, text=text)
+
+
+def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "") -> Plan:
+    """Validate plan ``data`` (parsed TOML); ``text``, when given, lets errors name a line."""
     workloads = _resolve_workloads(data.get("workloads"), source, text)
     data = {**data, "workloads": workloads} if workloads is not None else data
     if "baseline" not in data:

@@ -33,6 +33,7 @@ class Env:
     engines: Callable[[], Iterable[str]]
     free_bytes: Callable[[Path], int]
     lab_workdir: Path | None = None
+    runner: object | None = None  # when set, local targets get run's overwrite check (blkid through it)
     _engines: list[str] | None = field(default=None, repr=False)
 
     def engine_list(self) -> list[str]:
@@ -58,7 +59,11 @@ def system_env(runner=None, fio=None, lab_workdir: Path | None = None) -> Env:
 
         return (fio or Fio.locate(runner)).engines()
 
-    return Env(engines=engines, free_bytes=free_bytes, lab_workdir=lab_workdir)
+    if runner is None:
+        from ..proc import SubprocessRunner
+
+        runner = SubprocessRunner()
+    return Env(engines=engines, free_bytes=free_bytes, lab_workdir=lab_workdir, runner=runner)
 
 
 def preflight(plan: Plan, source: str, env: Env) -> None:
@@ -131,10 +136,21 @@ def _target(plan: Plan, c: Configuration, source: str, env: Env) -> None:
         except ProtolabError as e:
             raise PlanError(f"{where}: {e}") from None
         engine = URL_ENGINES.get(scheme) or c.ioengine or "io_uring"
+        if env.runner is not None:
+            _overwrite(plan, c, env)
     engines = env.engine_list()
     if engine not in engines:
         raise PlanError(f"{where}: fio engine {engine!r} is not in this fio (it has: {', '.join(engines)}); "
                         "choose another ioengine or rebuild fio with 'make deps'")
+
+
+def _overwrite(plan: Plan, c: Configuration, env: Env) -> None:
+    """run's data-safety check of a local or URL target, made before anything exists."""
+    from ..engine.targets import check_overwrite, resolve
+
+    t = plan.target_of(c)
+    a = resolve(t.url, size=t.size or plan.method.data_size, ioengine=c.ioengine, direct=c.direct)
+    check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=env.runner, label=f"configuration {c.name!r}")
 
 
 def _lab(plan: Plan, source: str, env: Env) -> None:
