@@ -69,6 +69,8 @@ def check_url(url: str) -> str:
             raise TargetError(
                 f"target {url}: unknown scheme {scheme!r}; use a path, iscsi://, nfs://, nbd:// or lab:PROTOCOL"
             )
+        if ":" in url:  # fio reads ':' in a file name as a list of files: '/a:/etc/passwd' is two targets
+            raise TargetError(f"target {url}: a path must not contain ':'; rename or link the file")
         return ""
     forms = {"iscsi": "iscsi://HOST[:PORT]/IQN/LUN", "nfs": "nfs://HOST/EXPORT",
              "nbd": "nbd://HOST[:PORT][/EXPORT]"}
