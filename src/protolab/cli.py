@@ -121,6 +121,11 @@ def validate(
 
     p = load_plan(plan)
     preflight(p, str(plan), system_env())  # the same pre-flight `run` does before it creates anything
+    if p.uses_lab():
+        from .doctor import lab_blocker
+
+        if blocker := lab_blocker():  # as `run` does: a lab plan needs a machine that allows the lab
+            raise ProtolabError(f"{plan}: {blocker}")
     cells = expand(p)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
