@@ -31,6 +31,7 @@ from .errors import PlanError, ProtolabError, ToolError
 from .plan.expand import Cell, expand
 from .plan.library import BUILTIN_WORKLOADS
 from .plan.model import Configuration, LoadPoint, Plan
+from .plan.preflight import Environment, preflight
 from .proc import Runner, SubprocessRunner
 from .results.records import CellRecord
 from .results.rundir import RunDir, now, provenance
@@ -74,8 +75,13 @@ class Study:
     def run(self) -> RunDir:
         """Measure the whole matrix; returns the run directory."""
         plan = self.plan
-        self._check_method()
         self._fio = fio = self.fio or Fio.locate(self.runner)
+        workdir = self.lab_workdir
+        if plan.uses_lab() and workdir is None:
+            from .lab import default_workdir
+
+            workdir = default_workdir(plan.lab.prefix)
+        preflight(plan, self.source, Environment.of_machine(fio.engines(), workdir))
         self._local = self._local_accesses()  # checked before anything is created
         cells = expand(plan)
         rundir = RunDir.create(self.results_root, plan.name, {
@@ -119,20 +125,6 @@ class Study:
         return rundir
 
     # -- checks and targets ----------------------------------------------------------------------
-
-    def _check_method(self) -> None:
-        m = self.plan.method
-        if m.restore and not self.plan.uses_lab():
-            raise PlanError(f"{self.source}: method.restore: restoring needs the embedded lab's pool snapshots; "
-                            "use lab targets (lab:PROTOCOL) or set restore = false")
-        if m.initialise is not None and m.initialise.workload not in BUILTIN_WORKLOADS:
-            raise PlanError(f"{self.source}: method.initialise.workload: unknown workload "
-                            f"{m.initialise.workload!r}; run 'protolab workloads'")
-        if self.plan.uses_lab() and self.plan.lab is not None:
-            most = max(lp.hosts for lp in self.plan.load_points)
-            if most > self.plan.lab.hosts:
-                raise PlanError(f"{self.source}: load_points: a load point asks for {most} hosts but the lab has "
-                                f"{self.plan.lab.hosts}; raise lab.hosts or lower the load point")
 
     def _local_accesses(self) -> dict[str, Access]:
         """Access for every non-lab configuration, after the overwrite check."""
