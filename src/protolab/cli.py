@@ -13,7 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 from . import __version__
-from .errors import Interrupted, ProtolabError
+from .errors import Interrupted, ProtolabError, one_line
 
 app = typer.Typer(
     help="protolab — a storage protocol lab: plan a study, provision it, load it with fio, measure, report.",
@@ -205,11 +205,6 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
-def _one_line(text: str) -> str:
-    """An error message as one printable line (a plan's value may hold a newline or an escape)."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-
-
 def main() -> None:
     """Entry point: run the app; ProtolabError → one line on stderr, exit 2; Ctrl-C → exit 130."""
     try:
@@ -218,7 +213,7 @@ def main() -> None:
         sys.stderr.write(f"protolab: {e}\n")
         sys.exit(e.exit_code)
     except ProtolabError as e:
-        sys.stderr.write(f"protolab: error: {_one_line(str(e))}\n")
+        sys.stderr.write(f"protolab: error: {one_line(str(e))}\n")
         sys.exit(e.exit_code)
     except (KeyboardInterrupt, Abort):
         sys.stderr.write("protolab: interrupted; cells measured so far stay in the run directory\n")

@@ -166,7 +166,10 @@ def _validate_lab(raw: Any, source: str, text: str) -> Any:
 
 def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) -> str:
     """The first validation error as 'FILE:LINE: field.path: problem; what to do'."""
-    err = e.errors(include_url=False)[0]
+    errors = e.errors(include_url=False)
+    # a value that could be one of two forms (a name or a table) fails both; the deeper error is the one
+    # that says what is wrong inside the table the user wrote
+    err = max(errors, key=lambda x: (len(x["loc"]), -errors.index(x)))
     loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int", "TargetSpec", "dict[int,float]"}))
     field = _dotted(loc)
     msg = err["msg"]

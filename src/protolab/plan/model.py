@@ -7,9 +7,9 @@ passed down; nothing else reads the file.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from . import safety
 from .units import format_duration, format_size, parse_duration, parse_size
@@ -31,17 +31,16 @@ class _Model(BaseModel):
     # strict: no "3" → 3, true → 1 or "yes" → true; sizes and durations parse their own written forms
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    @field_validator("description", mode="after", check_fields=False)
-    @classmethod
-    def _description(cls, v: str) -> str:
-        return safety.check_text(v, "description")
+
+#: Free text shown to people: no control characters (a terminal escape could rewrite the screen).
+Description = Annotated[str, AfterValidator(lambda v: safety.check_text(v, "description"))]
 
 
 class Workload(_Model):
     """An access spec, as Iometer and the studies define one."""
 
     name: str = Field(description=safety.NAME_RULE)
-    description: str = ""
+    description: Description = ""
     block_size: int | dict[int, float] = Field(
         description="bytes, or a mix {size: weight}; written '4k' or {'4k' = 75, '64k' = 25}"
     )
@@ -133,7 +132,7 @@ class Configuration(_Model):
     """A named combination of a target and settings; one configuration is the baseline."""
 
     name: str = Field(description=safety.NAME_RULE)
-    description: str = ""
+    description: Description = ""
     target: str | TargetSpec
     ioengine: str | None = Field(
         default=None, description="fio engine for local targets (io_uring, libaio, psync); URLs pick their own"
@@ -156,8 +155,9 @@ class Configuration(_Model):
     @field_validator("target", mode="before")
     @classmethod
     def _target(cls, v: Any) -> Any:
-        if isinstance(v, str) and (safety.has_control(v) or len(v) > 4096):
-            raise ValueError("target holds a control character or is too long; write a [targets] name, a path or a URL")
+        if isinstance(v, str) and (safety.has_control(v) or len(v) > 4096 or not v.strip()):
+            raise ValueError("target is empty, holds a control character or is too long; "
+                             "write a [targets] name, a path or a URL")
         return v
 
     @field_validator("ioengine", mode="before")
@@ -315,7 +315,7 @@ class Plan(_Model):
     """A whole study: configurations × workloads × load points × repeats, and the baseline."""
 
     name: str = Field(description=safety.NAME_RULE)
-    description: str = ""
+    description: Description = ""
     baseline: str
     workloads: list[Workload] = Field(min_length=1)
     targets: dict[str, TargetSpec] = Field(default_factory=dict)

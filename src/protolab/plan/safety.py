@@ -176,18 +176,20 @@ def check_ssh_options(options: Any) -> list[str]:
         else:
             raise ValueError(f"ssh_options: {flag!r} is not allowed; a plan may give only -F FILE, -i FILE, "
                              "-p PORT and -o KEY=VALUE")
-        if not isinstance(value, str) or not _SSH_VALUE.match(value):
-            raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
-                             "KEY=VALUE")
-        if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
-            raise ValueError(f"ssh_options: -p needs a port from 1 to 65535, got {value!r}")
+        if not isinstance(value, str):
+            raise ValueError(f"ssh_options: the value of {flag} must be a string")
         if flag == "-o":
-            key = value.split("=", 1)[0].lower()
+            key = value.split("=", 1)[0].strip().lower()
             if "=" not in value or key not in SSH_O_ALLOWED:
                 raise ValueError(f"ssh_options: -o {value!r} is not allowed (options such as ProxyCommand, "
                                  "LocalCommand or KnownHostsCommand run commands); allowed keys include "
                                  "BatchMode, ConnectTimeout, StrictHostKeyChecking, UserKnownHostsFile, "
                                  "IdentityFile, User, Port")
+        if not _SSH_VALUE.match(value):
+            raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
+                             "KEY=VALUE")
+        if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
+            raise ValueError(f"ssh_options: -p needs a port from 1 to 65535, got {value!r}")
         out += [flag, value]
     return out
 
