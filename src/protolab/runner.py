@@ -34,6 +34,7 @@ from .plan.model import Configuration, LoadPoint, Plan
 from .plan.preflight import Environment, preflight
 from .proc import Runner, SubprocessRunner
 from .results.records import CellRecord
+from .safepath import inside
 from .results.rundir import RunDir, now, provenance
 from .telemetry.window import Window
 
@@ -199,7 +200,7 @@ class Study:
                 return HostRun(spec.name, None, None, streams)
             if spec.agent == "local":
                 make = lambda: LocalAgent(spec.name, fio.path, self._sockets / f"{spec.name}.sock", self.runner,
-                                          log=self.rundir.path / "agents" / f"{spec.name}.log")
+                                          log=inside(self.rundir.path, "agents", f"{spec.name}.log"))
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
                                                   extra_options=tuple(spec.ssh_options))
@@ -213,7 +214,7 @@ class Study:
         key = f"{name}@{netns or 'host'}"
         sock = self._sockets / f"{name}-{netns or 'host'}.sock"
         make = lambda: LocalAgent(name, fio.path, sock, self.runner, netns=netns,
-                                  log=self.rundir.path / "agents" / f"{key}.log")
+                                  log=inside(self.rundir.path, "agents", f"{key}.log"))
         return HostRun(name, self._agent(key, make), netns, streams)
 
     def _hosts(self, cell: Cell) -> list[HostRun]:

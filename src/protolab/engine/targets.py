@@ -65,7 +65,7 @@ def resolve(
         return Access("nbd", "nbd", {"uri": url}, None, size, netns, None, owned)
     if ref.kind == "nfs":
         return Access("nfs", "nfs", {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
-    path = Path(url)
+    path = Path(url).absolute()  # fio may run with another working directory (a server, a namespace)
     engine = ioengine or "io_uring"
     opts = {"direct": "1" if direct else "0"}
     if path.is_dir():
