@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -87,6 +89,40 @@ def _environment(p, lab_workdir: Optional[Path]):
     return Environment.of_machine(engines, workdir)
 
 
+class _Stop:
+    """SIGINT, SIGTERM and SIGHUP end a run the same way: the first one stops it (fio, agents, lab torn
+    down, manifest 'interrupted'); later ones are ignored so that they cannot abandon the teardown."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def _handler(self, signum, frame) -> None:
+        if self.signum is not None:
+            return
+        self.signum = signum
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    @contextlib.contextmanager
+    def installed(self):
+        """The handlers for the duration of the block; the previous ones after it."""
+        before = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        try:
+            yield self
+        finally:
+            for s, h in before.items():
+                signal.signal(s, h)
+
+
+def _interrupted(stop: "_Stop", what: str) -> Interrupted:
+    """The one line a stopped run ends with; exit code 128 + the signal."""
+    name = signal.Signals(stop.signum).name if stop.signum else "SIGINT"
+    e = Interrupted(f"interrupted by {name}; {what}")
+    e.exit_code = 128 + (stop.signum or signal.SIGINT)
+    return e
+
+
 @app.command()
 def run(
     plan: Optional[Path] = typer.Argument(None, help="The plan file (TOML)."),
@@ -109,19 +145,26 @@ def run(
             raise ProtolabError(f"{source}: {blocker}")
     progress = RichProgress(out)
     study = Study(p, text, source, results_root=results, progress=progress, lab_workdir=lab_workdir)
-    try:
-        rundir = study.run()
-    except KeyboardInterrupt:
-        where = f" in {study.rundir.path}" if getattr(study, "rundir", None) else ""
-        raise Interrupted(f"interrupted; cells measured so far stay in the run directory{where}") from None
-    finally:
-        progress.stop()
-    rows = relative_rows(rundir.records(), p.baseline)
-    for w in p.workloads:
-        out.print(relative_table(rows, w.name, p.baseline))
-    from .report.commands import write_report
+    stop = _Stop()
+    with stop.installed():
+        try:
+            rundir = study.run()
+        except KeyboardInterrupt:
+            where = f" in {study.rundir.path}" if getattr(study, "rundir", None) else ""
+            raise _interrupted(stop, "the lab was torn down and cells measured so far stay in the run "
+                               f"directory{where}") from None
+        finally:
+            progress.stop()
+        try:
+            rows = relative_rows(rundir.records(), p.baseline)
+            for w in p.workloads:
+                out.print(relative_table(rows, w.name, p.baseline))
+            from .report.commands import write_report
 
-    html = write_report(rundir)
+            html = write_report(rundir)
+        except KeyboardInterrupt:
+            raise _interrupted(stop, f"every cell was measured, the report is unfinished: run 'protolab report "
+                               f"{rundir.path}'") from None
     out.print(f"run directory: {rundir.path}  (manifest.json, cells.csv, raw/, records/)")
     out.print(f"report: {html}  (and report.md, figures/, tables/)")
 

@@ -121,7 +121,7 @@ class Study:
             shutil.rmtree(self._sockets, ignore_errors=True)
             if self.lab is not None:
                 self.progress.note("tearing the lab down")
-                self.lab.down()
+                self.lab.down(keep_logs_in=self.rundir.path / "lab-logs")
         rundir.update_manifest(status="complete", ended=now())
         return rundir
 
@@ -324,8 +324,10 @@ class Study:
             rec = self._record(i, cell, hosts, meas, warm, Window.delta(before, after), started)
             self.rundir.add_record(rec)
             self.progress.done(rec)
-            if rec.result.errors:
+            if rec.result.errors > len(meas.op_errors):  # a job ended with an error: the run cannot go on
                 raise ToolError(f"cell {cell.id}: {'; '.join(rec.result.error_messages[:3])}")
+            if meas.op_errors:  # kept and measured on; the report lists the window as having errors
+                self.progress.note(f"cell {cell.id}: {len(meas.op_errors)} failed I/O operations (see report)")
 
     def _hook(self, stage: str, cell: Cell) -> None:
         if self.on_cell is not None:
@@ -349,8 +351,13 @@ class Study:
             "telemetry": telemetry,
             "hosts": [h.name for h in hosts],
         }
-        result = result.model_copy(update={"per_host_iops": per_host_iops, "per_host_cpu_s": per_host_cpu,
-                                           "extra": extra})
+        update = {"per_host_iops": per_host_iops, "per_host_cpu_s": per_host_cpu, "extra": extra}
+        if meas.op_errors:  # fio printed failed operations but counted none: they are errors all the same
+            n = len(meas.op_errors)
+            update |= {"errors": result.errors + n, "error_messages": [
+                *result.error_messages, f"fio reported {n} failed I/O operation{'s' if n != 1 else ''} "
+                f"that its job error count missed, first: {meas.op_errors[0][:160]}"]}
+        result = result.model_copy(update=update)
         lp = cell.load_point
         raw = self.rundir.path / "raw" / f"{cell.id}.measure.json"
         return CellRecord(

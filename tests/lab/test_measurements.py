@@ -66,3 +66,46 @@ def test_emulated_1gbe_carries_what_a_1gbe_wire_carries(workdir, tmp_path, offlo
         print(f"{r.configuration} offloads={offloads}: {r.result.mbps:.1f} MB/s = {ratio:.4f} of {model.mbps:.1f}")
         # 0.97-1.00 at two decimals (the 1 ms burst lets the first millisecond through unshaped)
         assert 0.97 <= ratio < 1.005, (r.configuration, r.result.mbps, model.mbps)
+
+
+def test_a_second_run_on_a_held_prefix_is_refused_and_the_first_completes(workdir, tmp_path):
+    """One lab per prefix: the second run names the holder's PID and touches nothing of its lab."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from protolab.lab import holder
+
+    text = _plan([("nbd", "lab:nbd"), ("iscsi", "lab:iscsi")], lab="", workload="tr3808-4k",
+                 load="streams = 1\noio = 2", method='warmup = "1s"\nduration = "2s"\nrepeats = 2\ndata_size = "64M"')
+    plan = tmp_path / "p.toml"
+    plan.write_text(text)
+    cmd = [sys.executable, "-m", "protolab.cli", "run", str(plan)]
+    first = subprocess.Popen([*cmd, "--results", str(tmp_path / "r1"), "--lab-workdir", str(workdir)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while holder.read(PREFIX) is None and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.2)
+        held = holder.read(PREFIX)
+        assert held is not None and held.pid == first.pid, "the first run must hold the prefix while it runs"
+        other = workdir.parent / f"{workdir.name}-second"
+        second = subprocess.run([*cmd, "--results", str(tmp_path / "r2"), "--lab-workdir", str(other)],
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"lab prefix '{PREFIX}' is held by protolab run with PID {first.pid}" in lines[0]
+        assert not other.exists(), "the refused run must create nothing of a lab"
+        out, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    [rundir] = list((tmp_path / "r1").iterdir())
+    manifest = json.loads((rundir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["cells_done"] == 4
+    assert all(c["iops"] > 0 for c in manifest["cells"])
+    assert holder.read(PREFIX) is None, "the holder is released at teardown"
+    assert not workdir.exists(), "the lab's workdir is cleaned at teardown"
+    assert sorted(p.name for p in (rundir / "lab-logs").iterdir()) >= ["nbdkit-parent.log", "tgtd.log"]

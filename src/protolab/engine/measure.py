@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -40,6 +40,7 @@ class Measurement:
     json_text: str
     series: list[float]
     series_by_host: dict[str, list[float]]
+    op_errors: list[str] = field(default_factory=list)  # failed operations fio printed but did not count
 
 
 def read_series(folder: Path, prefix: str) -> tuple[list[float], dict[str, list[float]]]:
@@ -103,4 +104,4 @@ def measure(
         clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
         text = fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label)
     series, by_host = read_series(folder, name)
-    return Measurement(text, series, by_host)
+    return Measurement(text, series, by_host, list(getattr(fio, "op_errors", [])))
