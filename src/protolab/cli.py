@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -13,7 +15,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 from . import __version__
-from .errors import Interrupted, ProtolabError
+from .errors import Interrupted, ProtolabError, one_line
 
 app = typer.Typer(
     help="protolab — a storage protocol lab: plan a study, provision it, load it with fio, measure, report.",
@@ -60,15 +62,65 @@ class RichProgress:
 
 
 def _load(plan: Optional[Path], builtin: Optional[str]):
-    from .plan.load import load_builtin, load_plan_text, read_plan_text
+    from .plan.load import load_builtin, load_plan_text, read_plan_file
 
     if (plan is None) == (builtin is None):
         raise ProtolabError("give a plan file or --builtin NAME (one of them); see 'protolab plans'")
     if builtin:
         p, text = load_builtin(builtin)
         return p, text, f"builtin:{builtin}"
-    text = read_plan_text(plan)  # read once, safely: the text run records is the text validated
+    text = read_plan_file(plan)  # once: the text checked is the text stored with the run
     return load_plan_text(text, source=str(plan)), text, str(plan)
+
+
+def _environment(p, lab_workdir: Optional[Path]):
+    """What the pre-flight may know of this machine: fio's engines (if fio is here), the lab disk's space."""
+    from .engine.fio import Fio
+    from .errors import ToolError
+    from .plan.preflight import Environment
+
+    try:
+        engines = Fio.locate().engines()
+    except (ToolError, OSError):
+        engines = None
+    workdir = lab_workdir
+    if workdir is None and p.uses_lab():
+        workdir = Path("/var/tmp/protolab-lab") / p.lab.prefix
+    return Environment.of_machine(engines, workdir)
+
+
+class _Stop:
+    """SIGINT, SIGTERM and SIGHUP end a run the same way: the first one stops it (fio, agents, lab torn
+    down, manifest 'interrupted'); later ones are ignored so that they cannot abandon the teardown."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def _handler(self, signum, frame) -> None:
+        if self.signum is not None:
+            return
+        self.signum = signum
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    @contextlib.contextmanager
+    def installed(self):
+        """The handlers for the duration of the block; the previous ones after it."""
+        before = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        try:
+            yield self
+        finally:
+            for s, h in before.items():
+                signal.signal(s, h)
+
+
+def _interrupted(stop: "_Stop", what: str) -> Interrupted:
+    """The one line a stopped run ends with; exit code 128 + the signal."""
+    name = signal.Signals(stop.signum).name if stop.signum else "SIGINT"
+    e = Interrupted(f"interrupted by {name}; {what}")
+    e.exit_code = 128 + (stop.signum or signal.SIGINT)
+    return e
 
 
 @app.command()
@@ -93,19 +145,26 @@ def run(
             raise ProtolabError(f"{source}: {blocker}")
     progress = RichProgress(out)
     study = Study(p, text, source, results_root=results, progress=progress, lab_workdir=lab_workdir)
-    try:
-        rundir = study.run()
-    except KeyboardInterrupt:
-        where = f" in {study.rundir.path}" if getattr(study, "rundir", None) else ""
-        raise Interrupted(f"interrupted; cells measured so far stay in the run directory{where}") from None
-    finally:
-        progress.stop()
-    rows = relative_rows(rundir.records(), p.baseline)
-    for w in p.workloads:
-        out.print(relative_table(rows, w.name, p.baseline))
-    from .report.commands import write_report
+    stop = _Stop()
+    with stop.installed():
+        try:
+            rundir = study.run()
+        except KeyboardInterrupt:
+            where = f" in {study.rundir.path}" if getattr(study, "rundir", None) else ""
+            raise _interrupted(stop, "the lab was torn down and cells measured so far stay in the run "
+                               f"directory{where}") from None
+        finally:
+            progress.stop()
+        try:
+            rows = relative_rows(rundir.records(), p.baseline)
+            for w in p.workloads:
+                out.print(relative_table(rows, w.name, p.baseline))
+            from .report.commands import write_report
 
-    html = write_report(rundir)
+            html = write_report(rundir)
+        except KeyboardInterrupt:
+            raise _interrupted(stop, f"every cell was measured, the report is unfinished: run 'protolab report "
+                               f"{rundir.path}'") from None
     out.print(f"run directory: {rundir.path}  (manifest.json, cells.csv, raw/, records/)")
     out.print(f"report: {html}  (and report.md, figures/, tables/)")
 
@@ -113,19 +172,15 @@ def run(
 @app.command()
 def validate(
     plan: Path = typer.Argument(..., help="The plan file (TOML)."),
+    lab_workdir: Optional[Path] = typer.Option(
+        None, "--lab-workdir", help="The lab directory `run` would use (its disk must hold the pool)."),
 ):
-    """Check a plan and show the matrix it expands to, without running anything."""
+    """Check a plan as `run` would before it creates anything, and show the matrix it expands to."""
     from .plan.expand import expand
-    from .plan.load import load_plan
-    from .plan.preflight import preflight, system_env
+    from .plan.preflight import preflight
 
-    p = load_plan(plan)
-    preflight(p, str(plan), system_env())  # the same pre-flight `run` does before it creates anything
-    if p.uses_lab():
-        from .doctor import lab_blocker
-
-        if blocker := lab_blocker():  # as `run` does: a lab plan needs a machine that allows the lab
-            raise ProtolabError(f"{plan}: {blocker}")
+    p, _text, source = _load(plan, None)
+    preflight(p, source, _environment(p, lab_workdir))
     cells = expand(p)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
@@ -201,7 +256,7 @@ def main() -> None:
         sys.stderr.write(f"protolab: {e}\n")
         sys.exit(e.exit_code)
     except ProtolabError as e:
-        sys.stderr.write(f"protolab: error: {e}\n")
+        sys.stderr.write(f"protolab: error: {one_line(str(e))}\n")
         sys.exit(e.exit_code)
     except (KeyboardInterrupt, Abort):
         sys.stderr.write("protolab: interrupted; cells measured so far stay in the run directory\n")

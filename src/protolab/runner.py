@@ -28,13 +28,13 @@ from .engine.measure import HostRun, measure
 from .engine.parse import host_key, parse_fio_json
 from .engine.targets import Access, check_overwrite, create_file, resolve
 from .errors import PlanError, ProtolabError, ToolError
-from .names import child_path
 from .plan.expand import Cell, expand
 from .plan.library import BUILTIN_WORKLOADS
 from .plan.model import Configuration, LoadPoint, Plan
-from .plan.preflight import preflight, system_env
+from .plan.preflight import Environment, preflight
 from .proc import Runner, SubprocessRunner
 from .results.records import CellRecord
+from .safepath import inside
 from .results.rundir import RunDir, now, provenance
 from .telemetry.window import Window
 
@@ -76,8 +76,13 @@ class Study:
     def run(self) -> RunDir:
         """Measure the whole matrix; returns the run directory."""
         plan = self.plan
-        preflight(plan, self.source, system_env(self.runner, self.fio, self.lab_workdir))  # before anything is created
         self._fio = fio = self.fio or Fio.locate(self.runner)
+        workdir = self.lab_workdir
+        if plan.uses_lab() and workdir is None:
+            from .lab import default_workdir
+
+            workdir = default_workdir(plan.lab.prefix)
+        preflight(plan, self.source, Environment.of_machine(fio.engines(), workdir))
         self._local = self._local_accesses()  # checked before anything is created
         cells = expand(plan)
         rundir = RunDir.create(self.results_root, plan.name, {
@@ -116,7 +121,7 @@ class Study:
             shutil.rmtree(self._sockets, ignore_errors=True)
             if self.lab is not None:
                 self.progress.note("tearing the lab down")
-                self.lab.down()
+                self.lab.down(keep_logs_in=self.rundir.path / "lab-logs")
         rundir.update_manifest(status="complete", ended=now())
         return rundir
 
@@ -195,7 +200,7 @@ class Study:
                 return HostRun(spec.name, None, None, streams)
             if spec.agent == "local":
                 make = lambda: LocalAgent(spec.name, fio.path, self._sockets / f"{spec.name}.sock", self.runner,
-                                          log=child_path(self.rundir.path / "agents", f"{spec.name}.log"))
+                                          log=inside(self.rundir.path, "agents", f"{spec.name}.log"))
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
                                                   extra_options=tuple(spec.ssh_options))
@@ -209,7 +214,7 @@ class Study:
         key = f"{name}@{netns or 'host'}"
         sock = self._sockets / f"{name}-{netns or 'host'}.sock"
         make = lambda: LocalAgent(name, fio.path, sock, self.runner, netns=netns,
-                                  log=child_path(self.rundir.path / "agents", f"{key}.log"))
+                                  log=inside(self.rundir.path, "agents", f"{key}.log"))
         return HostRun(name, self._agent(key, make), netns, streams)
 
     def _hosts(self, cell: Cell) -> list[HostRun]:
@@ -319,8 +324,10 @@ class Study:
             rec = self._record(i, cell, hosts, meas, warm, Window.delta(before, after), started)
             self.rundir.add_record(rec)
             self.progress.done(rec)
-            if rec.result.errors:
+            if rec.result.errors > len(meas.op_errors):  # a job ended with an error: the run cannot go on
                 raise ToolError(f"cell {cell.id}: {'; '.join(rec.result.error_messages[:3])}")
+            if meas.op_errors:  # kept and measured on; the report lists the window as having errors
+                self.progress.note(f"cell {cell.id}: {len(meas.op_errors)} failed I/O operations (see report)")
 
     def _hook(self, stage: str, cell: Cell) -> None:
         if self.on_cell is not None:
@@ -344,8 +351,13 @@ class Study:
             "telemetry": telemetry,
             "hosts": [h.name for h in hosts],
         }
-        result = result.model_copy(update={"per_host_iops": per_host_iops, "per_host_cpu_s": per_host_cpu,
-                                           "extra": extra})
+        update = {"per_host_iops": per_host_iops, "per_host_cpu_s": per_host_cpu, "extra": extra}
+        if meas.op_errors:  # fio printed failed operations but counted none: they are errors all the same
+            n = len(meas.op_errors)
+            update |= {"errors": result.errors + n, "error_messages": [
+                *result.error_messages, f"fio reported {n} failed I/O operation{'s' if n != 1 else ''} "
+                f"that its job error count missed, first: {meas.op_errors[0][:160]}"]}
+        result = result.model_copy(update=update)
         lp = cell.load_point
         raw = self.rundir.path / "raw" / f"{cell.id}.measure.json"
         return CellRecord(

@@ -52,6 +52,9 @@ def _attacks(tmp: Path) -> dict[str, tuple[str, str]]:
                            "workloads[0].name"),
         "ProxyCommand": (_plan(hosts=f'[[hosts]]\nname = "h1"\nagent = "ssh://127.0.0.1"\n'
                                      f'ssh_options = ["-o", "ProxyCommand=touch {mark}"]\n'), "ProxyCommand"),
+        "colon in a path target": (_plan(workload='{ name = "w", base = "tr3808-4k", read_pct = 0 }')
+                                   .replace('target = "./disk.dat"', f'target = "./disk.dat:{victim}"'),
+                                   "must not contain ':'"),
         "target typo": (_plan(config="").replace('target = "./disk.dat"', 'target = "nvme-typo"')
                         .replace('[[configurations]]', '[targets]\nnvme = { url = "./nvme.dat" }\n\n[[configurations]]'),
                         "did you mean 'nvme'"),

@@ -69,7 +69,9 @@ def records(rundir) -> dict[str, dict]:
     return {r.cell_id: r.model_dump(mode="json") for r in rundir.records()}
 
 
-def test_ctrl_c_during_run_tears_everything_down(workdir, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_during_run_tears_everything_down(workdir, tmp_path, sig):
+    """Ctrl-C, `timeout`/a CI cancel (SIGTERM) and a closed terminal (SIGHUP) end a run the same way."""
     text = plan_text(config("nbd", "lab:nbd") + config("nfs", "lab:nfs"),
                      method='warmup = "1s"\nduration = "20s"\nrepeats = 3')
     plan = tmp_path / "p.toml"
@@ -85,14 +87,17 @@ def test_ctrl_c_during_run_tears_everything_down(workdir, tmp_path):
         assert list((tmp_path / "r").glob("*/raw/*.measure.*.fio")), "no cell started"
         assert any(line.startswith(f"{PREFIX}-") for line in
                    subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines())
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
+        time.sleep(0.2)
+        p.send_signal(sig)  # a second signal must not abandon the teardown
         out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 130, err
+    assert p.returncode == 128 + sig, err
     run = next((tmp_path / "r").iterdir())
-    assert err.strip().splitlines()[-1] == f"protolab: interrupted; cells measured so far stay in the run directory in {run}"
+    assert err.strip().splitlines()[-1] == (f"protolab: interrupted by {sig.name}; the lab was torn down and cells "
+                                            f"measured so far stay in the run directory in {run}")
     assert "Traceback" not in err
     manifest = json.loads(next((tmp_path / "r").glob("*/manifest.json")).read_text())
     assert manifest["status"] == "interrupted"

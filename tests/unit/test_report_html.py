@@ -154,7 +154,9 @@ def test_lab_run_with_telemetry_has_cpu_series_and_ceiling(tmp_path):
     mtus = {row["configuration"]: row["MTU"] for row in ceiling.table}
     assert mtus == {"iscsi-1500": 1500, "iscsi-9000": 9000, "nfs-1500": 1500}
     assert all(0 < v < 100 for s in ceiling.series for v in s.values)
-    assert data.notes["ceiling"] == "no link model for local targets (local)"
+    assert data.notes["ceiling"].startswith("no link model for local targets (local); with segmentation offloads "
+                                            "on (the lab's default) interfaces count segments handed to the NIC")
+    assert all(row["frames/I/O measured"] is None and row["offloads"] == "on" for row in ceiling.table)
     text = (rd.path / "report.html").read_text()
     assert "not measured in this run" not in text
     assert "more CPU" in text and "server CPU per I/O" in text

@@ -19,6 +19,10 @@ _ETA_IOPS = re.compile(r"\[([^\]\[]*?)\s*IOPS\]")
 _RATE = re.compile(r"([rwt])=([\d.]+)([kKmM]?)")
 
 
+#: What an engine prints for an I/O that failed (the nfs engine: "Failed NFS operation(code:-14): …").
+FAILED_OP = re.compile(r"Failed NFS operation|nfs: Failed to queue|io_u error on file")
+
+
 def find_fio() -> tuple[str | None, str]:
     """fio's path and where it came from: $PROTOLAB_FIO, the project's .deps build, or PATH."""
     env = os.environ.get("PROTOLAB_FIO")
@@ -50,6 +54,9 @@ class Fio:
 
     path: str
     runner: Runner = field(default_factory=SubprocessRunner)
+    #: Lines of the last run that report a failed I/O operation (fio 3.33's nfs engine prints them
+    #: while its job's error count stays 0).
+    op_errors: list[str] = field(default_factory=list)
 
     @classmethod
     def locate(cls, runner: Runner | None = None) -> "Fio":
@@ -116,12 +123,16 @@ class Fio:
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
         proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
         tail: list[str] = []
+        self.op_errors = []
 
         def pump() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
                 for part in line.replace("\r", "\n").splitlines():
                     if not part.strip():
+                        continue
+                    if FAILED_OP.search(part):  # an engine's failed I/O that fio's job error count misses
+                        self.op_errors.append(part.strip())
                         continue
                     iops = parse_eta_iops(part)
                     if iops is not None:

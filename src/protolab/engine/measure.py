@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..names import child_path
 from ..plan.expand import Cell
+from ..safepath import inside
 from .agents import Agent
 from .fio import Fio
 from .jobfile import Stream, render_streams
@@ -40,6 +40,7 @@ class Measurement:
     json_text: str
     series: list[float]
     series_by_host: dict[str, list[float]]
+    op_errors: list[str] = field(default_factory=list)  # failed operations fio printed but did not count
 
 
 def read_series(folder: Path, prefix: str) -> tuple[list[float], dict[str, list[float]]]:
@@ -85,13 +86,13 @@ def measure(
     """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{cell.id}.{tag}"
-    prefix = str(child_path(folder, name))
-    output = folder / f"{name}.json"
+    prefix = str(folder / name)
+    output = inside(folder, f"{name}.json")
     for old in folder.glob(f"{name}_iops.*"):
         old.unlink()
     jobs = []
     for h in hosts:
-        job = child_path(folder, f"{name}.{h.name}.fio")
+        job = inside(folder, f"{name}.{h.name}.fio")
         job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix))
         jobs.append(job)
     if len(hosts) == 1 and hosts[0].agent is None:
@@ -103,4 +104,4 @@ def measure(
         clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
         text = fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label)
     series, by_host = read_series(folder, name)
-    return Measurement(text, series, by_host)
+    return Measurement(text, series, by_host, list(getattr(fio, "op_errors", [])))

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from ..conventions import DATA_FILE
 from ..errors import TargetError
+from ..plan.targets import parse_target
 from ..proc import Runner
 
 SIDECAR = ".protolab"  # '<data file>.protolab' marks a file protolab created
@@ -48,71 +47,25 @@ def _escape(s: str) -> str:
     return s.replace(":", "\\:")
 
 
-_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$|^\[[0-9A-Fa-f:.]+\]$")
-_IQN = re.compile(r"^(iqn\.[^\s/]+|eui\.[0-9A-Fa-f]{16}|naa\.[0-9A-Fa-f]{16,32})$")
-_EXPORT = re.compile(r"^[A-Za-z0-9._/+-]+$")
-URL_SCHEMES = ("iscsi", "nfs", "nbd")
-
-
-def check_url(url: str) -> str:
-    """The URL's scheme ('' for a path) after checking it completely; TargetError naming what is wrong.
-
-    iSCSI needs HOST, a port 1-65535, an IQN and a LUN number; NFS a host and an export;
-    NBD a host and a port. The checks happen before anything is created.
-    """
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        raise TargetError(f"target {url!r}: contains a control character")
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in URL_SCHEMES:
-        if scheme and len(scheme) > 1:
-            raise TargetError(
-                f"target {url}: unknown scheme {scheme!r}; use a path, iscsi://, nfs://, nbd:// or lab:PROTOCOL"
-            )
-        if ":" in url:  # fio reads ':' in a file name as a list of files: '/a:/etc/passwd' is two targets
-            raise TargetError(f"target {url}: a path must not contain ':'; rename or link the file")
-        return ""
-    forms = {"iscsi": "iscsi://HOST[:PORT]/IQN/LUN", "nfs": "nfs://HOST/EXPORT",
-             "nbd": "nbd://HOST[:PORT][/EXPORT]"}
-    form = f"an {dict(iscsi='iSCSI', nfs='NFS', nbd='NBD')[scheme]} target is {forms[scheme]}"
-    try:
-        port = parts.port
-    except ValueError:
-        raise TargetError(f"target {url}: the port must be a number from 1 to 65535; {form}") from None
-    if port is not None and not 1 <= port <= 65535:
-        raise TargetError(f"target {url}: port {port} is not 1 to 65535; {form}")
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise TargetError(f"target {url}: user, password, query and fragment are not supported; {form}")
-    if not parts.hostname or not _HOST.match(parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc):
-        raise TargetError(f"target {url}: missing or malformed host; {form}")
-    path = parts.path
-    if scheme == "iscsi":
-        bits = path.strip("/").split("/")
-        if len(bits) != 2 or not _IQN.match(bits[0]) or not bits[1].isdigit() or int(bits[1]) > 65535:
-            raise TargetError(f"target {url}: needs an IQN (iqn.…, eui.… or naa.…) and a LUN number; {form}")
-    elif scheme == "nfs":
-        if not path.strip("/") or not _EXPORT.match(path) or "/../" in f"{path}/":
-            raise TargetError(f"target {url}: missing or malformed export; {form}")
-    elif path.strip("/") and not _EXPORT.match(path):
-        raise TargetError(f"target {url}: malformed export name; {form}")
-    return scheme
-
-
 def resolve(
     url: str, *, size: int, ioengine: str | None, direct: bool, netns: str | None = None, owned: bool = False
 ) -> Access:
     """The Access for a target URL or path; raises TargetError naming the target when it cannot work."""
-    # a lab's own URLs (owned) are built by protolab; a plan's are checked in full
-    scheme = urlsplit(url).scheme.lower() if owned else check_url(url)
-    parts = urlsplit(url)
-    if scheme == "iscsi":
-        host = f"{parts.hostname}:{parts.port or 3260}"
-        return Access("iscsi", "libiscsi", {}, _escape(f"iscsi://{host}{parts.path}"), size, netns, None, owned)
-    if scheme == "nbd":
+    try:
+        ref = parse_target(url)
+    except ValueError as e:
+        raise TargetError(str(e)) from None
+    if ref.kind == "lab":
+        raise TargetError(f"target {url}: a lab target is resolved by the lab first")
+    if ref.kind == "iscsi":
+        host = f"{ref.host}:{ref.port}"
+        return Access("iscsi", "libiscsi", {}, _escape(f"iscsi://{host}/{ref.iqn}/{ref.lun}"), size, netns, None,
+                      owned)
+    if ref.kind == "nbd":
         return Access("nbd", "nbd", {"uri": url}, None, size, netns, None, owned)
-    if scheme == "nfs":
+    if ref.kind == "nfs":
         return Access("nfs", "nfs", {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
-    path = Path(url)
+    path = Path(url).absolute()  # fio may run with another working directory (a server, a namespace)
     engine = ioengine or "io_uring"
     opts = {"direct": "1" if direct else "0"}
     if path.is_dir():

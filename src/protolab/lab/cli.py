@@ -21,17 +21,9 @@ WORKDIR_HELP = "Lab directory (record, pool, logs); default /var/tmp/protolab-la
 
 def lab_protocols(plan) -> set[str]:
     """The lab protocols a plan's configurations use (``lab:iscsi`` → ``iscsi``)."""
-    out: set[str] = set()
-    for c in plan.configurations:
-        url = plan.target_of(c).url if hasattr(plan, "target_of") else str(c.target)
-        if url.startswith("lab:"):
-            proto = url.split(":", 1)[1]
-            if proto not in PROTOCOLS:
-                raise ProtolabError(
-                    f"configuration {c.name}: target {url!r} is not a lab export; use one of "
-                    + ", ".join(f"lab:{p}" for p in PROTOCOLS))
-            out.add(proto)
-    return out
+    from ..plan.preflight import lab_protocols as used
+
+    return used(plan)
 
 
 def _workdir(workdir: Optional[Path], prefix: str) -> Path:
@@ -47,12 +39,16 @@ def up(
     from ..plan.load import load_plan
     from ..plan.topology import LabSpec
 
+    from ..plan.preflight import Environment, preflight
+
     p = load_plan(plan)
     spec = p.lab if p.lab is not None else LabSpec()
+    preflight(p, str(plan), Environment.of_machine(None, _workdir(workdir, spec.prefix)))
     protocols = lab_protocols(p)
     if not protocols:
         raise ProtolabError(f"{plan}: no configuration targets the lab; use a target like \"lab:nbd\"")
     lab = Lab(spec, protocols, _workdir(workdir, spec.prefix))
+    lab.holder_kind = "lab-up"  # the lab outlives this command: held until 'lab down'
     lab.up()
     typer.echo(lab.describe())
 
@@ -68,11 +64,25 @@ def status(
 
 @lab_app.command("down")
 def down(
-    prefix: str = typer.Option("pl", "--prefix", help="The lab's prefix (lab.prefix in the plan)."),
+    prefix: Optional[str] = typer.Option(
+        None, "--prefix", help="The lab's prefix (lab.prefix in the plan); default: the one lab of yours that is up."),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
     all_: bool = typer.Option(False, "--all", help="Also remove anything else carrying the prefix (after a crash)."),
 ) -> None:
     """Tear the lab down completely, from its record (and with --all, by its prefix)."""
+    from . import holder
+
+    if prefix is None and workdir is None:
+        labs = holder.mine()
+        if not labs:
+            raise ProtolabError("lab down: no lab of yours is recorded as up; give --prefix (and --workdir) "
+                                "to name one, with --all to sweep leftovers")
+        if len(labs) > 1:
+            raise ProtolabError("lab down: several labs of yours are up (prefixes "
+                                + ", ".join(h.prefix for h in labs) + "); give --prefix")
+        prefix, workdir = labs[0].prefix, Path(labs[0].workdir)
+        typer.echo(f"tearing down lab '{prefix}' in {workdir} (brought up by PID {labs[0].pid})")
+    prefix = prefix or "pl"
     wd = _workdir(workdir, prefix)
     removed: list[str] = []
     if (wd / "lab.json").exists():
@@ -82,4 +92,7 @@ def down(
         return
     if all_:
         removed += down_all(prefix, workdirs=[wd])
+        gone = holder.read(prefix)
+        if gone is not None and not gone.live():
+            holder.release(gone)
     typer.echo("\n".join(f"removed {r}" for r in removed) if removed else "nothing to remove")

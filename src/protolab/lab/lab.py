@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +20,8 @@ from .netns import Net
 from .pool import DATA_FILE, Pool
 from .procs import Processes
 from .record import Record
-from .teardown import undo_record
+from . import holder
+from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
 
 PROTOCOLS = ("iscsi", "nfs", "nbd", "local")
@@ -60,6 +65,9 @@ class Lab:
         self._procs: Processes | None = None
         self._pool: Pool | None = None
         self._up = False
+        self._attached = False  # this object built the lab or was given its record
+        self._holder: holder.Holder | None = None
+        self.holder_kind = "run"  # 'lab up' labs outlive their process: "lab-up"
 
     # life cycle
     def up(self) -> None:
@@ -69,13 +77,22 @@ class Lab:
         if Record.exists(self.workdir):
             raise ProtolabError(
                 f"a lab is already up in {self.workdir}; run 'protolab lab down --workdir {self.workdir}' first")
-        clash = [ns for ns in self.net.list_netns() if ns.startswith(f"{self.spec.prefix}-")]
-        if clash:
-            raise ProtolabError(
-                f"namespaces with the lab prefix '{self.spec.prefix}' exist already ({', '.join(clash)}); "
-                f"run 'protolab lab down --all' or set another lab.prefix")
         self._check_pool_size()
+        prefix = self.spec.prefix
+
+        def sweep(gone: holder.Holder | None) -> None:
+            down_all(prefix, self.runner, workdirs=[Path(gone.workdir)] if gone else [])
+
+        self._holder = holder.acquire(prefix, self.workdir, self.holder_kind, sweep)
+        clash = [ns for ns in self.net.list_netns() if ns.startswith(f"{prefix}-")]
+        if clash:  # left by a run from before holders were recorded
+            holder.release(self._holder)
+            self._holder = None
+            raise ProtolabError(
+                f"namespaces with the lab prefix '{prefix}' exist already ({', '.join(clash)}); "
+                f"run 'protolab lab down --all --prefix {prefix}' or set another lab.prefix")
         self._attach(Record.create(self.workdir, self.spec.model_dump(mode="json"), sorted(self.protocols)))
+        self._record.set_state(holder_pid=self._holder.pid)
         try:
             self._build()
         except BaseException as exc:
@@ -86,10 +103,14 @@ class Lab:
             raise
         self._up = True
 
-    def down(self) -> list[str]:
-        """Complete teardown from the record; safe to call twice. Returns what was removed."""
+    def down(self, keep_logs_in: Path | None = None) -> list[str]:
+        """Complete teardown from the record; safe to call twice. Returns what was removed.
+
+        The servers' logs are copied to ``keep_logs_in`` (when given) before the workdir is cleaned.
+        """
         if self._record is None:
-            if not Record.exists(self.workdir):
+            # a Lab that never came up (refused: the prefix or workdir belongs to another lab) owns nothing
+            if not self._attached or not Record.exists(self.workdir):
                 self._up = False
                 return []
             self._attach(Record.load(self.workdir))
@@ -97,7 +118,45 @@ class Lab:
         removed = undo_record(self._record, self.runner, self._procs)
         self._record = None
         self._up = False
+        if not Record.exists(self.workdir):  # everything recorded is gone: the lab's own files go too
+            self.clean_workdir(keep_logs_in)
+            h = self._holder or holder.read(self.spec.prefix)
+            if h is not None and h.workdir == str(self.workdir.absolute()):
+                holder.release(h)
+        self._holder = None
         return removed
+
+    #: What a lab writes in its workdir besides recorded resources (logs, server configs, mount points).
+    WORKDIR_FILES = ("logs", "ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log")
+
+    def clean_workdir(self, keep_logs_in: Path | None = None) -> None:
+        """Copy the servers' logs to ``keep_logs_in`` (a run directory), then remove what the lab wrote.
+
+        Only the lab's own files are removed, and the workdir itself only when that leaves it empty
+        (a --lab-workdir may be a directory the user keeps other things in).
+        """
+        logs = [p for p in (self.workdir / "logs").glob("*.log")] + [self.workdir / "ganesha.nfsd.log"]
+        if keep_logs_in is not None:
+            keep_logs_in.mkdir(parents=True, exist_ok=True)
+            for log in logs:
+                if log.is_file():
+                    shutil.copyfile(log, keep_logs_in / log.name)
+        for name in (*self.WORKDIR_FILES, self.names.mount_dir):
+            p = self.workdir / name
+            if p.is_dir() and not p.is_symlink():
+                if name == self.names.mount_dir:
+                    for sub in sorted(p.rglob("*"), reverse=True):  # empty mount points only, never data
+                        if sub.is_dir() and not os.path.ismount(sub):
+                            with contextlib.suppress(OSError):
+                                sub.rmdir()
+                    with contextlib.suppress(OSError):
+                        p.rmdir()
+                else:
+                    shutil.rmtree(p, ignore_errors=True)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
+        with contextlib.suppress(OSError):
+            self.workdir.rmdir()
 
     @classmethod
     def from_record(cls, workdir: Path, runner: Runner | None = None) -> Lab:
@@ -112,6 +171,7 @@ class Lab:
 
     def _attach(self, record: Record) -> None:
         self._record = record
+        self._attached = True
         self._procs = Processes(self.runner, record, self.workdir / "logs")
         self._pool = Pool(self.runner, record, self.workdir / self.names.pool_image,
                           self._mounts / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow)

@@ -7,7 +7,9 @@ every tgtd on the machine, hence a control port of our own, recorded for cleanup
 
 from __future__ import annotations
 
+import re
 import signal
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +92,16 @@ def stop(runner: Runner, procs: Processes, res: Resource) -> None:
     pid, port = res.extra.get("pid"), res.extra.get("control_port")
     if pid is not None and procs.running(res):
         if port is not None:
+            # tgtd refuses to delete the system while targets exist ("invalid request"): delete them first
+            shown = runner.run(tgtadm(port, "--op", "show", "--mode", "target"), check=False, timeout=TIMEOUT)
+            for tid in re.findall(r"^Target (\d+):", shown.stdout or "", re.M):
+                runner.run(tgtadm(port, "--op", "delete", "--mode", "target", "--tid", tid, "--force"),
+                           check=False, timeout=TIMEOUT)
             runner.run(["tgtadm", "-C", str(port), "--op", "delete", "--mode", "system"], check=False,
                        timeout=TIMEOUT)
-        if not wait_gone(pid, 5.0):
+        deadline = time.monotonic() + 2.0
+        while procs.running(res) and time.monotonic() < deadline:  # running() reaps our own child
+            time.sleep(0.02)
+        if procs.running(res):
             kill(pid, signal.SIGKILL)
     procs.stop(res)

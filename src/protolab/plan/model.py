@@ -7,43 +7,52 @@ passed down; nothing else reads the file.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..names import NAME_RE
-from .safety import LOCAL_ENGINES, check_fio_options, check_ssh_options
+from . import safety
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
-_NAME = re.compile(NAME_RE)
-MAX_OIO = 32768  # io_uring's largest queue (IORING_MAX_ENTRIES); fio's iodepth cannot usefully exceed it
-MAX_STREAMS = 4096  # fio's REAL_MAX_JOBS: jobs one fio process can run
+
+#: The deepest queue a stream may ask for: io_uring's largest ring (IORING_MAX_ENTRIES); deeper fails in fio.
+MAX_OIO = 32768
+#: Load streams per host and hosts per load point: far beyond any study, small enough to stay a mistake.
+MAX_STREAMS = 1024
+MAX_HOSTS = 256
+#: The longest window or warm-up: 30 days (the seeds' longest run was 84 hours).
+MAX_DURATION_S = 30 * 86400
+#: The largest data set per target: 1 PiB.
+MAX_DATA = 1024**5
 
 
 class _Model(BaseModel):
-    # strict: no "3" → 3, true → 1 or "yes" → true; sizes and durations parse their own strings
+    # strict: no "3" → 3, true → 1 or "yes" → true; sizes and durations parse their own written forms
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-def _no_control(v: str, what: str) -> str:
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in v):
-        raise ValueError(f"{what} must not contain control characters (got {v!r})")
-    return v
+#: Free text shown to people: no control characters (a terminal escape could rewrite the screen).
+Description = Annotated[str, AfterValidator(lambda v: safety.check_text(v, "description"))]
 
 
 class Workload(_Model):
     """An access spec, as Iometer and the studies define one."""
 
-    name: str = Field(pattern=NAME_RE, description="1-64 letters, digits, '.', '_', '-'; not starting with '.'")
-    description: str = ""
+    name: str = Field(description=safety.NAME_RULE)
+    description: Description = ""
     block_size: int | dict[int, float] = Field(
         description="bytes, or a mix {size: weight}; written '4k' or {'4k' = 75, '64k' = 25}"
     )
     read_pct: float = Field(ge=0, le=100, description="share of I/Os that read, in %")
     random_pct: float = Field(ge=0, le=100, description="share of I/Os at random offsets, in %")
     oio: int = Field(default=4, ge=1, le=MAX_OIO, description="outstanding I/Os per load stream")
-    rate_iops: int | None = Field(default=None, gt=0, le=2**32, description="optional cap per load stream")
+    rate_iops: int | None = Field(default=None, gt=0, le=10**9, description="optional cap per load stream")
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "workload")
 
     @field_validator("block_size", mode="before")
     @classmethod
@@ -84,6 +93,8 @@ def _block(v: Any) -> int:
     n = parse_size(v)
     if n < 512 or n % 512:
         raise ValueError(f"block size must be a positive multiple of 512 bytes (got {v!r})")
+    if n > 1024**3:
+        raise ValueError(f"block size must be at most 1G (got {v!r})")
     return n
 
 
@@ -102,7 +113,9 @@ class TargetSpec(_Model):
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
-        return _no_control(v, "url")
+        if safety.has_control(v) or len(v) > 4096:
+            raise ValueError("url holds a control character or is too long; write one path or URL")
+        return v
 
     @field_validator("size", mode="before")
     @classmethod
@@ -118,47 +131,60 @@ class TargetSpec(_Model):
 class Configuration(_Model):
     """A named combination of a target and settings; one configuration is the baseline."""
 
-    name: str = Field(pattern=NAME_RE)
-    description: str = ""
+    name: str = Field(description=safety.NAME_RULE)
+    description: Description = ""
     target: str | TargetSpec
     ioengine: str | None = Field(
         default=None, description="fio engine for local targets (io_uring, libaio, psync); URLs pick their own"
     )
-
-    @field_validator("target")
-    @classmethod
-    def _target(cls, v: Any) -> Any:
-        return _no_control(v, "target") if isinstance(v, str) else v
-
-    @field_validator("ioengine")
-    @classmethod
-    def _ioengine(cls, v: str | None) -> str | None:
-        if v is not None and v not in LOCAL_ENGINES:
-            raise ValueError(f"ioengine {v!r} is not allowed; choose one of: {', '.join(LOCAL_ENGINES)}")
-        return v
-
-    @field_validator("fio", mode="before")
-    @classmethod
-    def _fio(cls, v: Any) -> Any:
-        return check_fio_options(v)
-
     direct: bool = Field(default=True, description="O_DIRECT for local targets")
     link: dict[str, Any] = Field(default_factory=dict, description="lab link overrides, e.g. {mtu = 9000}")
-    fio: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="extra fio job options, passed as given"
+    fio: dict[str, str] = Field(
+        default_factory=dict,
+        description="fio options that tune how the engine submits and completes I/O (an allow-list, see README)",
     )
     path_policy: Literal["fixed", "round-robin"] = Field(
         default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
     )
 
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "configuration")
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target(cls, v: Any) -> Any:
+        if isinstance(v, str) and (safety.has_control(v) or len(v) > 4096 or not v.strip()):
+            raise ValueError("target is empty, holds a control character or is too long; "
+                             "write a [targets] name, a path or a URL")
+        return v
+
+    @field_validator("ioengine", mode="before")
+    @classmethod
+    def _engine(cls, v: Any) -> Any:
+        return None if v is None else safety.check_engine(v)
+
+    @field_validator("fio", mode="before")
+    @classmethod
+    def _fio(cls, v: Any) -> dict[str, str]:
+        return safety.check_fio_options(v)
+
+    @field_validator("link", mode="before")
+    @classmethod
+    def _link(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise ValueError("link must be a table of link settings, e.g. link = { mtu = 9000 }")
+        return v
+
 
 class LoadPoint(_Model):
     """One step of the load ladder: hosts × load streams per host × outstanding I/Os per stream."""
 
-    hosts: int = Field(default=1, ge=1, le=200)
+    hosts: int = Field(default=1, ge=1, le=MAX_HOSTS)
     streams: int = Field(ge=1, le=MAX_STREAMS, description="load streams per host (the studies' VMs)")
     oio: int | None = Field(default=None, ge=1, le=MAX_OIO,
-                           description="outstanding I/Os per stream; default: the workload's")
+                            description="outstanding I/Os per stream; default: the workload's")
 
     def oio_for(self, workload: Workload) -> int:
         """Outstanding I/Os per stream at this point for ``workload``."""
@@ -174,7 +200,7 @@ class Initialise(_Model):
     """The access spec that initialises the data once per study (TR-3808: 5 min of 8 KiB random reads)."""
 
     workload: str = Field(default="tr3808-init", description="a built-in workload name")
-    duration: float = Field(default=60.0, gt=0, description="seconds")
+    duration: float = Field(default=60.0, gt=0, le=MAX_DURATION_S, description="seconds")
     streams: int = Field(default=4, ge=1, le=MAX_STREAMS)
 
     @field_validator("duration", mode="before")
@@ -186,7 +212,7 @@ class Initialise(_Model):
 class LoadHost(_Model):
     """A load host of real infrastructure: where one fio server runs."""
 
-    name: str = Field(pattern=NAME_RE)
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     agent: str = Field(
         default="local",
         description="'local', 'ssh://[USER@]HOST[:SSH_PORT]' (fio server started over ssh) or 'fio://HOST[:PORT]' (already running)",
@@ -194,43 +220,57 @@ class LoadHost(_Model):
     fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
     fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")
     ssh_options: list[str] = Field(
-        default_factory=list, description="extra ssh arguments, e.g. ['-F', '~/.ssh/lab_config'] or ['-i', KEY]"
+        default_factory=list,
+        description="extra ssh arguments: -F FILE, -i FILE, -p PORT, -o KEY=VALUE (keys that run nothing)",
     )
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "host")
 
     @field_validator("agent")
     @classmethod
     def _agent(cls, v: str) -> str:
-        if v != "local" and not _AGENT.match(v):
-            raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST[:PORT]' or 'fio://HOST[:PORT]' "
-                             f"with a plain host name (got {v!r})")
-        port = v.rpartition(":")[2]
-        if v != "local" and port.isdigit() and not 1 <= int(port) <= 65535:
-            raise ValueError(f"agent {v!r}: port must be 1 to 65535")
+        if v == "local":
+            return v
+        if not v.startswith(("ssh://", "fio://")):
+            raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST' or 'fio://HOST[:PORT]' (got {v!r})")
+        from urllib.parse import urlsplit
+
+        try:
+            u = urlsplit(v)
+            port = u.port
+        except ValueError:
+            raise ValueError(f"agent {v!r}: the port must be a number from 1 to 65535") from None
+        host, user = u.hostname or "", u.username
+        if (not _HOST.match(host) or host.startswith("-") or (user is not None and not _USER.match(user))
+                or u.password is not None or u.path not in ("", "/") or u.query or u.fragment
+                or port == 0):
+            raise ValueError(f"agent {v!r} is not of the form ssh://[USER@]HOST[:PORT] or fio://HOST[:PORT] "
+                             "(a host name or address, a plain user name)")
         return v
 
-    @field_validator("fio")
+    @field_validator("fio", mode="before")
     @classmethod
-    def _fio_path(cls, v: str) -> str:
-        # the remote fio is started through ssh's remote shell: a plain path, nothing a shell interprets
-        if not _REMOTE_PATH.match(v):
-            raise ValueError(f"fio must be a plain path like /usr/local/bin/fio (got {v!r})")
-        return v
+    def _fio(cls, v: Any) -> str:
+        return safety.check_remote_fio(v)
 
     @field_validator("ssh_options", mode="before")
     @classmethod
-    def _ssh(cls, v: Any) -> Any:
-        return check_ssh_options(v)
+    def _ssh(cls, v: Any) -> list[str]:
+        return safety.check_ssh_options(v)
 
 
-_AGENT = re.compile(r"^(ssh://([A-Za-z0-9_][A-Za-z0-9._-]{0,31}@)?|fio://)[A-Za-z0-9][A-Za-z0-9.-]{0,252}(:\d{1,5})?$")
-_REMOTE_PATH = re.compile(r"^[A-Za-z0-9_/][A-Za-z0-9._/+-]{0,255}$")
+_HOST = re.compile(r"^[A-Za-z0-9_.:-]{1,253}$")
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 
 
 class Method(_Model):
     """How each cell is measured."""
 
     warmup: float = Field(
-        default=5.0, ge=0,
+        default=5.0, ge=0, le=MAX_DURATION_S,
         description="seconds of warm-up before each measured window (the maximum when warmup_until_steady)",
     )
     warmup_until_steady: bool = Field(
@@ -239,19 +279,12 @@ class Method(_Model):
     steady_window: int = Field(default=5, ge=3, le=60, description="seconds in the steady-state window")
     restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
     initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
-    duration: float = Field(default=30.0, gt=0, description="seconds of the measured window")
+    duration: float = Field(default=30.0, ge=1, le=MAX_DURATION_S, description="seconds of the measured window")
     repeats: int = Field(
         default=5, ge=1, le=100,
         description="measured windows per cell (Mann–Whitney needs ≥4 per side to ever call a difference)",
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
-
-    @field_validator("duration")
-    @classmethod
-    def _positive(cls, v: float) -> float:
-        if v < 1:
-            raise ValueError(f"duration must be at least 1s (got {v:g}s)")
-        return v
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
 
     @field_validator("warmup", "duration", mode="before")
@@ -265,6 +298,8 @@ class Method(_Model):
         n = parse_size(v)
         if n < 1024**2:
             raise ValueError(f"data_size must be at least 1M (got {v!r})")
+        if n > MAX_DATA:
+            raise ValueError(f"data_size must be at most 1P (got {v!r})")
         return n
 
     def summary(self) -> str:
@@ -279,8 +314,8 @@ class Method(_Model):
 class Plan(_Model):
     """A whole study: configurations × workloads × load points × repeats, and the baseline."""
 
-    name: str = Field(pattern=NAME_RE)
-    description: str = ""
+    name: str = Field(description=safety.NAME_RULE)
+    description: Description = ""
     baseline: str
     workloads: list[Workload] = Field(min_length=1)
     targets: dict[str, TargetSpec] = Field(default_factory=dict)
@@ -289,6 +324,19 @@ class Plan(_Model):
     method: Method = Method()
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "plan")
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for key in v:
+                safety.check_name(key, "target")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
@@ -300,10 +348,6 @@ class Plan(_Model):
         wdup = {n for n in wnames if wnames.count(n) > 1}
         if wdup:
             raise ValueError(f"workload names must be unique; repeated: {', '.join(sorted(wdup))}")
-        bad = [n for n in self.targets if not _NAME.match(n)]
-        if bad:
-            raise ValueError(f"targets: name {bad[0]!r} is not allowed; use 1 to 64 letters, digits, '.', '_' "
-                             "or '-', not starting with '.'")
         hnames = [h.name for h in self.hosts]
         if len(set(hnames)) != len(hnames):
             raise ValueError("host names must be unique")
@@ -311,16 +355,6 @@ class Plan(_Model):
         if self.hosts and most > len(self.hosts):
             raise ValueError(f"a load point asks for {most} hosts but [[hosts]] names {len(self.hosts)}; "
                              "add hosts or lower the load point's hosts")
-        for c in self.configurations:
-            t = c.target
-            if isinstance(t, str) and t not in self.targets and "/" not in t and ":" not in t:
-                import difflib
-
-                close = difflib.get_close_matches(t, list(self.targets), n=1)
-                hint = (f"did you mean {close[0]!r}?" if close else
-                        f"name one of [targets] ({', '.join(self.targets) or 'none defined'})")
-                raise ValueError(f"configuration {c.name!r}: target {t!r} is not a [targets] name, a URL or a "
-                                 f"path containing '/'; {hint} (write ./{t} for a file here)")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"

@@ -1,214 +1,193 @@
-"""The pre-flight: everything `run` checks before it creates anything, and `validate` checks too.
+"""The pre-flight: every check `run` makes before it creates anything, in one place `validate` uses too.
 
-``preflight(plan, source, env)`` is called by both commands, so a plan `validate` calls
-valid is a plan `run` starts. It checks the plan's rules across fields, each
-configuration's merged link, every target URL in full, the lab (protocols, sizes,
-interface names), each stream's data region, and what depends on this machine (fio's
-engines, the free space under the lab's pool) through ``env``, a small probe that tests
-replace.
+Nothing here touches the machine: what it needs to know of it (fio's engines, free
+disk space) comes in an ``Environment``, so the same rules run in unit tests, in
+``protolab validate`` and at the start of ``protolab run``.
 """
 
 from __future__ import annotations
 
-import shutil
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
-from ..errors import PlanError, ProtolabError
-from .expand import Cell
-from .library import BUILTIN_WORKLOADS
-from .model import Configuration, LoadPoint, Plan
+from ..errors import PlanError
+from .model import Configuration, Plan, Workload
+from .targets import LAB_TARGETS, TargetRef, looks_like_target, parse_target
+from .units import format_size
 
-LAB_TARGETS = ("iscsi", "nfs", "nbd", "local")  # lab:PROTOCOL
+ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries
+#: btrfs metadata and the system chunk of the lab's pool, beyond its exports.
+POOL_HEADROOM = 256 * 1024**2
+#: Longest Linux interface name (IFNAMSIZ - 1).
+IFNAME_MAX = 15
+#: fio engines the URL targets use.
 URL_ENGINES = {"iscsi": "libiscsi", "nfs": "nfs", "nbd": "nbd"}
-IFNAME_MAX = 15  # Linux IFNAMSIZ - 1
-POOL_HEADROOM = 256 * 1024**2  # as protolab.lab.lab: btrfs metadata and the system chunk
 
 
-@dataclass
-class Env:
-    """What the pre-flight asks of this machine: fio's engines and the free bytes under a folder."""
+def region(size: int, streams: int, workload: Workload) -> int:
+    """Bytes per stream: an equal share of the target, aligned, at least one block of the largest size."""
+    largest = max(workload.sizes())
+    share = size // streams
+    share -= share % ALIGN if share >= ALIGN else share % largest
+    if share < largest:
+        raise ValueError(f"{format_size(size)} bytes of data shared by {streams} streams leaves less than one "
+                         f"{format_size(largest)} block per stream")
+    return share
 
-    engines: Callable[[], Iterable[str]]
-    free_bytes: Callable[[Path], int]
+
+@dataclass(frozen=True)
+class Environment:
+    """What the pre-flight may know of the machine; None means unknown (that check is skipped)."""
+
+    fio_engines: frozenset[str] | None = None
+    free_bytes: Callable[[Path], int | None] = field(default=lambda _p: None)
     lab_workdir: Path | None = None
-    runner: object | None = None  # when set, local targets get run's overwrite check (blkid through it)
-    _engines: list[str] | None = field(default=None, repr=False)
 
-    def engine_list(self) -> list[str]:
-        """fio's engines, asked once."""
-        if self._engines is None:
-            self._engines = list(self.engines())
-        return self._engines
+    @classmethod
+    def of_machine(cls, fio_engines: list[str] | None, lab_workdir: Path | None) -> "Environment":
+        """This machine: the engines the caller's fio lists, free space of the lab workdir's disk."""
+        return cls(frozenset(fio_engines) if fio_engines else None, _free_bytes, lab_workdir)
 
 
-def free_bytes(path: Path) -> int:
+def _free_bytes(path: Path) -> int | None:
     """Free bytes on the file system that holds ``path`` (or its nearest existing parent)."""
+    import shutil
+
     p = Path(path).absolute()
     while not p.exists() and p != p.parent:
         p = p.parent
-    return shutil.disk_usage(p).free
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return None
 
 
-def system_env(runner=None, fio=None, lab_workdir: Path | None = None) -> Env:
-    """The Env of this machine: ``fio`` (or the located one) and the real disk."""
-
-    def engines() -> list[str]:
-        from ..engine.fio import Fio  # only when asked: validate of a plan without fio still needs it
-
-        return (fio or Fio.locate(runner)).engines()
-
-    if runner is None:
-        from ..proc import SubprocessRunner
-
-        runner = SubprocessRunner()
-    return Env(engines=engines, free_bytes=free_bytes, lab_workdir=lab_workdir, runner=runner)
-
-
-def preflight(plan: Plan, source: str, env: Env) -> None:
-    """Raise a one-line ProtolabError for the first thing that would stop `run`; return when there is none."""
-    plan_rules(plan, source)
+def lab_protocols(plan: Plan) -> set[str]:
+    """The lab targets a plan's configurations use (``lab:iscsi`` → ``iscsi``)."""
+    out = set()
     for c in plan.configurations:
-        _target(plan, c, source, env)
-    if plan.uses_lab():
-        _lab(plan, source, env)
-    _regions(plan, source)
-
-
-def plan_rules(plan: Plan, source: str) -> None:
-    """Rules across fields that need no machine: restore, initialisation, hosts, links."""
-    m = plan.method
-    if m.restore and not plan.uses_lab():
-        raise PlanError(f"{source}: method.restore: restoring needs the embedded lab's pool snapshots; "
-                        "use lab targets (lab:PROTOCOL) or set restore = false")
-    if m.initialise is not None and m.initialise.workload not in BUILTIN_WORKLOADS:
-        raise PlanError(f"{source}: method.initialise.workload: unknown workload "
-                        f"{m.initialise.workload!r}; run 'protolab workloads'")
-    if m.warmup_until_steady and m.warmup < m.steady_window:
-        raise PlanError(f"{source}: method.warmup: {m.warmup:g}s is shorter than steady_window "
-                        f"({m.steady_window}s); raise warmup or lower steady_window")
-    most = max(lp.hosts for lp in plan.load_points)
-    if plan.uses_lab() and plan.lab is not None and most > plan.lab.hosts:
-        raise PlanError(f"{source}: load_points: a load point asks for {most} hosts but the lab has "
-                        f"{plan.lab.hosts}; raise lab.hosts or lower the load point")
-    for i, c in enumerate(plan.configurations):
-        if not c.link:
-            continue
-        if not plan.uses_lab():
-            raise PlanError(f"{source}: configurations[{i}].link: link settings need the embedded lab; "
-                            "use lab targets (lab:PROTOCOL) or remove link")
-        _merged_link(plan, c, f"configurations[{i}].link", source)
-
-
-def _merged_link(plan: Plan, c: Configuration, where: str, source: str):
-    from pydantic import ValidationError
-
-    from .topology import LinkSpec
-
-    base = plan.lab.link if plan.lab is not None else LinkSpec()
-    try:
-        return base.merged(c.link)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field_name = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        got = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
-        raise PlanError(f"{source}: {where}.{field_name}: {msg}{got}; see README: The lab") from None
-    except (ValueError, TypeError) as e:
-        raise PlanError(f"{source}: {where}: {e}") from None
-
-
-def _target(plan: Plan, c: Configuration, source: str, env: Env) -> None:
-    from ..engine.targets import check_url
-
-    url = plan.target_of(c).url
-    where = f"{source}: configuration {c.name!r}"
-    if url.startswith("lab:"):
-        proto = url[len("lab:"):]
-        if proto not in LAB_TARGETS:
-            raise PlanError(f"{where}: target {url!r}: unknown lab protocol {proto!r}; "
-                            f"use one of: {', '.join('lab:' + p for p in LAB_TARGETS)}")
-        engine = (c.ioengine or "io_uring") if proto == "local" else URL_ENGINES[proto]
-    else:
-        try:
-            scheme = check_url(url)
-        except ProtolabError as e:
-            raise PlanError(f"{where}: {e}") from None
-        engine = URL_ENGINES.get(scheme) or c.ioengine or "io_uring"
-        if env.runner is not None:
-            _overwrite(plan, c, env)
-    engines = env.engine_list()
-    if engine not in engines:
-        raise PlanError(f"{where}: fio engine {engine!r} is not in this fio (it has: {', '.join(engines)}); "
-                        "choose another ioengine or rebuild fio with 'make deps'")
-
-
-def _overwrite(plan: Plan, c: Configuration, env: Env) -> None:
-    """run's data-safety check of a local or URL target, made before anything exists."""
-    from ..engine.targets import check_overwrite, resolve
-
-    t = plan.target_of(c)
-    a = resolve(t.url, size=t.size or plan.method.data_size, ioengine=c.ioengine, direct=c.direct)
-    check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=env.runner, label=f"configuration {c.name!r}")
-
-
-def _lab(plan: Plan, source: str, env: Env) -> None:
-    lab = plan.lab
-    assert lab is not None
-    protocols = {plan.target_of(c).url[len("lab:"):] for c in plan.configurations
-                 if plan.target_of(c).url.startswith("lab:")}
-    n = len(protocols)
-    need = n * lab.export_bytes + POOL_HEADROOM
-    if lab.pool_bytes < need:
-        from .units import format_size
-
-        raise PlanError(f"{source}: lab.pool_size {lab.pool_size} is too small for {n} export(s) of "
-                        f"{lab.export_size}; set lab.pool_size to at least {format_size(need)}")
-    workdir = env.lab_workdir or Path("/var/tmp/protolab-lab") / lab.prefix
-    free = env.free_bytes(workdir)
-    if not lab.cow and lab.pool_bytes > free:
-        raise PlanError(f"{source}: lab.pool_size {lab.pool_size} does not fit the {free // 1024**2} MiB free "
-                        f"under {workdir}; lower lab.pool_size or free space there")
-    names = _interface_names(lab)
-    bad = [x for x in names if len(x) > IFNAME_MAX or not x.replace("-", "").isalnum()]
-    if bad:
-        raise PlanError(f"{source}: lab.prefix {lab.prefix!r}: interface name {bad[0]!r} would exceed "
-                        f"{IFNAME_MAX} characters or use unsafe characters; use a shorter prefix")
-
-
-def _interface_names(lab) -> list[str]:
-    try:
-        from ..lab.names import Names
-    except ImportError:  # no lab package in this build: the prefix rule in the model still holds
-        return []
-    names = Names(lab)
-    out = [names.bridge, *names.namespaces()]
-    for link in names.links():
-        out += [link.near.ifname, link.switch.ifname]
+        ref = parse_target(plan.target_of(c).url)
+        if ref.lab:
+            out.add(ref.lab)
     return out
 
 
-def _regions(plan: Plan, source: str) -> None:
-    """Every stream's share of its target holds at least one block of the largest size."""
-    from ..engine.jobfile import region
+def target_ref(plan: Plan, index: int, source: str) -> TargetRef:
+    """Configuration ``index``'s target, parsed; a one-line PlanError when it names nothing usable."""
+    c = plan.configurations[index]
+    where = f"{source}: configurations[{index}] ({c.name}).target"
+    if isinstance(c.target, str) and c.target not in plan.targets and not looks_like_target(c.target):
+        close = difflib.get_close_matches(c.target, list(plan.targets), n=1)
+        hint = (f"did you mean {close[0]!r}?" if close else
+                f"[targets] names {', '.join(plan.targets) or 'nothing'}")
+        raise PlanError(f"{where}: {c.target!r} is not a [targets] name, a URL or a path with '/'; {hint} "
+                        "(write ./NAME for a file in this directory)")
+    try:
+        return parse_target(plan.target_of(c).url)
+    except ValueError as e:
+        raise PlanError(f"{where}: {e}") from None
 
-    for c in plan.configurations:
-        t = plan.target_of(c)
-        size = t.size or plan.method.data_size
-        if t.url.startswith("lab:") and plan.lab is not None:
-            size = min(plan.lab.export_bytes, t.size or plan.lab.export_bytes)
-        checks = [(w, lp) for w in plan.workloads for lp in plan.load_points]
-        init = plan.method.initialise
-        if init is not None and init.workload in BUILTIN_WORKLOADS:
-            checks.append((BUILTIN_WORKLOADS[init.workload], LoadPoint(streams=init.streams)))
-        for w, lp in checks:
-            cell = Cell(c, w, lp, 0, 1)
-            try:
-                region(size, cell.streams, w)
-            except ValueError:
-                raise PlanError(f"{source}: configuration {c.name!r}, workload {w.name!r}: {size} bytes of target "
-                                f"shared by {cell.streams} streams leave less than one {max(w.sizes())}-byte "
-                                "block each; raise the target's size (or method.data_size) or lower streams"
-                                ) from None
 
+def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
+    """Raise a one-line PlanError for anything `run` would refuse; create nothing."""
+    env = env or Environment()
+    refs = [target_ref(plan, i, source) for i in range(len(plan.configurations))]
+    for name, t in plan.targets.items():
+        try:
+            parse_target(t.url)
+        except ValueError as e:
+            raise PlanError(f"{source}: targets.{name}.url: {e}") from None
+    _method(plan, source, refs)
+    _lab(plan, source, refs, env)
+    _engines(plan, source, refs, env)
+    _regions(plan, source, refs)
+
+
+def _method(plan: Plan, source: str, refs: list[TargetRef]) -> None:
+    from .library import BUILTIN_WORKLOADS
+
+    m = plan.method
+    uses_lab = any(r.is_lab for r in refs)
+    if m.restore and not uses_lab:
+        raise PlanError(f"{source}: method.restore: restoring needs the embedded lab's pool snapshots; "
+                        "use lab targets (lab:PROTOCOL) or set restore = false")
+    if m.initialise is not None and m.initialise.workload not in BUILTIN_WORKLOADS:
+        close = difflib.get_close_matches(m.initialise.workload, list(BUILTIN_WORKLOADS), n=1)
+        raise PlanError(f"{source}: method.initialise.workload: unknown workload {m.initialise.workload!r}; "
+                        + (f"did you mean {close[0]!r}? " if close else "") + "run 'protolab workloads'")
+
+
+def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:
+    uses_lab = any(r.is_lab for r in refs)
+    for i, (c, r) in enumerate(zip(plan.configurations, refs)):
+        if c.link and not r.is_lab:
+            raise PlanError(f"{source}: configurations[{i}] ({c.name}).link: link settings apply only to lab "
+                            "targets (lab:PROTOCOL); remove link or use a lab target")
+    if not uses_lab:
+        return
+    lab = plan.lab
+    assert lab is not None  # the loader gives a lab plan the lab's defaults
+    for i, c in enumerate(plan.configurations):
+        try:
+            lab.link.merged(c.link)
+        except Exception as e:  # ValueError or pydantic's ValidationError: both name the setting
+            msg = e.errors(include_url=False)[0]["msg"] if hasattr(e, "errors") else str(e)
+            raise PlanError(f"{source}: configurations[{i}] ({c.name}).link: "
+                            f"{msg.removeprefix('Value error, ')}") from None
+    most = max(lp.hosts for lp in plan.load_points)
+    if most > lab.hosts:
+        raise PlanError(f"{source}: load_points: a load point asks for {most} hosts but the lab has "
+                        f"{lab.hosts}; raise lab.hosts or lower the load point")
+    longest = max([f"{lab.prefix}s{lab.storage_ports - 1}b", f"{lab.prefix}h{lab.hosts - 1}n{lab.nics_per_host - 1}b"],
+                  key=len)
+    if len(longest) > IFNAME_MAX:
+        raise PlanError(f"{source}: lab.prefix: interface {longest!r} would be longer than {IFNAME_MAX} "
+                        "characters; use a shorter prefix")
+    protocols = {r.lab for r in refs if r.is_lab}
+    need = len(protocols) * lab.export_bytes + POOL_HEADROOM
+    if lab.pool_bytes < need:
+        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} is too small for {len(protocols)} export(s) "
+                        f"of {lab.export_size}; set lab.pool_size to at least {format_size(need)}")
+    where = env.lab_workdir
+    free = env.free_bytes(where) if where is not None else None
+    if free is not None and free < lab.pool_bytes:
+        # whole GiB: other programs change the free space between two checks; the message stays the same
+        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} does not fit the {free // 1024**3} GiB free "
+                        f"on the disk of {where}; lower lab.pool_size or choose another --lab-workdir")
+    assert protocols <= set(LAB_TARGETS)
+
+
+def _engines(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:
+    engines = env.fio_engines
+    if engines is None:
+        return
+    for i, (c, r) in enumerate(zip(plan.configurations, refs)):
+        kind = r.lab if r.is_lab else r.kind
+        wanted = URL_ENGINES.get(kind or "", c.ioengine or "io_uring")
+        if wanted not in engines:
+            field_name = "ioengine" if kind not in URL_ENGINES else "target"
+            raise PlanError(f"{source}: configurations[{i}] ({c.name}).{field_name}: this fio has no {wanted!r} "
+                            f"engine (it lists {', '.join(sorted(engines))}); run 'protolab doctor'")
+
+
+def target_bytes(plan: Plan, c: Configuration, ref: TargetRef) -> int:
+    """The bytes of data a configuration's streams share."""
+    t = plan.target_of(c)
+    if ref.is_lab and plan.lab is not None:
+        return min(plan.lab.export_bytes, t.size or plan.lab.export_bytes)
+    return t.size or plan.method.data_size
+
+
+def _regions(plan: Plan, source: str, refs: list[TargetRef]) -> None:
+    for i, (c, r) in enumerate(zip(plan.configurations, refs)):
+        size = target_bytes(plan, c, r)
+        for w in plan.workloads:
+            for j, lp in enumerate(plan.load_points):
+                try:
+                    region(size, lp.hosts * lp.streams, w)
+                except ValueError as e:
+                    raise PlanError(f"{source}: load_points[{j}]: configuration {c.name!r}, workload {w.name!r}: "
+                                    f"{e}; raise the target's size (or method.data_size / lab.export_size) "
+                                    "or lower the streams") from None

@@ -1,9 +1,10 @@
-"""What a plan may pass to fio and ssh: allow-lists, so a plan measures and does nothing else.
+"""What a plan may say and nothing more: safe names, allow-listed fio and ssh options, plain values.
 
-A plan's ``fio = {…}`` may only tune how an engine submits and completes I/O; every
-option that names a file, runs a command, writes a log, changes the system or
-changes the access spec is refused with the plan field to use instead. The same
-for ``ssh_options``: only options that cannot run a command.
+A plan is data that teams pass around like Iometer files. Nothing in it may run a
+command, name a file other than its targets, write a log, change the machine or
+change the access spec behind protolab's back. Each check here raises ValueError
+with a message that names the option and what to write instead; the model and the
+loader turn it into one line with the file and field.
 """
 
 from __future__ import annotations
@@ -12,152 +13,206 @@ import math
 import re
 from typing import Any
 
-#: fio options a plan may set (fio 3.33 HOWTO): submission/completion tuning, random
-#: generator choice, and buffer contents. None of them names a path, runs anything or
-#: changes what is accessed where.
-ALLOWED_FIO: frozenset[str] = frozenset({
-    # batching and queue refill
-    "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max", "iodepth_low", "io_submit_mode", "serialize_overlap",
-    # io_uring / libaio / pvsync2 submission flags
-    "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "nonvectored", "force_async", "nowait",
-    "userspace_reap",
-    # the random offsets generator (not where or how much is accessed)
-    "norandommap", "randrepeat", "random_generator", "randseed", "allrandrepeat",
-    # buffer contents
-    "refill_buffers", "scramble_buffers", "zero_buffers", "buffer_compress_percentage",
-    "buffer_compress_chunk", "dedupe_percentage",
-})
+#: Names of plans, workloads, configurations, targets and hosts: they become parts of file names.
+NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
+NAME_RULE = "1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
 
-_USE_INSTEAD: dict[str, str] = {}
-for _keys, _why in [
-    (("rw", "readwrite", "rwmixread", "rwmixwrite", "percentage_random", "percentage_sequential",
-      "random_distribution", "thinktime", "thinktime_blocks", "thinktime_spin"),
-     "changes the access spec; set the workload's read_pct and random_pct"),
-    (("bs", "blocksize", "bssplit", "bsrange", "blocksize_range", "ba", "blockalign", "bs_unaligned",
-      "blocksize_unaligned"), "changes the access spec; set the workload's block_size"),
-    (("iodepth",), "changes the access spec; set the workload's oio or the load point's oio"),
-    (("numjobs",), "changes the load; set the load point's streams and hosts"),
-    (("size", "filesize", "io_size", "io_limit", "offset", "offset_increment", "offset_align",
-      "number_ios", "fill_device", "fill_fs"), "changes where I/O goes; set the target's size or method.data_size"),
-    (("runtime", "time_based", "ramp_time", "startdelay", "loops"),
-     "changes the measured window; set method.duration and method.warmup"),
-    (("rate", "rate_iops", "rate_min", "rate_iops_min", "rate_process", "rate_cycle"),
-     "changes the load; set the workload's rate_iops"),
-    (("ioengine",), "set the configuration's ioengine"),
-    (("direct", "buffered", "sync", "odirect"), "set the configuration's direct"),
-    (("filename", "directory", "filename_format", "opendir", "unique_filename", "allow_file_create",
-      "allow_mounted_write", "unlink", "unlink_each_loop", "create_on_open", "create_only", "create_serialize",
-      "create_fsync", "pre_read", "nrfiles", "file_service_type", "openfiles", "lockfile", "nfs_url", "uri",
-      "iomem", "mem", "verify_state_save", "verify_state_load", "trim_percentage", "exitall_on_error"),
-     "names or creates files; set the configuration's target (protolab owns the files it writes)"),
-    (("exec_prerun", "exec_postrun", "trigger", "trigger_cmd", "trigger_file", "trigger_timeout", "cmdprio",
-      "exitall", "stonewall", "new_group", "wait_for", "ioscheduler", "cpus_allowed", "cpumask",
-      "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "nice", "prio", "prioclass", "cgroup",
-      "cgroup_weight", "cgroup_nodelete", "uid", "gid", "sqthread_poll_cpu", "invalidate", "fallocate",
-      "flow_id", "thread", "daemonize", "kb_base", "unit_base"),
-     "runs a command or changes the system; protolab does not let a plan do that"),
-    (("write_iolog", "read_iolog", "iolog", "replay_redirect", "write_bw_log", "write_lat_log",
-      "write_iops_log", "write_hist_log", "log_avg_msec", "log_hist_msec", "log_max_value", "log_offset",
-      "log_compression", "log_store_compressed", "per_job_logs", "output", "write_barrier", "log_unix_epoch",
-      "group_reporting", "unified_rw_reporting", "stats", "clat_percentiles", "lat_percentiles",
-      "percentile_list", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement", "gtod_reduce"),
-     "writes a log or changes fio's output; protolab records what it measures itself"),
-]:
-    for _k in _keys:
-        _USE_INSTEAD[_k] = _why
+#: fio options a plan may set: how an engine submits and completes I/O, and how random offsets and
+#: buffers are generated. None names a file, runs a command, writes a log, pins CPUs or changes the
+#: access spec (read/write mix, sizes, depth, rate, duration), which the plan's own fields own.
+FIO_OPTIONS_ALLOWED: dict[str, str] = {
+    "iodepth_batch": "int", "iodepth_batch_submit": "int", "iodepth_batch_complete": "int",
+    "iodepth_batch_complete_min": "int", "iodepth_batch_complete_max": "int", "iodepth_low": "int",
+    "io_submit_mode": "word", "hipri": "bool", "hipri_percentage": "int", "fixedbufs": "bool",
+    "registerfiles": "bool", "sqthread_poll": "bool", "nonvectored": "int", "force_async": "int",
+    "userspace_reap": "bool", "nowait": "bool", "serialize_overlap": "bool",
+    "norandommap": "bool", "softrandommap": "bool", "randrepeat": "bool", "allrandrepeat": "bool",
+    "randseed": "int", "random_generator": "word",
+    "refill_buffers": "bool", "scramble_buffers": "bool", "zero_buffers": "bool",
+    "buffer_compress_percentage": "int", "buffer_compress_chunk": "int", "dedupe_percentage": "int",
+    "iomem_align": "int", "clocksource": "word", "thread": "bool",
+}
 
-_FIO_VALUE = re.compile(r"^[A-Za-z0-9._:+-]{1,64}$")
-_FIO_KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_WORDS = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
+
+#: Refused options that users reach for, with the plan field that does the job.
+FIO_INSTEAD: dict[str, str] = {
+    **dict.fromkeys(["rw", "readwrite", "rwmixread", "rwmixwrite", "percentage_random"],
+                    "set the workload's read_pct and random_pct"),
+    **dict.fromkeys(["bs", "blocksize", "bssplit", "bsrange", "blocksize_range", "ba", "blockalign"],
+                    "set the workload's block_size"),
+    "iodepth": "set oio in load_points or in the workload",
+    "numjobs": "set streams in load_points",
+    **dict.fromkeys(["size", "io_size", "filesize", "offset", "offset_increment", "number_ios", "fill_device"],
+                    "set the target's size or method.data_size"),
+    **dict.fromkeys(["filename", "directory", "filename_format", "nrfiles", "opendir", "uri", "nfs_url"],
+                    "name the storage in [targets] or the configuration's target"),
+    **dict.fromkeys(["runtime", "timeout", "time_based", "ramp_time", "startdelay", "loops"],
+                    "set method.duration and method.warmup"),
+    **dict.fromkeys(["rate", "rate_iops", "rate_min", "rate_iops_min"], "set the workload's rate_iops"),
+    **dict.fromkeys(["direct", "buffered"], "set the configuration's direct"),
+    "ioengine": "set the configuration's ioengine",
+    **dict.fromkeys(["exec_prerun", "exec_postrun"], "a plan cannot run commands"),
+    **dict.fromkeys(["write_iolog", "read_iolog", "write_bw_log", "write_lat_log", "write_iops_log",
+                     "write_hist_log", "output", "lockfile", "verify_state_save", "verify_state_load",
+                     "trigger", "trigger_file"],
+                    "a plan cannot make protolab read or write files other than its targets; "
+                    "protolab logs what it needs in the run directory"),
+    **dict.fromkeys(["ioscheduler", "cpus_allowed", "cpumask", "cpus_allowed_policy", "numa_cpu_nodes",
+                     "numa_mem_policy", "cgroup", "uid", "gid", "nice", "prio", "prioclass",
+                     "sqthread_poll_cpu", "gtod_cpu", "hugepage-size", "lockmem"],
+                    "a plan cannot change the machine"),
+    **dict.fromkeys(["unlink", "unlink_each_loop", "allow_file_create", "create_only", "create_on_open",
+                     "allow_mounted_write", "overwrite", "fallocate", "trim_percentage", "verify"],
+                    "protolab creates and keeps its data files itself"),
+}
 
 
-def check_fio_options(options: Any) -> dict[str, Any]:
-    """The plan's ``fio`` table if every option is allowed; ValueError naming the first that is not."""
+def has_control(text: str) -> bool:
+    """True when ``text`` holds a control character (a newline would inject lines into a job file)."""
+    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 or ch in "\u2028\u2029" for ch in text)
+
+
+def check_name(value: Any, kind: str) -> str:
+    """``value`` if it is a safe name for a ``kind`` (file names are built from it), else ValueError."""
+    if not isinstance(value, str):
+        raise ValueError(f"a {kind} name must be a string ({NAME_RULE}), got {type(value).__name__}")
+    if not NAME_RE.match(value):
+        raise ValueError(f"{kind} name {value!r} is not allowed; use {NAME_RULE}")
+    return value
+
+
+def check_text(value: str, field: str, limit: int = 1000) -> str:
+    """A free-text value (a description): no control characters but newlines and tabs, at most ``limit``."""
+    if has_control(value.replace("\n", " ").replace("\t", " ")):
+        raise ValueError(f"{field} holds a control character; remove it")
+    if len(value) > limit:
+        raise ValueError(f"{field} is longer than {limit} characters; shorten it")
+    return value
+
+
+def fio_value(option: str, value: Any) -> str:
+    """A plan's value for an allowed fio option, as the job file writes it; ValueError otherwise."""
+    kind = FIO_OPTIONS_ALLOWED[option]
+    if isinstance(value, bool):
+        if kind != "bool":
+            raise ValueError(f"fio option {option!r} takes a number, got {value!r}")
+        return "1" if value else "0"
+    if isinstance(value, int):
+        if kind == "word" or value < 0 or value > 2**31:
+            raise ValueError(f"fio option {option!r}: {value!r} is out of range")
+        if kind == "bool" and value not in (0, 1):
+            raise ValueError(f"fio option {option!r} is true or false, got {value!r}")
+        return str(value)
+    if isinstance(value, float):
+        raise ValueError(f"fio option {option!r} takes a whole number, got {value!r}")
+    if isinstance(value, str):
+        if kind == "word" and _WORDS.match(value):
+            return value
+        raise ValueError(f"fio option {option!r}: value {value!r} is not allowed "
+                         f"({'a word of letters, digits, ., _, + or -' if kind == 'word' else 'write a ' + ('true or false' if kind == 'bool' else 'whole number')})")
+    raise ValueError(f"fio option {option!r} takes a single value, got {type(value).__name__}")
+
+
+def check_fio_options(options: Any) -> dict[str, str]:
+    """A configuration's ``fio = {…}`` table checked against the allow-list; values rendered for a job file."""
     if not isinstance(options, dict):
-        raise ValueError("expected a table of fio options, e.g. fio = { iodepth_batch_submit = 8 }")
+        raise ValueError("fio must be a table of fio options, e.g. fio = { iodepth_batch_submit = 8 }")
+    out: dict[str, str] = {}
     for key, value in options.items():
-        if not isinstance(key, str) or not _FIO_KEY.match(key):
-            raise ValueError(f"{key!r} is not a fio option name; allowed: {', '.join(sorted(ALLOWED_FIO))}")
-        if key in _USE_INSTEAD:
-            raise ValueError(f"fio option {key!r} is not allowed: it {_USE_INSTEAD[key]}")
-        if key not in ALLOWED_FIO:
-            raise ValueError(f"fio option {key!r} is not allowed; a plan may set only "
-                             f"{', '.join(sorted(ALLOWED_FIO))}")
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int):
-            if not 0 <= value <= 2**32:
-                raise ValueError(f"fio option {key!r}: {value} is out of range (0 to 2^32)")
-            continue
-        if isinstance(value, float):
-            if not math.isfinite(value) or not 0 <= value <= 2**32:
-                raise ValueError(f"fio option {key!r}: {value!r} is out of range (0 to 2^32)")
-            continue
-        if isinstance(value, str):
-            if not _FIO_VALUE.match(value):
-                raise ValueError(f"fio option {key!r}: value {value!r} must be 1 to 64 letters, digits "
-                                 "or . _ : + -")
-            continue
-        raise ValueError(f"fio option {key!r}: value must be a number, true/false or a short word, "
-                         f"not {type(value).__name__}")
-    return options
+        if not isinstance(key, str) or has_control(key):
+            raise ValueError(f"fio option {key!r} is not a valid option name")
+        if key not in FIO_OPTIONS_ALLOWED:
+            instead = FIO_INSTEAD.get(key)
+            why = (f"{instead}" if instead else
+                   "only options that tune how an engine submits and completes I/O are allowed: "
+                   + ", ".join(sorted(FIO_OPTIONS_ALLOWED)))
+            raise ValueError(f"fio option {key!r} is not allowed in a plan; {why}")
+        out[key] = fio_value(key, value)
+    return out
 
 
-#: fio I/O engines a plan may choose for a local target: they read and write the target
-#: and nothing else (never external:, exec, filedelete, net, sg, …).
+ENGINE_RE = re.compile(r"^[a-z0-9_]{1,32}$")
+#: Engines that only read and write the target. fio also lists engines that run a program
+#: (exec), create, truncate or delete files (filecreate, ftruncate, filedelete), open sockets
+#: (net) or pass SCSI commands (sg): none of those measures storage, so a plan cannot pick them.
 LOCAL_ENGINES = ("io_uring", "libaio", "psync", "pvsync", "pvsync2", "sync", "vsync", "posixaio", "mmap", "null")
 
-#: ssh ``-o`` keys a plan may set: none of them runs a command or writes a file of its choosing.
-ALLOWED_SSH_KEYS = frozenset(k.lower() for k in (
-    "AddressFamily", "BatchMode", "CheckHostIP", "Ciphers", "Compression", "ConnectionAttempts",
-    "ConnectTimeout", "GlobalKnownHostsFile", "HostKeyAlgorithms", "HostKeyAlias", "IdentitiesOnly",
-    "IdentityFile", "IPQoS", "KexAlgorithms", "LogLevel", "MACs", "PasswordAuthentication",
-    "PreferredAuthentications", "PubkeyAcceptedAlgorithms", "PubkeyAcceptedKeyTypes", "PubkeyAuthentication",
-    "Port", "ServerAliveCountMax", "ServerAliveInterval", "StrictHostKeyChecking", "TCPKeepAlive", "User",
-    "UserKnownHostsFile", "UpdateHostKeys", "KbdInteractiveAuthentication",
-))
-_SSH_WITH_VALUE = {"-F", "-i", "-p", "-o", "-l"}
-_SSH_FLAGS = {"-4", "-6", "-q", "-v", "-C", "-T"}
-_SSH_KEY = re.compile(r"^\s*([A-Za-z]+)\s*(=|\s)\s*(.*)$", re.DOTALL)
+
+def check_engine(value: Any) -> str:
+    """An ioengine name as fio lists them (never 'external:…' or a path), one of LOCAL_ENGINES."""
+    if not isinstance(value, str) or not ENGINE_RE.match(value):
+        raise ValueError(f"ioengine {value!r} is not an engine name; use one 'fio --enghelp' lists, "
+                         "e.g. io_uring, libaio or psync")
+    if value not in LOCAL_ENGINES:
+        raise ValueError(f"ioengine {value!r} is not allowed in a plan; use one of {', '.join(LOCAL_ENGINES)}")
+    return value
 
 
-def _plain(text: str, what: str) -> None:
-    if not text or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise ValueError(f"{what} must be non-empty, without control characters (got {text!r})")
+#: ssh -o keys a plan may set: none of them runs a command or opens a channel.
+SSH_O_ALLOWED = {
+    "batchmode", "connecttimeout", "connectionattempts", "stricthostkeychecking", "userknownhostsfile",
+    "globalknownhostsfile", "identityfile", "identitiesonly", "user", "port", "serveraliveinterval",
+    "serveralivecountmax", "tcpkeepalive", "compression", "ciphers", "macs", "kexalgorithms",
+    "hostkeyalgorithms", "pubkeyacceptedalgorithms", "pubkeyacceptedkeytypes", "loglevel", "addressfamily",
+    "checkhostip", "passwordauthentication", "kbdinteractiveauthentication", "preferredauthentications",
+    "hostkeyalias", "ipqos", "rekeylimit", "updatehostkeys", "verifyhostkeydns", "hashknownhosts",
+}
+_SSH_VALUE = re.compile(r"^[A-Za-z0-9_.,:@/~+=-]{1,256}$")
 
 
 def check_ssh_options(options: Any) -> list[str]:
-    """``ssh_options`` if only -F, -i, -p, -l, -o KEY=VALUE with a safe key and a few flags; else ValueError."""
-    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-        raise ValueError("ssh_options must be a list of strings, e.g. ['-F', '/root/.ssh/lab_config']")
+    """``ssh_options`` limited to -F FILE, -i FILE, -p PORT and -o KEY=VALUE with keys that run nothing."""
+    if not isinstance(options, list):
+        raise ValueError("ssh_options must be a list of strings, e.g. ['-i', '~/.ssh/lab_key']")
+    out: list[str] = []
+    items = list(options)
     i = 0
-    while i < len(options):
-        opt = options[i]
-        _plain(opt, "an ssh option")
-        if opt in _SSH_FLAGS:
-            i += 1
-            continue
-        flag, value = (opt[:2], opt[2:]) if opt[:2] in _SSH_WITH_VALUE and len(opt) > 2 else (opt, None)
-        if flag not in _SSH_WITH_VALUE:
-            raise ValueError(f"ssh option {opt!r} is not allowed; use only -F FILE, -i KEY, -p PORT, -l USER, "
-                             f"-o KEY=VALUE or {' '.join(sorted(_SSH_FLAGS))}")
-        if value is None:
-            if i + 1 >= len(options):
-                raise ValueError(f"ssh option {opt} needs a value after it")
-            value = options[i + 1]
-            i += 2
+    while i < len(items):
+        flag = items[i]
+        if not isinstance(flag, str) or has_control(flag):
+            raise ValueError(f"ssh_options[{i}] must be a string without control characters")
+        value: Any
+        if flag in ("-F", "-i", "-p", "-o"):
+            if i + 1 >= len(items):
+                raise ValueError(f"ssh_options: {flag} needs a value after it")
+            value, i = items[i + 1], i + 2
+        elif len(flag) > 2 and flag[:2] in ("-F", "-i", "-p", "-o"):
+            flag, value, i = flag[:2], flag[2:], i + 1
         else:
-            i += 1
-        _plain(value, f"the value of ssh option {flag}")
-        if value.startswith("-"):
-            raise ValueError(f"ssh option {flag}: value {value!r} starts with '-'")
-        if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
-            raise ValueError(f"ssh option -p: {value!r} is not a port (1-65535)")
+            raise ValueError(f"ssh_options: {flag!r} is not allowed; a plan may give only -F FILE, -i FILE, "
+                             "-p PORT and -o KEY=VALUE")
+        if not isinstance(value, str):
+            raise ValueError(f"ssh_options: the value of {flag} must be a string")
         if flag == "-o":
-            m = _SSH_KEY.match(value)
-            key = m.group(1) if m else value
-            if key.lower() not in ALLOWED_SSH_KEYS:
-                raise ValueError(f"ssh option -o {key}: not allowed (it can run a command or is not known to be "
-                                 "safe); use keys such as User, Port, IdentityFile, StrictHostKeyChecking, "
-                                 "UserKnownHostsFile, ConnectTimeout (README: Real infrastructure lists them)")
-    return options
+            key = value.split("=", 1)[0].strip().lower()
+            if "=" not in value or key not in SSH_O_ALLOWED:
+                raise ValueError(f"ssh_options: -o {value!r} is not allowed (options such as ProxyCommand, "
+                                 "LocalCommand or KnownHostsCommand run commands); allowed keys include "
+                                 "BatchMode, ConnectTimeout, StrictHostKeyChecking, UserKnownHostsFile, "
+                                 "IdentityFile, User, Port")
+        if not _SSH_VALUE.match(value):
+            raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
+                             "KEY=VALUE")
+        if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
+            raise ValueError(f"ssh_options: -p needs a port from 1 to 65535, got {value!r}")
+        out += [flag, value]
+    return out
+
+
+_REMOTE_FIO = re.compile(r"^[A-Za-z0-9_./+-]{1,256}$")
+
+
+def check_remote_fio(value: Any) -> str:
+    """The fio path on an ssh host: a path or a program name, nothing a remote shell would interpret."""
+    if not isinstance(value, str) or not _REMOTE_FIO.match(value) or value.startswith("-"):
+        raise ValueError(f"fio must be a path or program name (letters, digits, '/', '.', '_', '-'), "
+                         f"got {value!r}")
+    return value
+
+
+def finite_number(value: float, field: str) -> float:
+    """``value`` unless it is NaN or infinite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{field} must be a finite number, got {value!r}")
+    return value

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 
-from ..analysis.compare import check_comparable, compare_runs, differences, unmatched
 from ..errors import ProtolabError
-from ..results.rundir import RunDir, atomic_write
-from . import tables
-from .markdown import compare_markdown, compare_rows, report_markdown, summary_table
-from .terminal import plain_table
+
+if TYPE_CHECKING:
+    from ..results.rundir import RunDir
+
+# The analysis (scipy) and report modules are imported inside the commands that use them, so that
+# registering these commands costs `protolab --help` nothing.
 
 
 def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
@@ -21,6 +22,11 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
 
     The HTML is written last, so a report.html on disk always has its figures and tables beside it.
     """
+    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
+    from ..results.rundir import RunDir, atomic_write  # noqa: F401
+    from . import tables  # noqa: F401
+    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
+    from .terminal import plain_table  # noqa: F401
     from .html import render
 
     records = rundir.records()
@@ -41,6 +47,11 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
 
 def print_summary(rundir: RunDir, console: Console | None = None) -> None:
     """The report.md tables on the terminal, with the findings."""
+    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
+    from ..results.rundir import RunDir, atomic_write  # noqa: F401
+    from . import tables  # noqa: F401
+    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
+    from .terminal import plain_table  # noqa: F401
     console = console or Console()
     data = tables.build(rundir.manifest(), rundir.records())
     for w in data.workloads:
@@ -56,6 +67,11 @@ def report_command(
     no_figures: bool = typer.Option(False, "--no-figures", help="Skip the PNG/SVG figures (faster)."),
 ) -> None:
     """Regenerate a run's report (report.html, report.md, figures/, tables/) from its run directory."""
+    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
+    from ..results.rundir import RunDir, atomic_write  # noqa: F401
+    from . import tables  # noqa: F401
+    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
+    from .terminal import plain_table  # noqa: F401
     console = Console()
     rundir = RunDir.open(run)
     path = write_report(rundir, figures=not no_figures)
@@ -72,6 +88,11 @@ def compare_command(
                                        "(default: compare-<A>-vs-<B> beside run B)."),
 ) -> None:
     """The same study on two environments: A = 100, B relative, with 95 % CIs and corrected significance."""
+    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
+    from ..results.rundir import RunDir, atomic_write  # noqa: F401
+    from . import tables  # noqa: F401
+    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
+    from .terminal import plain_table  # noqa: F401
     console = Console()
     path, rows, text = run_compare(run_a, run_b, force=force, out=out)
     headers, table = compare_rows(rows)
@@ -88,6 +109,11 @@ def compare_command(
 def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
                 out: Path | None = None) -> tuple[Path, list, str]:
     """Compare two run directories and write compare.md and compare.csv; returns (md path, rows, md text)."""
+    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
+    from ..results.rundir import RunDir, atomic_write  # noqa: F401
+    from . import tables  # noqa: F401
+    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
+    from .terminal import plain_table  # noqa: F401
     a, b = RunDir.open(run_a), RunDir.open(run_b)
     ma, mb = a.manifest(), b.manifest()
     ra, rb = a.records(), b.records()

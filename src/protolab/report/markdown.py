@@ -73,6 +73,13 @@ def report_markdown(data: ReportData) -> str:
     env = ", ".join(f"{k} {prov[k]}" for k in ("kernel", "fio_version", "cpu_model", "cpus") if prov.get(k))
     out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.get('status', 'unknown')}.", "",
             "## Findings", ""]
+    failed = [r for r in data.records if r.result.errors]
+    if failed:
+        out += [f"**{len(failed)} measured window{'s' if len(failed) != 1 else ''} had I/O errors**; their "
+                "numbers are kept but are not trustworthy:", ""]
+        out += [f"- {r.cell_id}: {r.result.errors} error(s): {'; '.join(r.result.error_messages[:2])}"
+                for r in failed[:20]]
+        out.append("")
     main = [f for f in data.findings if f.kind != "outlier"]
     out += [f"- {f.text}" for f in main] or ["- No comparisons could be made."]
     outl = [f for f in data.findings if f.kind == "outlier"]
