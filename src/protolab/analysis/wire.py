@@ -15,10 +15,18 @@ IPv4 (RFC 791) 20 B without options. TCP (RFC 9293) 20 B + 12 B for the timestam
   Each protocol message (or back-to-back burst of messages, e.g. all Data-In PDUs
   of one read) is cut into ceil(bytes / MSS) segments: storage stacks set
   TCP_NODELAY, so a message is not merged with the next I/O's.
-  ACKs (RFC 1122 §4.2.3.2, RFC 5681 §4.2): delayed ACK, one ACK per two segments,
-  so k segments draw ceil(k/2) ACKs; when the receiver answers within the same
-  I/O (a request answered by a response) one of them rides on the answer.
-  Segmentation offloads are ignored: the model counts real frames.
+  ACKs as Linux sends them (checked against a capture, tests/data/wire-capture-
+  iscsi-8k.json): a message of one segment is not ACKed on its own: the delayed
+  ACK rides on the next segment the receiver sends (the answer, or the next
+  request); a message of k >= 2 segments draws one pure ACK, sent when the
+  receiving program has read more than one full segment (tcp_cleanup_rbuf /
+  __tcp_ack_snd_check), which on a lab link happens once per message. 8 KiB iSCSI
+  reads: 8 frames per I/O at MTU 1500 (captured 7.9-8.1), 2 at MTU 9000
+  (captured 2.0-2.15). Frames per I/O also come as a range: low = no pure ACK at
+  all (every ACK rides on data, as under deep queues), high = RFC 1122 §4.2.3.2 /
+  RFC 5681 §4.2's one ACK per two segments, ceil(k/2) per message, one riding on
+  an answer within the same I/O. Segmentation offloads are ignored: the model
+  counts real frames.
 iSCSI (RFC 7143): every PDU has a 48 B Basic Header Segment (§11.2), no AHS for
   CDBs up to 16 B, the data segment padded to 4 B, no header or data digests
   (None is the default, §13.1). Session keys are the RFC's declared defaults
@@ -175,6 +183,13 @@ class WireCost:
     counted_bytes_to_storage: float  # as interface counters see it: Ethernet header + IP packet
     counted_bytes_to_host: float  # (for FC: SOF..EOF, without idles)
     modelled_only: bool
+    frames_low: float = 0.0  # both directions: no pure ACKs at all
+    frames_high: float = 0.0  # both directions: one ACK per two segments (RFC 1122)
+
+    @property
+    def frames(self) -> float:
+        """Frames per I/O in both directions, the model's expectation."""
+        return self.frames_to_storage + self.frames_to_host
 
 
 @dataclass(frozen=True)
@@ -211,8 +226,12 @@ def _pad4(n: int) -> int:
     return (n + 3) // 4 * 4
 
 
-def _tcp(bursts: list[tuple[int, int]], mss: int) -> _Tally:
-    """Segments, ACKs and bytes for a sequence of (direction, TCP payload bytes) bursts of one I/O."""
+def _tcp(bursts: list[tuple[int, int]], mss: int, acks: str = "linux") -> _Tally:
+    """Segments, ACKs and bytes for a sequence of (direction, TCP payload bytes) bursts of one I/O.
+
+    ``acks``: "linux" (one pure ACK per message of two segments or more), "none" (every ACK
+    rides on data) or "rfc" (one per two segments, one of them riding on an answer).
+    """
     t = _Tally.empty()
 
     def add_frames(direction: int, count: int, tcp_payload: int) -> None:
@@ -226,9 +245,14 @@ def _tcp(bursts: list[tuple[int, int]], mss: int) -> _Tally:
     for i, (direction, size) in enumerate(bursts):
         segments = math.ceil(size / mss)
         add_frames(direction, segments, size)
-        acks = math.ceil(segments / 2)
-        answered = i + 1 < len(bursts) and bursts[i + 1][0] != direction
-        add_frames(1 - direction, acks - 1 if answered else acks, 0)
+        if acks == "linux":
+            pure = 1 if segments >= 2 else 0
+        elif acks == "rfc":
+            answered = i + 1 < len(bursts) and bursts[i + 1][0] != direction
+            pure = math.ceil(segments / 2) - (1 if answered else 0)
+        else:
+            pure = 0
+        add_frames(1 - direction, pure, 0)
     return t
 
 
@@ -303,13 +327,13 @@ def _check_protocol(protocol: str, link: Link | None, mtu: int) -> None:
         raise ProtolabError(f"limits: --mtu must be between 576 and 65535 for TCP protocols, got {mtu}")
 
 
-def _one_io(protocol: str, size: int, read: bool, mss: int) -> _Tally:
+def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux") -> _Tally:
     if protocol == "iscsi":
-        return _tcp(_iscsi_bursts(size, read), mss)
+        return _tcp(_iscsi_bursts(size, read), mss, acks)
     if protocol == "nfs":
-        return _tcp(_nfs_bursts(size, read), mss)
+        return _tcp(_nfs_bursts(size, read), mss, acks)
     if protocol == "nbd":
-        return _tcp(_nbd_bursts(size, read), mss)
+        return _tcp(_nbd_bursts(size, read), mss, acks)
     if protocol == "fc":
         return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FC_FRAME_OVERHEAD + FC_IDLES, FC_FRAME_OVERHEAD)
     # FCoE: the counted bytes are the Ethernet frame without preamble, FCS and gap, as for TCP
@@ -347,13 +371,15 @@ def wire_cost(
     mix = _sizes(block_size)
     mss = mtu - IPV4_HEADER - TCP_HEADER - TCP_TIMESTAMPS
     total = _Tally.empty()
-    payload = 0.0
+    payload = low = high = 0.0
     for size, weight in mix.items():
         payload += weight * size
         for read, share in ((True, read_pct / 100.0), (False, 1.0 - read_pct / 100.0)):
             if share == 0.0:
                 continue
             one = _one_io(protocol, size, read, mss)
+            low += weight * share * sum(_one_io(protocol, size, read, mss, "none").frames)
+            high += weight * share * sum(_one_io(protocol, size, read, mss, "rfc").frames)
             for d in (TO_STORAGE, TO_HOST):
                 total.frames[d] += weight * share * one.frames[d]
                 total.wire[d] += weight * share * one.wire[d]
@@ -362,7 +388,7 @@ def wire_cost(
     return WireCost(
         protocol, None if protocol == "fc" else mtu, payload, read_pct, per_frame,
         total.frames[TO_STORAGE], total.frames[TO_HOST], total.wire[TO_STORAGE], total.wire[TO_HOST],
-        total.counted[TO_STORAGE], total.counted[TO_HOST], protocol in MODELLED_ONLY,
+        total.counted[TO_STORAGE], total.counted[TO_HOST], protocol in MODELLED_ONLY, low, high,
     )
 
 

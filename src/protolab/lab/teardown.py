@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from ..proc import Runner, SubprocessRunner
+from ..telemetry.cgroups import RoleCgroups
 from . import tgt
 from .netns import Net
 from .procs import Processes, alive, terminate
@@ -70,6 +71,11 @@ def undo(resource: Resource, runner: Runner, procs: Processes) -> str | None:
         for p in gone:
             p.unlink()
         return f"tgtd control socket {extra['port']}" if gone else None
+    if kind == "cgroup":  # the role cgroups (telemetry.cgroups): after the servers, recorded before them
+        if Path(name).exists():
+            RoleCgroups.at(Path(name)).remove()
+            return f"cgroup {name}"
+        return None
     if kind == "dir":
         if Path(name).exists():
             shutil.rmtree(name, ignore_errors=True)

@@ -260,6 +260,9 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
                 notes.append(f"{c}: no ceiling ({e})")
                 continue
             cost = ceil.wire_cost
+            # With segmentation offloads on, interface counters see super-packets (TSO/GSO/GRO):
+            # segments handed to the NIC, not frames, so they are never set beside the model's frames.
+            frames_counted = link.get("offloads", True) is False
             vals = []
             for li, label in loads:
                 r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
@@ -271,9 +274,12 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
                               "MTU": cost.mtu, "load point": label, "ceiling IOPS": ceil.iops,
                               "ceiling MB/s": ceil.mbps, "limited by": ceil.bottleneck_direction,
                               "measured IOPS": iops, "% of ceiling": vals[-1],
-                              "packets/I/O measured": r.values.get("packets_per_io"),
-                              "packets/I/O model": cost.frames_to_storage + cost.frames_to_host,
-                              "bytes/I/O measured": r.values.get("wire_bytes_per_io"),
+                              "frames/I/O measured": r.values.get("packets_per_io") if frames_counted else None,
+                              "frames/I/O model": cost.frames,
+                              "frames/I/O model range": f"{cost.frames_low:.4g}–{cost.frames_high:.4g}",
+                              "segments/I/O handed to the NIC (offloads on)":
+                                  None if frames_counted else r.values.get("packets_per_io"),
+                              "bytes/I/O measured": r.values.get("wire_bytes_per_io") if frames_counted else None,
                               "bytes/I/O model": cost.counted_bytes_to_storage + cost.counted_bytes_to_host})
             series.append(Series(c, vals))
         if series:
