@@ -126,10 +126,10 @@ class LocalAgent(Agent):
         if self.socket_path.exists():
             self.socket_path.unlink()
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL
-        argv = [self.fio, f"--server=sock:{self.socket_path}"]
-        if self.cgroups is not None:
-            argv = self.cgroups.wrap("loadgen", argv)  # the shell execs fio: the pid stays fio's
-        self._proc = self.runner.spawn(argv, netns=self.netns,
+        argv, netns = [self.fio, f"--server=sock:{self.socket_path}"], self.netns
+        if self.cgroups is not None:  # the shell execs (ip netns exec, which execs) fio: the pid stays fio's
+            argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
+        self._proc = self.runner.spawn(argv, netns=netns,
                                        stdout=out, stderr=subprocess.STDOUT)
         why = _wait_until(lambda: self._reach(1.0), 15.0, self._proc)
         if why:

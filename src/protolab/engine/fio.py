@@ -118,8 +118,8 @@ class Fio:
     ) -> str:
         """Run fio with ``args`` writing json+ to ``output``; return the JSON text."""
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
-        if self.cgroups is not None:
-            argv = self.cgroups.wrap("loadgen", argv)
+        if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
+            argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
         proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
         tail: list[str] = []
 

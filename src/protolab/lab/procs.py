@@ -82,8 +82,8 @@ class Processes:
         """Spawn ``argv`` in ``netns`` with output in ``<logdir>/<name>.log``; recorded with pid."""
         res = self.record.add("process", name, netns=netns, **extra)
         self.logdir.mkdir(parents=True, exist_ok=True)
-        if self.cgroups is not None:
-            argv = self.cgroups.wrap("servers", argv)  # the shell execs the server: the pid stays its own
+        if self.cgroups is not None:  # the shell execs ip netns exec, which execs the server: one pid
+            argv, netns = self.cgroups.wrap("servers", argv, netns), None
         with open(self.logdir / f"{name}.log", "ab") as log:
             p = self.runner.spawn(argv, netns=netns, stdout=log, stderr=subprocess.STDOUT)
         self.handles[p.pid] = p

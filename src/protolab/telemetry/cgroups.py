@@ -80,13 +80,18 @@ class RoleCgroups:
         if self.group is not None:
             (self.path(role) / "cgroup.procs").write_text(f"{pid}\n")
 
-    def wrap(self, role: str, argv: list[str]) -> list[str]:
-        """``argv`` behind a shell that joins ``role``'s cgroup and then execs it, so every
-        process of the command is inside from its first instruction (works through ip netns exec)."""
+    def wrap(self, role: str, argv: list[str], netns: str | None = None) -> list[str]:
+        """``argv`` (run in ``netns``) behind a shell that joins ``role``'s cgroup and then execs it,
+        so every process of the command is inside from its first instruction. Spawn the result
+        with no netns: the shell must run before ``ip netns exec``, which remounts /sys and so
+        hides the cgroup hierarchy from the command."""
+        from ..proc import in_netns
+
+        full = in_netns(argv, netns)
         if self.group is None:
-            return list(argv)
+            return full
         procs = self.path(role) / "cgroup.procs"
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *argv]
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *full]
 
     def read(self) -> dict[str, float]:
         """CPU seconds used so far by each role's cgroup (and its descendants)."""
