@@ -129,3 +129,15 @@ def test_role_cpu_replaces_process_figures_and_flags_a_busy_machine():
     assert busy["cpu_us_per_io_server"] == quiet["cpu_us_per_io_server"]
     legacy = derive(1000, 0.2, _telemetry(False), ["st/p0"])
     assert legacy["cpu_source"] == "process" and legacy["cpu_us_per_io_server"] == pytest.approx(300)
+
+
+def test_busy_note_counts_flagged_windows():
+    from protolab.analysis.derived import busy_note
+
+    quiet = {"machine_busy_other_work": False, "machine_other_share": 0.1, "cpu_source": "cgroup"}
+    busy = {"machine_busy_other_work": True, "machine_other_share": 0.62, "cpu_source": "cgroup"}
+    assert busy_note([quiet, quiet]) == ""
+    note = busy_note([quiet, busy, busy])
+    assert note.startswith("2 of 3 windows ran while the machine was busy with other work (up to 62 % of its CPU)")
+    assert "come from their cgroups" in note
+    assert "may include that work" in busy_note([{**busy, "cpu_source": "process"}])

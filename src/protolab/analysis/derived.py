@@ -84,3 +84,16 @@ def derive(ios: int, loadgen_cpu_s: float, telemetry: dict[str, Any] | None,
         if wire:
             out["share_by_port"] = {p: out["bytes_by_port"][p] / wire for p in ports}
     return out
+
+
+def busy_note(extras: list[dict[str, Any]]) -> str:
+    """A warning for a report when windows ran while the machine was busy with other work ("" if none)."""
+    flagged = [e for e in extras if e.get("machine_busy_other_work")]
+    if not flagged:
+        return ""
+    worst = max(e.get("machine_other_share") or 0.0 for e in flagged)
+    roles = "servers' and load generators' CPU come from their cgroups and hold" \
+        if all(e.get("cpu_source") == "cgroup" for e in flagged) else \
+        "CPU figures taken without role cgroups may include that work"
+    return (f"{len(flagged)} of {len(extras)} windows ran while the machine was busy with other work "
+            f"(up to {worst * 100:.0f} % of its CPU); machine-wide CPU per I/O is context only, {roles}")

@@ -21,6 +21,7 @@ from ..analysis.findings import (METRICS, TABLE_ONLY, Finding, Key, findings, me
 from ..analysis.latency import PERCENTILES, merge_bins, percentiles
 from ..analysis.relative import Row
 from ..analysis.stats import Verdict
+from ..analysis.derived import busy_note
 from ..analysis.wire import TCP_PROTOCOLS, ceiling
 from ..errors import ProtolabError
 from ..plan.model import Plan
@@ -323,6 +324,9 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
+    busy = busy_note([r.result.extra for r in records])
+    if busy:
+        data.notes["busy"] = busy
     return data
 
 
