@@ -190,8 +190,9 @@ class Study:
     def _telemetry(self) -> Window:
         if self.lab is None:
             return Window(self.runner, cgroups=self._cgroups)
+        storage = [(n, i) for n, i in self.lab.interfaces() if n == self.lab.names.storage_ns]
         return Window(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces(),
-                      cgroups=self._cgroups)
+                      cgroups=self._cgroups, offload_ports=storage)
 
     def _storage_ports(self) -> list[str]:
         if self.lab is None:

@@ -39,6 +39,7 @@ class Window:
     interfaces: list[tuple[str, str]] = field(default_factory=list)  # (netns, ifname)
     clock: Callable[[], float] = time.monotonic
     cgroups: RoleCgroups | None = None
+    offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
 
     def sample(self) -> Snapshot:
         """Read every counter now."""
@@ -51,7 +52,8 @@ class Window:
             for n, ifname in self.interfaces:
                 if n == ns and ifname in seen:
                     counters[(ns, ifname)] = seen[ifname]
-        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in self.interfaces}
+        ports = self.interfaces if self.offload_ports is None else self.offload_ports
+        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
         return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads)
 
     @staticmethod
