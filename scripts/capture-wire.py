@@ -1,25 +1,20 @@
 #!/usr/bin/env python3
-"""Capture what 8 KiB random iSCSI reads put on the lab's wire, and keep a small summary.
+"""Capture what one iSCSI/NBD I/O puts on the lab's wire, for the wire model's test data.
 
-Builds a one-host lab (offloads off, so the capture sees real frames) at MTU 1500
-and 9000, runs fio's libiscsi engine from the host while tcpdump captures on the
-storage port, and writes tests/data/wire-capture-iscsi-8k.json: per MTU and queue
-depth, the frames, their size histogram (Ethernet header + IP packet, as tcpdump
-reports them), the pure ACKs in each direction and fio's I/O count.
+Brings up a small embedded lab (prefix 'plc', offloads off so that every packet is a
+frame), runs fio in the host namespace against the export for a few seconds while
+tcpdump records the storage port, and prints a JSON summary per case: I/Os (fio's own
+count), frames and bytes (Ethernet header + IP packet, as tcpdump's 'length') in each
+direction, data frames, pure ACKs, and the frame sizes seen. Root; needs tcpdump.
 
-    PYTHONPATH=src .venv/bin/python scripts/capture-wire.py [--out FILE] [--prefix plw]
-
-Needs root, tcpdump and the lab's programs; the lab is torn down whatever happens.
+    sudo .venv/bin/python scripts/capture-wire.py > tests/data/wire-capture.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
+import re
 import shutil
-import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -27,106 +22,77 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from protolab.engine.fio import Fio
 from protolab.lab import Lab
 from protolab.plan.topology import LabSpec
 
-ROOT = Path(__file__).resolve().parents[1]
-FIO = ROOT / ".deps/fio/bin/fio"
+CASES = [("iscsi", 8192, "randread", 1500), ("iscsi", 8192, "randread", 9000), ("iscsi", 65536, "read", 1500),
+         ("nbd", 8192, "randread", 1500), ("nbd", 65536, "read", 1500)]
+LINE = re.compile(r"^\S+ IP (\S+)\.(\d+) > (\S+)\.(\d+): .*length (\d+)")
 
 
-def read_pcap(path: Path, storage_ip: str) -> dict:
-    """Frames of a pcap (Ethernet, IPv4/TCP) summarised: sizes, directions, pure ACKs."""
-    data = path.read_bytes()
-    magic = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    pos, sizes = 24, Counter()
-    frames = {"to_storage": 0, "to_host": 0}
-    acks = {"to_storage": 0, "to_host": 0}
-    payload = {"to_storage": 0, "to_host": 0}
-    storage = bytes(int(x) for x in storage_ip.split("."))
-    while pos + 16 <= len(data):
-        _, _, incl, orig = struct.unpack(endian + "IIII", data[pos:pos + 16])
-        pkt = data[pos + 16:pos + 16 + incl]
-        pos += 16 + incl
-        if len(pkt) < 54 or pkt[12:14] != b"\x08\x00" or pkt[23] != 6:
-            continue  # only IPv4/TCP
-        ihl = (pkt[14] & 0x0F) * 4
-        total = struct.unpack(">H", pkt[16:18])[0]
-        tcp = 14 + ihl
-        doff = (pkt[tcp + 12] >> 4) * 4
-        flags = pkt[tcp + 13]
-        direction = "to_storage" if pkt[30:34] == storage else "to_host"
-        tcp_payload = total - ihl - doff
-        frames[direction] += 1
-        sizes[orig] += 1
-        payload[direction] += tcp_payload
-        if tcp_payload == 0 and not flags & 0x07:  # no SYN/FIN/RST: a pure ACK
-            acks[direction] += 1
-    return {"frames": sum(frames.values()), "frames_by_direction": frames, "pure_acks": acks,
-            "tcp_payload_bytes": payload, "frame_sizes": {str(k): v for k, v in sorted(sizes.items())}}
+def summary(pcap: Path, storage_ip: str) -> dict:
+    out = subprocess.run(["tcpdump", "-r", str(pcap), "-nn", "-tt", "-v"], capture_output=True, text=True).stdout
+    frames = {"to_host": 0, "to_storage": 0}
+    bytes_ = {"to_host": 0, "to_storage": 0}
+    acks = {"to_host": 0, "to_storage": 0}
+    sizes: Counter = Counter()
+    # with -v, tcpdump prints the IP total length on the first line and the TCP payload length on the second
+    text = out.replace("\n    ", " ")
+    for ln in text.splitlines():
+        m = re.search(r"length (\d+)\)\s+(\S+)\.(\d+) > (\S+)\.(\d+):.*?length (\d+)", ln)
+        if not m:
+            continue
+        ip_len, src, payload = int(m.group(1)), m.group(2), int(m.group(6))
+        d = "to_host" if src == storage_ip else "to_storage"
+        frames[d] += 1
+        bytes_[d] += ip_len + 14
+        sizes[ip_len + 14] += 1
+        if payload == 0:
+            acks[d] += 1
+    return {"frames": frames, "bytes": bytes_, "pure_acks": acks,
+            "frame_sizes": dict(sorted(sizes.items(), key=lambda kv: -kv[1])[:8])}
 
 
-def capture(lab: Lab, iodepth: int, seconds: int, tmp: Path) -> dict:
-    """One fio run under tcpdump; the summary of its frames and I/Os."""
-    names = lab.names
-    port = names.storage_link(0)
-    ep = lab.endpoint("iscsi")
-    pcap = tmp / f"mtu{lab.link.mtu}-qd{iodepth}.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", names.storage_ns, "tcpdump", "-i", port.near.ifname,
-                             "-s", "96", "-w", str(pcap), "-U", "tcp port 3260"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        time.sleep(1.0)  # tcpdump is listening once it has opened the interface
-        url = ep.url.replace(":", "\\:")
-        out = tmp / "fio.json"
-        subprocess.run(["ip", "netns", "exec", ep.netns, str(FIO), "--name=cap", "--ioengine=libiscsi",
-                        f"--filename={url}", "--rw=randread", "--bs=8k", f"--iodepth={iodepth}",
-                        "--time_based", f"--runtime={seconds}", "--output-format=json", f"--output={out}"],
-                       check=True, timeout=seconds + 60, capture_output=True)
-        time.sleep(0.5)
-    finally:
-        dump.send_signal(signal.SIGINT)
-        dump.wait(timeout=10)
-    job = json.loads(out.read_text())["jobs"][0]
-    summary = read_pcap(pcap, port.address.split("/")[0])
-    # Reads send only 48 B command PDUs to storage: their bytes count the I/Os the capture saw
-    # (fio's own count also has I/Os outside the capture's first and last moments).
-    ios = summary["tcp_payload_bytes"]["to_storage"] / 48
-    return {"mtu": lab.link.mtu, "iodepth": iodepth, "ios": round(ios, 2), "fio_ios": int(job["read"]["total_ios"]),
-            "block_size": 8192, "rw": "randread", **summary, "frames_per_io": summary["frames"] / ios}
-
-
-def main() -> int:
-    """Capture at MTU 1500 and 9000 and write the summary."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "tests/data/wire-capture-iscsi-8k.json")
-    ap.add_argument("--prefix", default=f"plw{os.getpid() % 100:02d}")
-    ap.add_argument("--seconds", type=int, default=3)
-    ap.add_argument("--iodepth", type=int, nargs="+", default=[1, 8])
-    args = ap.parse_args()
-    if shutil.which("tcpdump") is None:
-        sys.exit("capture-wire: tcpdump is missing; apt-get install tcpdump")
+def main() -> None:
+    fio = Fio.locate()
     results = []
-    with tempfile.TemporaryDirectory(prefix="protolab-capture-") as tmp_s:
-        tmp = Path(tmp_s)
-        for mtu in (1500, 9000):
-            spec = LabSpec.model_validate({"prefix": args.prefix, "pool_size": "1G", "export_size": "64M",
-                                           "link": {"mtu": mtu, "offloads": False}})
-            lab = Lab(spec, {"iscsi"}, tmp / f"lab{mtu}")
-            try:
-                lab.up()
-                for qd in args.iodepth:
-                    r = capture(lab, qd, args.seconds, tmp)
-                    print(f"mtu {mtu} qd {qd}: {r['frames_per_io']:.2f} frames/I/O, acks {r['pure_acks']}, "
-                          f"{r['ios']} I/Os", file=sys.stderr)
-                    results.append(r)
-            finally:
-                lab.down()
-    args.out.write_text(json.dumps({"source": "scripts/capture-wire.py: tcpdump on the lab's storage port, "
-                                    "offloads off, fio libiscsi randread bs=8k", "captures": results},
-                                   indent=1) + "\n")
-    return 0
+    for proto, bs, rw, mtu in CASES:
+        workdir = Path(tempfile.mkdtemp(prefix="plc-"))
+        spec = LabSpec.model_validate({"prefix": "plc", "pool_size": "1G", "export_size": "128M",
+                                       "link": {"rate": "1GbE", "mtu": mtu, "offloads": False}})
+        lab = Lab(spec, {proto}, workdir)
+        try:
+            lab.up()
+            ep = lab.endpoint(proto)
+            storage_ip = lab.names.storage_address(0)
+            iface = lab.names.storage_link(0).near.ifname
+            target = (f"ioengine=libiscsi\nfilename={ep.url.replace(':', chr(92) + ':')}" if proto == "iscsi"
+                      else f"ioengine=nbd\nuri={ep.url}")
+            job = workdir / "job.fio"
+            job.write_text(f"[j]\n{target}\nrw={rw}\nbs={bs}\niodepth=4\nsize=64M\ntime_based=1\nruntime=3\n")
+            pcap = workdir / "cap.pcap"
+            dump = subprocess.Popen(["ip", "netns", "exec", lab.names.storage_ns, "tcpdump", "-i", iface, "-s", "128",
+                                     "-w", str(pcap), "-U", "tcp"], stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
+            out = subprocess.run(["ip", "netns", "exec", ep.netns, fio.path, str(job), "--output-format=json"],
+                                 capture_output=True, text=True, timeout=60)
+            time.sleep(0.5)
+            dump.terminate()
+            dump.wait(10)
+            ios = json.loads(out.stdout[out.stdout.index("{"):])["jobs"][0]["read"]["total_ios"]
+            s = summary(pcap, storage_ip)
+            results.append({"protocol": proto, "block_size": bs, "rw": rw, "mtu": mtu, "iodepth": 4, "ios": ios,
+                            **s, "frames_per_io": round(sum(s["frames"].values()) / ios, 3),
+                            "pure_acks_per_io": round(sum(s["pure_acks"].values()) / ios, 3)})
+            print(f"{proto} {bs} {rw} mtu {mtu}: {results[-1]['frames_per_io']} frames/IO", file=sys.stderr)
+        finally:
+            lab.down()
+            shutil.rmtree(workdir, ignore_errors=True)
+    json.dump({"captured_with": "scripts/capture-wire.py (tcpdump on the storage port, offloads off, fio "
+               f"{fio.version()}, 1GbE tbf)", "cases": results}, sys.stdout, indent=1)
+    print()
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

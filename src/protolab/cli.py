@@ -13,7 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 from . import __version__
-from .errors import Interrupted, ProtolabError
+from .errors import Interrupted, ProtolabError, one_line
 
 app = typer.Typer(
     help="protolab — a storage protocol lab: plan a study, provision it, load it with fio, measure, report.",
@@ -60,15 +60,31 @@ class RichProgress:
 
 
 def _load(plan: Optional[Path], builtin: Optional[str]):
-    from .plan.load import load_builtin, load_plan
+    from .plan.load import load_builtin, load_plan_text, read_plan_file
 
     if (plan is None) == (builtin is None):
         raise ProtolabError("give a plan file or --builtin NAME (one of them); see 'protolab plans'")
     if builtin:
         p, text = load_builtin(builtin)
         return p, text, f"builtin:{builtin}"
-    p = load_plan(plan)
-    return p, plan.read_text(), str(plan)
+    text = read_plan_file(plan)  # once: the text checked is the text stored with the run
+    return load_plan_text(text, source=str(plan)), text, str(plan)
+
+
+def _environment(p, lab_workdir: Optional[Path]):
+    """What the pre-flight may know of this machine: fio's engines (if fio is here), the lab disk's space."""
+    from .engine.fio import Fio
+    from .errors import ToolError
+    from .plan.preflight import Environment
+
+    try:
+        engines = Fio.locate().engines()
+    except (ToolError, OSError):
+        engines = None
+    workdir = lab_workdir
+    if workdir is None and p.uses_lab():
+        workdir = Path("/var/tmp/protolab-lab") / p.lab.prefix
+    return Environment.of_machine(engines, workdir)
 
 
 @app.command()
@@ -113,12 +129,15 @@ def run(
 @app.command()
 def validate(
     plan: Path = typer.Argument(..., help="The plan file (TOML)."),
+    lab_workdir: Optional[Path] = typer.Option(
+        None, "--lab-workdir", help="The lab directory `run` would use (its disk must hold the pool)."),
 ):
-    """Check a plan and show the matrix it expands to, without running anything."""
+    """Check a plan as `run` would before it creates anything, and show the matrix it expands to."""
     from .plan.expand import expand
-    from .plan.load import load_plan
+    from .plan.preflight import preflight
 
-    p = load_plan(plan)
+    p, _text, source = _load(plan, None)
+    preflight(p, source, _environment(p, lab_workdir))
     cells = expand(p)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
@@ -194,7 +213,7 @@ def main() -> None:
         sys.stderr.write(f"protolab: {e}\n")
         sys.exit(e.exit_code)
     except ProtolabError as e:
-        sys.stderr.write(f"protolab: error: {e}\n")
+        sys.stderr.write(f"protolab: error: {one_line(str(e))}\n")
         sys.exit(e.exit_code)
     except (KeyboardInterrupt, Abort):
         sys.stderr.write("protolab: interrupted; cells measured so far stay in the run directory\n")

@@ -31,8 +31,10 @@ from .errors import PlanError, ProtolabError, ToolError
 from .plan.expand import Cell, expand
 from .plan.library import BUILTIN_WORKLOADS
 from .plan.model import Configuration, LoadPoint, Plan
+from .plan.preflight import Environment, preflight
 from .proc import Runner, SubprocessRunner
 from .results.records import CellRecord
+from .safepath import inside
 from .results.rundir import RunDir, now, provenance
 from .telemetry.cgroups import RoleCgroups
 from .telemetry.window import Window
@@ -75,8 +77,13 @@ class Study:
     def run(self) -> RunDir:
         """Measure the whole matrix; returns the run directory."""
         plan = self.plan
-        self._check_method()
         self._fio = fio = self.fio or Fio.locate(self.runner)
+        workdir = self.lab_workdir
+        if plan.uses_lab() and workdir is None:
+            from .lab import default_workdir
+
+            workdir = default_workdir(plan.lab.prefix)
+        preflight(plan, self.source, Environment.of_machine(fio.engines(), workdir))
         self._local = self._local_accesses()  # checked before anything is created
         cells = expand(plan)
         rundir = RunDir.create(self.results_root, plan.name, {
@@ -125,20 +132,6 @@ class Study:
         return rundir
 
     # -- checks and targets ----------------------------------------------------------------------
-
-    def _check_method(self) -> None:
-        m = self.plan.method
-        if m.restore and not self.plan.uses_lab():
-            raise PlanError(f"{self.source}: method.restore: restoring needs the embedded lab's pool snapshots; "
-                            "use lab targets (lab:PROTOCOL) or set restore = false")
-        if m.initialise is not None and m.initialise.workload not in BUILTIN_WORKLOADS:
-            raise PlanError(f"{self.source}: method.initialise.workload: unknown workload "
-                            f"{m.initialise.workload!r}; run 'protolab workloads'")
-        if self.plan.uses_lab() and self.plan.lab is not None:
-            most = max(lp.hosts for lp in self.plan.load_points)
-            if most > self.plan.lab.hosts:
-                raise PlanError(f"{self.source}: load_points: a load point asks for {most} hosts but the lab has "
-                                f"{self.plan.lab.hosts}; raise lab.hosts or lower the load point")
 
     def _local_accesses(self) -> dict[str, Access]:
         """Access for every non-lab configuration, after the overwrite check."""
@@ -222,7 +215,8 @@ class Study:
                 return HostRun(spec.name, None, None, streams)
             if spec.agent == "local":
                 make = lambda: LocalAgent(spec.name, fio.path, self._sockets / f"{spec.name}.sock", self.runner,
-                                          log=self.rundir.path / "agents" / f"{spec.name}.log", cgroups=self._cgroups)
+                                          log=inside(self.rundir.path, "agents", f"{spec.name}.log"),
+                                          cgroups=self._cgroups)
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
                                                   extra_options=tuple(spec.ssh_options))
@@ -236,7 +230,7 @@ class Study:
         key = f"{name}@{netns or 'host'}"
         sock = self._sockets / f"{name}-{netns or 'host'}.sock"
         make = lambda: LocalAgent(name, fio.path, sock, self.runner, netns=netns,
-                                  log=self.rundir.path / "agents" / f"{key}.log", cgroups=self._cgroups)
+                                  log=inside(self.rundir.path, "agents", f"{key}.log"), cgroups=self._cgroups)
         return HostRun(name, self._agent(key, make), netns, streams)
 
     def _hosts(self, cell: Cell) -> list[HostRun]:

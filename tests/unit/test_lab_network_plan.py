@@ -48,7 +48,15 @@ END = LinkEnd("pl-h0", "plh0n0")
 def test_tc_for_1gbe_is_tbf_with_a_1ms_burst():
     [cmd] = tc_commands(END, LinkSpec(rate="1GbE", mtu=1500))
     assert cmd[:8] == ["tc", "-n", "pl-h0", "qdisc", "add", "dev", "plh0n0", "root"]
-    assert cmd[cmd.index("tbf") + 1:] == ["rate", "1000000000bit", "burst", "125000", "limit", "625000"]
+    # offloads on: the rate carries a full frame (1,514 B counted) in the time 1,538 B take on a wire
+    assert cmd[cmd.index("tbf") + 1:] == ["rate", "984395318bit", "burst", "125000", "limit", "625000"]
+    assert 1_000_000_000 * 1514 // 1538 == 984395318
+
+
+def test_tc_with_offloads_off_charges_each_frame_preamble_fcs_and_gap():
+    [cmd] = tc_commands(END, LinkSpec(rate="1GbE", mtu=9000, offloads=False))
+    assert cmd[cmd.index("root") + 1:cmd.index("tbf") + 3] == [
+        "handle", "1:", "stab", "overhead", "24", "mpu", "84", "linklayer", "ethernet", "tbf", "rate", "1000000000bit"]
 
 
 def test_tc_burst_never_below_two_jumbo_frames():

@@ -150,7 +150,15 @@ class _Plan:
         self.configurations = [_Cfg(f"c{i}", t) for i, t in enumerate(targets)]
 
 
+def _plan_text(*targets: str) -> str:
+    configs = "".join(f'[[configurations]]\nname = "c{i}"\ntarget = "{t}"\n' for i, t in enumerate(targets))
+    return f'name = "p"\nbaseline = "c0"\nworkloads = ["tr3808-4k"]\nload_points = [{{ streams = 1 }}]\n{configs}'
+
+
 def test_lab_protocols_of_a_plan():
-    assert lab_protocols(_Plan("lab:iscsi", "lab:local", "/dev/sdb")) == {"iscsi", "local"}
-    with pytest.raises(ProtolabError, match="configuration c0: target 'lab:smb' is not a lab export"):
-        lab_protocols(_Plan("lab:smb"))
+    from protolab.plan.load import load_plan_text
+    from protolab.plan.preflight import preflight
+
+    assert lab_protocols(load_plan_text(_plan_text("lab:iscsi", "lab:local", "/dev/sdb"))) == {"iscsi", "local"}
+    with pytest.raises(ProtolabError, match=r"configurations\[0\] \(c0\)\.target: unknown lab target 'lab:smb'"):
+        preflight(load_plan_text(_plan_text("lab:smb")), "p.toml")

@@ -16,12 +16,12 @@ def _render(renderable) -> str:
 
 
 def test_table_shows_the_hand_calculated_iscsi_row():
-    # iSCSI 8 KiB reads, 1GbE, MTU 1500: 2 frames / 228 B to storage, 6 frames / 8780 B to host,
-    # 125e6 / 8780 = 14 237 IOPS, 116.6 MB/s (see test_wire.py for the derivation).
+    # iSCSI 8 KiB reads, 1GbE, MTU 1500: 2.1 frames / 238 B to storage, 6.1 frames / 8788 B to host,
+    # 125e6 / 8788.1 = 14 224 IOPS, 116.5 MB/s (see test_wire.py for the derivation).
     table = limits_table(["iscsi", "nbd"], "1GbE", 1500, 8192, 100.0)
     assert table.row_count == 2
     text = _render(table)
-    for cell in ("iscsi", "228", "8,780", "14,237", "116.6", "to host", "nbd", "14,289"):
+    for cell in ("iscsi", "238", "8,788", "14,224", "116.5", "to host", "nbd", "14,276"):
         assert cell in text
     assert "modelled only" not in text
 
@@ -33,16 +33,16 @@ def test_fc_rows_are_labelled_modelled_only():
 
 def test_run_limits_resolves_a_builtin_workload():
     # tr3808-8k: 8 KiB, 75 % read. iSCSI at MTU 9000:
-    #   read  -> to host 8330 B, to storage 138 B;
-    #   write -> command + 8192 immediate = 8240 B in one segment + 90 = 8330 B to storage (the
-    #            response's ACK rides on the next command); response 138 B to host.
-    #   to host = 0.75 * 8330 + 0.25 * 138 = 6282 B -> 125e6 / 6282 = 19 898 IOPS.
+    #   read  -> to host 8330 + 0.09 ACK (8.1) = 8338.1 B, to storage 138 + 8.1 = 146.1 B;
+    #   write -> command + 8192 immediate = 8240 B in one segment + 90 = 8330, plus 0.09 pure ACK
+    #            of the 48 B response = 8338.1 B to storage; response 138 + 8.1 = 146.1 B to host.
+    #   to host = 0.75 * 8338.1 + 0.25 * 146.1 = 6290.1 B -> 125e6 / 6290.1 = 19 872 IOPS.
     console = Console(record=True, width=220)
     [row] = run_limits("iscsi", "1GbE", 9000, "tr3808-8k", None, None, console)
     assert row.wire_cost.read_pct == 75 and row.wire_cost.payload_bytes == 8192
-    assert row.wire_cost.bytes_to_host == pytest.approx(6282)
-    assert row.wire_cost.bytes_to_storage == pytest.approx(0.75 * 138 + 0.25 * 8330)
-    assert round(row.iops) == 19898
+    assert row.wire_cost.bytes_to_host == pytest.approx(6290.1)
+    assert row.wire_cost.bytes_to_storage == pytest.approx(0.75 * 146.1 + 0.25 * 8338.1)
+    assert round(row.iops) == 19872
     assert "workload tr3808-8k" in console.export_text()
 
 
@@ -85,7 +85,7 @@ def test_limits_command_registers_with_typer():
         terminal_width=220, env={"COLUMNS": "220"},
     )
     assert result.exit_code == 0, result.output
-    # NFSv3 4 KiB reads: 4498 B to host -> 27 790 IOPS, 113.8 MB/s
-    assert "4,498" in result.output and "27,790" in result.output and "113.8" in result.output
+    # NFSv3 4 KiB reads: 4506.1 B to host -> 27 740 IOPS, 113.6 MB/s
+    assert "4,506" in result.output and "27,740" in result.output and "113.6" in result.output
     bad = CliRunner().invoke(app, ["limits", "--protocol", "smb"])
     assert isinstance(bad.exception, ProtolabError)

@@ -7,10 +7,10 @@ from typing import Callable
 
 from ..plan.expand import Cell
 from ..plan.model import Method, Workload
+from ..plan.preflight import ALIGN, region  # noqa: F401  (one owner of the layout rule; re-exported)
+from ..plan.safety import has_control
 from ..plan.units import format_size
 from .targets import Access
-
-ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries
 
 
 def rw_options(w: Workload) -> dict[str, str]:
@@ -42,17 +42,19 @@ def bs_options(w: Workload) -> dict[str, str]:
     return {"bssplit": ":".join(f"{format_size(s)}/{p}" for s, p in pct.items() if p > 0)}
 
 
-def region(size: int, streams: int, workload: Workload) -> int:
-    """Bytes per stream: an equal share of the target, aligned, at least one block."""
-    largest = max(workload.sizes())
-    share = size // streams
-    share -= share % ALIGN if share >= ALIGN else share % largest
-    if share < largest:
-        raise ValueError(f"{size} bytes is too small for {streams} streams of {largest}-byte I/Os")
-    return share
+def fio_seconds(seconds: float) -> str:
+    """A time for a job file: whole seconds, or whole milliseconds with fio's 'ms' suffix; never 1e+08."""
+    ms = round(seconds * 1000)
+    return str(ms // 1000) if ms % 1000 == 0 else f"{ms}ms"
 
 
 def _section(name: str, opts: dict[str, str]) -> list[str]:
+    # a value or name with a line break would add lines to the job file: the plan refuses them, and so do we
+    for k, v in opts.items():
+        if has_control(str(k)) or has_control(str(v)):
+            raise ValueError(f"job option {k!r} holds a control character")
+    if has_control(name):
+        raise ValueError(f"job name {name!r} holds a control character")
     return [f"[{name}]", *(f"{k}={v}" for k, v in opts.items()), ""]
 
 
@@ -96,19 +98,19 @@ def render_streams(
     glob |= {
         "iodepth": str(cell.oio),
         "time_based": "1",
-        "runtime": f"{runtime:g}",
+        "runtime": fio_seconds(runtime),
         "randrepeat": "0",
         "norandommap": "1",
     }
     if ramp:
-        glob["ramp_time"] = f"{ramp:g}"
+        glob["ramp_time"] = fio_seconds(ramp)
     if w.rate_iops:
         glob["rate_iops"] = str(w.rate_iops)
     if log_prefix:
         glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
     for k, v in (extra or {}).items():
         glob[k] = ("1" if v else "0") if isinstance(v, bool) else str(v)
-    lines = [f"# protolab cell {cell.id}", *_section("global", glob)]
+    lines = [f"# protolab cell {cell.id}".replace("\n", " "), *_section("global", glob)]
     for st in streams:
         a = st.access
         opts = {"ioengine": a.ioengine, **a.options}

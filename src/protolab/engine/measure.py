@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..plan.expand import Cell
+from ..safepath import inside
 from .agents import Agent
 from .fio import Fio
 from .jobfile import Stream, render_streams
@@ -85,12 +86,12 @@ def measure(
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{cell.id}.{tag}"
     prefix = str(folder / name)
-    output = folder / f"{name}.json"
+    output = inside(folder, f"{name}.json")
     for old in folder.glob(f"{name}_iops.*"):
         old.unlink()
     jobs = []
     for h in hosts:
-        job = folder / f"{name}.{h.name}.fio"
+        job = inside(folder, f"{name}.{h.name}.fio")
         job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix))
         jobs.append(job)
     if len(hosts) == 1 and hosts[0].agent is None:

@@ -13,10 +13,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from ..conventions import DATA_FILE
 from ..errors import TargetError
+from ..plan.targets import parse_target
 from ..proc import Runner
 
 SIDECAR = ".protolab"  # '<data file>.protolab' marks a file protolab created
@@ -51,26 +51,21 @@ def resolve(
     url: str, *, size: int, ioengine: str | None, direct: bool, netns: str | None = None, owned: bool = False
 ) -> Access:
     """The Access for a target URL or path; raises TargetError naming the target when it cannot work."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "iscsi":
-        if not parts.hostname or parts.path.count("/") < 2:
-            raise TargetError(f"target {url}: an iSCSI target is iscsi://HOST[:PORT]/IQN/LUN")
-        host = f"{parts.hostname}:{parts.port or 3260}"
-        return Access("iscsi", "libiscsi", {}, _escape(f"iscsi://{host}{parts.path}"), size, netns, None, owned)
-    if scheme == "nbd":
-        if not parts.hostname:
-            raise TargetError(f"target {url}: an NBD target is nbd://HOST[:PORT][/EXPORT]")
+    try:
+        ref = parse_target(url)
+    except ValueError as e:
+        raise TargetError(str(e)) from None
+    if ref.kind == "lab":
+        raise TargetError(f"target {url}: a lab target is resolved by the lab first")
+    if ref.kind == "iscsi":
+        host = f"{ref.host}:{ref.port}"
+        return Access("iscsi", "libiscsi", {}, _escape(f"iscsi://{host}/{ref.iqn}/{ref.lun}"), size, netns, None,
+                      owned)
+    if ref.kind == "nbd":
         return Access("nbd", "nbd", {"uri": url}, None, size, netns, None, owned)
-    if scheme == "nfs":
-        if not parts.hostname or not parts.path.strip("/"):
-            raise TargetError(f"target {url}: an NFS target is nfs://HOST/EXPORT")
+    if ref.kind == "nfs":
         return Access("nfs", "nfs", {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
-    if scheme and len(scheme) > 1:
-        raise TargetError(
-            f"target {url}: unknown scheme {scheme!r}; use a path, iscsi://, nfs://, nbd:// or lab:PROTOCOL"
-        )
-    path = Path(url)
+    path = Path(url).absolute()  # fio may run with another working directory (a server, a namespace)
     engine = ioengine or "io_uring"
     opts = {"direct": "1" if direct else "0"}
     if path.is_dir():

@@ -21,17 +21,9 @@ WORKDIR_HELP = "Lab directory (record, pool, logs); default /var/tmp/protolab-la
 
 def lab_protocols(plan) -> set[str]:
     """The lab protocols a plan's configurations use (``lab:iscsi`` → ``iscsi``)."""
-    out: set[str] = set()
-    for c in plan.configurations:
-        url = plan.target_of(c).url if hasattr(plan, "target_of") else str(c.target)
-        if url.startswith("lab:"):
-            proto = url.split(":", 1)[1]
-            if proto not in PROTOCOLS:
-                raise ProtolabError(
-                    f"configuration {c.name}: target {url!r} is not a lab export; use one of "
-                    + ", ".join(f"lab:{p}" for p in PROTOCOLS))
-            out.add(proto)
-    return out
+    from ..plan.preflight import lab_protocols as used
+
+    return used(plan)
 
 
 def _workdir(workdir: Optional[Path], prefix: str) -> Path:
@@ -47,8 +39,11 @@ def up(
     from ..plan.load import load_plan
     from ..plan.topology import LabSpec
 
+    from ..plan.preflight import Environment, preflight
+
     p = load_plan(plan)
     spec = p.lab if p.lab is not None else LabSpec()
+    preflight(p, str(plan), Environment.of_machine(None, _workdir(workdir, spec.prefix)))
     protocols = lab_protocols(p)
     if not protocols:
         raise ProtolabError(f"{plan}: no configuration targets the lab; use a target like \"lab:nbd\"")

@@ -11,6 +11,10 @@ from .names import Link, LinkEnd
 
 TIMEOUT = 30.0
 ETH_HEADER = 14
+#: What a wire carries per frame beyond what tbf counts: preamble + SFD (8), FCS (4), inter-frame gap (12).
+WIRE_EXTRA = 24
+#: The shortest frame on a wire with those: 64 B minimum frame + 8 + 12.
+WIRE_MIN_FRAME = 84
 
 
 def tc_commands(end: LinkEnd, link: LinkSpec) -> list[list[str]]:
@@ -22,6 +26,14 @@ def tc_commands(end: LinkEnd, link: LinkSpec) -> list[list[str]]:
     1 ms a steady 0.956 = 1448/1514, the payload share of a full frame at MTU 1500).
     The queue holds at least 5 ms.
     netem, when asked for, hangs below tbf so delayed packets are still shaped.
+
+    tbf counts a frame as its Ethernet header and IP packet (1,514 B at MTU 1500); a wire
+    also carries preamble + SFD, FCS and the inter-frame gap (WIRE_EXTRA, 24 B), so an
+    unadjusted 1GbE carried 1.6 % more than a real one. With offloads off every frame is a
+    frame and tc's size table adds the 24 B to each (minimum 84 B, the shortest frame on a
+    wire). With offloads on, tbf sees TSO/GSO super-packets and a size table would add the
+    24 B once per 45 frames, so the rate itself is lowered by frame / (frame + 24): exact for
+    full frames, which carry the bytes of a throughput-bound link.
     """
     base = ["tc", "-n", end.netns, "qdisc", "add", "dev", end.ifname]
     cmds: list[list[str]] = []
@@ -37,7 +49,12 @@ def tc_commands(end: LinkEnd, link: LinkSpec) -> list[list[str]]:
         frame = link.mtu + ETH_HEADER
         burst = max(2 * frame, rate // 8 // 1000, 16 * 1024)
         limit = max(4 * burst, rate // 8 // 200)
-        cmds.append(base + ["root", "handle", "1:", "tbf", "rate", f"{rate}bit",
+        if link.offloads:
+            stab: list[str] = []
+            rate = rate * frame // (frame + WIRE_EXTRA)
+        else:
+            stab = ["stab", "overhead", str(WIRE_EXTRA), "mpu", str(WIRE_MIN_FRAME), "linklayer", "ethernet"]
+        cmds.append(base + ["root", "handle", "1:", *stab, "tbf", "rate", f"{rate}bit",
                             "burst", str(burst), "limit", str(limit)])
         if netem:
             cmds.append(base + ["parent", "1:1", "handle", "10:", "netem", *netem])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -22,20 +24,43 @@ _HINTS = {
 }
 
 
-def load_plan(path: str | Path) -> Plan:
-    """Read, parse and validate the plan at ``path``; any problem is a one-line PlanError."""
+#: A plan is a page of TOML; anything larger is not a plan (and /dev/zero must not fill memory).
+MAX_PLAN_BYTES = 4 * 1024**2
+
+
+def read_plan_file(path: str | Path) -> str:
+    """The text of the plan file at ``path``: a regular file (after symlinks) of at most 4 MiB, UTF-8."""
     p = Path(path)
     try:
-        text = p.read_text()
+        st = os.stat(p)  # follows symlinks: a link to a plan is fine, a link to a device is not
+        if stat.S_ISDIR(st.st_mode):
+            raise PlanError(f"{p}: is a directory, not a plan file; give the path of a .toml plan")
+        if not stat.S_ISREG(st.st_mode):
+            raise PlanError(f"{p}: is not a regular file (a FIFO, device or socket); give the path of a .toml plan")
+        if st.st_size > MAX_PLAN_BYTES:
+            raise PlanError(f"{p}: is {st.st_size:,} bytes, more than a plan's {MAX_PLAN_BYTES // 1024**2} MiB; "
+                            "give the path of a .toml plan")
+        # O_NONBLOCK: if the path was swapped for a FIFO after the check, open must not hang
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise PlanError(f"{p}: is not a regular file; give the path of a .toml plan")
+            data = f.read(MAX_PLAN_BYTES + 1)
     except FileNotFoundError:
         raise PlanError(f"{p}: no such plan file; check the path, or run 'protolab plans' for built-ins") from None
-    except IsADirectoryError:
-        raise PlanError(f"{p}: is a directory, not a plan file; give the path of a .toml plan") from None
-    except (PermissionError, OSError) as e:
+    except OSError as e:
         raise PlanError(f"{p}: cannot read the plan ({e.strerror or e}); check its permissions") from None
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanError(f"{p}: is larger than a plan's {MAX_PLAN_BYTES // 1024**2} MiB; give the path of a .toml plan")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise PlanError(f"{p}: is not a UTF-8 text file; a plan is TOML text") from None
-    return load_plan_text(text, source=str(p))
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read, parse and validate the plan at ``path``; any problem is a one-line PlanError."""
+    return load_plan_text(read_plan_file(path), source=str(Path(path)))
 
 
 def load_builtin(name: str) -> tuple[Plan, str]:
@@ -54,10 +79,18 @@ def load_plan_text(text: str, *, source: str = "<plan>") -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{source}: invalid TOML: {e}; fix the syntax at that line") from None
+    except RecursionError:
+        raise PlanError(f"{source}: invalid TOML: nested too deeply; a plan is a few flat tables") from None
+    return load_plan_data(data, source=source, text=text)
+
+
+def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "") -> Plan:
+    """Validate parsed plan data (a TOML document as a dict); any problem is a one-line PlanError."""
     workloads = _resolve_workloads(data.get("workloads"), source, text)
     data = {**data, "workloads": workloads} if workloads is not None else data
     if "baseline" not in data:
-        names = [c.get("name") for c in data.get("configurations", []) if isinstance(c, dict)]
+        configs = data.get("configurations")
+        names = [c.get("name") for c in configs if isinstance(c, dict)] if isinstance(configs, list) else []
         hint = f" (one of: {', '.join(map(str, names))})" if names else ""
         raise PlanError(
             f'{source}: baseline: missing; add baseline = "<configuration name>"{hint} at the top of the plan'
@@ -92,6 +125,10 @@ def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | Non
         entry = dict(entry)
         base_name = entry.pop("base", None)
         name = entry.get("name")
+        for key, value in (("base", base_name), ("name", name)):
+            if value is not None and not isinstance(value, str):
+                raise PlanError(f"{source}{_at(text, ['workloads'])}: {where}.{key}: expected a workload name "
+                                f"(a string), got {type(value).__name__}")
         if base_name is None and name in BUILTIN_WORKLOADS:
             base_name = name
         base: dict[str, Any] = {}
@@ -129,7 +166,10 @@ def _validate_lab(raw: Any, source: str, text: str) -> Any:
 
 def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) -> str:
     """The first validation error as 'FILE:LINE: field.path: problem; what to do'."""
-    err = e.errors()[0]
+    errors = e.errors(include_url=False)
+    # a value that could be one of two forms (a name or a table) fails both; the deeper error is the one
+    # that says what is wrong inside the table the user wrote
+    err = max(errors, key=lambda x: (len(x["loc"]), -errors.index(x)))
     loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int", "TargetSpec", "dict[int,float]"}))
     field = _dotted(loc)
     msg = err["msg"]
@@ -140,7 +180,8 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     elif err["type"] == "missing":
         msg = "missing"
     elif "input" in err and err["type"] not in {"value_error", "assertion_error"}:
-        msg = f"{msg} (got {err['input']!r})"
+        shown = repr(err["input"])
+        msg = f"{msg} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
     hint = _HINTS.get(err["type"], "")
     if not hint and err["type"].startswith(("int_", "float_")):
         hint = "write a whole number" if err["type"].startswith("int_") else "write a number"

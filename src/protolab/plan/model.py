@@ -6,31 +6,53 @@ passed down; nothing else reads the file.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from . import safety
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
 
+#: The deepest queue a stream may ask for: io_uring's largest ring (IORING_MAX_ENTRIES); deeper fails in fio.
+MAX_OIO = 32768
+#: Load streams per host and hosts per load point: far beyond any study, small enough to stay a mistake.
+MAX_STREAMS = 1024
+MAX_HOSTS = 256
+#: The longest window or warm-up: 30 days (the seeds' longest run was 84 hours).
+MAX_DURATION_S = 30 * 86400
+#: The largest data set per target: 1 PiB.
+MAX_DATA = 1024**5
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: no "3" → 3, true → 1 or "yes" → true; sizes and durations parse their own written forms
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+#: Free text shown to people: no control characters (a terminal escape could rewrite the screen).
+Description = Annotated[str, AfterValidator(lambda v: safety.check_text(v, "description"))]
 
 
 class Workload(_Model):
     """An access spec, as Iometer and the studies define one."""
 
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: str = Field(description=safety.NAME_RULE)
+    description: Description = ""
     block_size: int | dict[int, float] = Field(
         description="bytes, or a mix {size: weight}; written '4k' or {'4k' = 75, '64k' = 25}"
     )
     read_pct: float = Field(ge=0, le=100, description="share of I/Os that read, in %")
     random_pct: float = Field(ge=0, le=100, description="share of I/Os at random offsets, in %")
-    oio: int = Field(default=4, ge=1, description="outstanding I/Os per load stream")
-    rate_iops: int | None = Field(default=None, gt=0, description="optional cap per load stream")
+    oio: int = Field(default=4, ge=1, le=MAX_OIO, description="outstanding I/Os per load stream")
+    rate_iops: int | None = Field(default=None, gt=0, le=10**9, description="optional cap per load stream")
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "workload")
 
     @field_validator("block_size", mode="before")
     @classmethod
@@ -71,6 +93,8 @@ def _block(v: Any) -> int:
     n = parse_size(v)
     if n < 512 or n % 512:
         raise ValueError(f"block size must be a positive multiple of 512 bytes (got {v!r})")
+    if n > 1024**3:
+        raise ValueError(f"block size must be at most 1G (got {v!r})")
     return n
 
 
@@ -86,37 +110,81 @@ class TargetSpec(_Model):
     )
     size: int | None = Field(default=None, description="bytes of the target to use; default: method.data_size")
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if safety.has_control(v) or len(v) > 4096:
+            raise ValueError("url holds a control character or is too long; write one path or URL")
+        return v
+
     @field_validator("size", mode="before")
     @classmethod
     def _size(cls, v: Any) -> int | None:
-        return None if v is None else parse_size(v)
+        if v is None:
+            return None
+        n = parse_size(v)
+        if n < 1024**2:
+            raise ValueError(f"size must be at least 1M (got {v!r})")
+        return n
 
 
 class Configuration(_Model):
     """A named combination of a target and settings; one configuration is the baseline."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-    description: str = ""
+    name: str = Field(description=safety.NAME_RULE)
+    description: Description = ""
     target: str | TargetSpec
     ioengine: str | None = Field(
         default=None, description="fio engine for local targets (io_uring, libaio, psync); URLs pick their own"
     )
     direct: bool = Field(default=True, description="O_DIRECT for local targets")
     link: dict[str, Any] = Field(default_factory=dict, description="lab link overrides, e.g. {mtu = 9000}")
-    fio: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="extra fio job options, passed as given"
+    fio: dict[str, str] = Field(
+        default_factory=dict,
+        description="fio options that tune how the engine submits and completes I/O (an allow-list, see README)",
     )
     path_policy: Literal["fixed", "round-robin"] = Field(
         default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
     )
 
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "configuration")
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target(cls, v: Any) -> Any:
+        if isinstance(v, str) and (safety.has_control(v) or len(v) > 4096 or not v.strip()):
+            raise ValueError("target is empty, holds a control character or is too long; "
+                             "write a [targets] name, a path or a URL")
+        return v
+
+    @field_validator("ioengine", mode="before")
+    @classmethod
+    def _engine(cls, v: Any) -> Any:
+        return None if v is None else safety.check_engine(v)
+
+    @field_validator("fio", mode="before")
+    @classmethod
+    def _fio(cls, v: Any) -> dict[str, str]:
+        return safety.check_fio_options(v)
+
+    @field_validator("link", mode="before")
+    @classmethod
+    def _link(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise ValueError("link must be a table of link settings, e.g. link = { mtu = 9000 }")
+        return v
+
 
 class LoadPoint(_Model):
     """One step of the load ladder: hosts × load streams per host × outstanding I/Os per stream."""
 
-    hosts: int = Field(default=1, ge=1)
-    streams: int = Field(ge=1, description="load streams per host (the studies' VMs)")
-    oio: int | None = Field(default=None, ge=1, description="outstanding I/Os per stream; default: the workload's")
+    hosts: int = Field(default=1, ge=1, le=MAX_HOSTS)
+    streams: int = Field(ge=1, le=MAX_STREAMS, description="load streams per host (the studies' VMs)")
+    oio: int | None = Field(default=None, ge=1, le=MAX_OIO,
+                            description="outstanding I/Os per stream; default: the workload's")
 
     def oio_for(self, workload: Workload) -> int:
         """Outstanding I/Os per stream at this point for ``workload``."""
@@ -132,8 +200,8 @@ class Initialise(_Model):
     """The access spec that initialises the data once per study (TR-3808: 5 min of 8 KiB random reads)."""
 
     workload: str = Field(default="tr3808-init", description="a built-in workload name")
-    duration: float = Field(default=60.0, gt=0, description="seconds")
-    streams: int = Field(default=4, ge=1)
+    duration: float = Field(default=60.0, gt=0, le=MAX_DURATION_S, description="seconds")
+    streams: int = Field(default=4, ge=1, le=MAX_STREAMS)
 
     @field_validator("duration", mode="before")
     @classmethod
@@ -152,22 +220,57 @@ class LoadHost(_Model):
     fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
     fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")
     ssh_options: list[str] = Field(
-        default_factory=list, description="extra ssh arguments, e.g. ['-F', '~/.ssh/lab_config'] or ['-i', KEY]"
+        default_factory=list,
+        description="extra ssh arguments: -F FILE, -i FILE, -p PORT, -o KEY=VALUE (keys that run nothing)",
     )
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "host")
 
     @field_validator("agent")
     @classmethod
     def _agent(cls, v: str) -> str:
-        if v != "local" and not v.startswith(("ssh://", "fio://")):
+        if v == "local":
+            return v
+        if not v.startswith(("ssh://", "fio://")):
             raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST' or 'fio://HOST[:PORT]' (got {v!r})")
+        from urllib.parse import urlsplit
+
+        try:
+            u = urlsplit(v)
+            port = u.port
+        except ValueError:
+            raise ValueError(f"agent {v!r}: the port must be a number from 1 to 65535") from None
+        host, user = u.hostname or "", u.username
+        if (not _HOST.match(host) or host.startswith("-") or (user is not None and not _USER.match(user))
+                or u.password is not None or u.path not in ("", "/") or u.query or u.fragment
+                or port == 0):
+            raise ValueError(f"agent {v!r} is not of the form ssh://[USER@]HOST[:PORT] or fio://HOST[:PORT] "
+                             "(a host name or address, a plain user name)")
         return v
+
+    @field_validator("fio", mode="before")
+    @classmethod
+    def _fio(cls, v: Any) -> str:
+        return safety.check_remote_fio(v)
+
+    @field_validator("ssh_options", mode="before")
+    @classmethod
+    def _ssh(cls, v: Any) -> list[str]:
+        return safety.check_ssh_options(v)
+
+
+_HOST = re.compile(r"^[A-Za-z0-9_.:-]{1,253}$")
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 
 
 class Method(_Model):
     """How each cell is measured."""
 
     warmup: float = Field(
-        default=5.0, ge=0,
+        default=5.0, ge=0, le=MAX_DURATION_S,
         description="seconds of warm-up before each measured window (the maximum when warmup_until_steady)",
     )
     warmup_until_steady: bool = Field(
@@ -176,7 +279,7 @@ class Method(_Model):
     steady_window: int = Field(default=5, ge=3, le=60, description="seconds in the steady-state window")
     restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
     initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
-    duration: float = Field(default=30.0, gt=0, description="seconds of the measured window")
+    duration: float = Field(default=30.0, ge=1, le=MAX_DURATION_S, description="seconds of the measured window")
     repeats: int = Field(
         default=5, ge=1, le=100,
         description="measured windows per cell (Mann–Whitney needs ≥4 per side to ever call a difference)",
@@ -195,6 +298,8 @@ class Method(_Model):
         n = parse_size(v)
         if n < 1024**2:
             raise ValueError(f"data_size must be at least 1M (got {v!r})")
+        if n > MAX_DATA:
+            raise ValueError(f"data_size must be at most 1P (got {v!r})")
         return n
 
     def summary(self) -> str:
@@ -209,8 +314,8 @@ class Method(_Model):
 class Plan(_Model):
     """A whole study: configurations × workloads × load points × repeats, and the baseline."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-    description: str = ""
+    name: str = Field(description=safety.NAME_RULE)
+    description: Description = ""
     baseline: str
     workloads: list[Workload] = Field(min_length=1)
     targets: dict[str, TargetSpec] = Field(default_factory=dict)
@@ -219,6 +324,19 @@ class Plan(_Model):
     method: Method = Method()
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: Any) -> str:
+        return safety.check_name(v, "plan")
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for key in v:
+                safety.check_name(key, "target")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":

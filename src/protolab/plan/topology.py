@@ -63,7 +63,7 @@ def parse_delay_us(value: str) -> int:
 class LinkSpec(BaseModel):
     """One emulated link: rate (None = unshaped), MTU, one-way delay and loss per direction, offloads."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     rate: str | None = "1GbE"
     mtu: int = 1500
@@ -76,12 +76,15 @@ class LinkSpec(BaseModel):
     def _rate(cls, v: Any) -> str | None:
         if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "unlimited", "")):
             return None
-        parse_rate(v)
+        bps = parse_rate(v)
+        if bps > 400_000_000_000:
+            raise ValueError(f"rate must be at most 400Gbit, got {v!r}")
         return str(v).strip()
 
     @field_validator("mtu")
     @classmethod
     def _mtu(cls, v: int) -> int:
+        # veth takes 68..65535; below 576 iSCSI/NFS do not work and 9000 is the usual jumbo frame
         if not 576 <= v <= 65535:
             raise ValueError(f"mtu must be between 576 and 65535 (1500 or 9000 are usual), got {v}")
         return v
@@ -89,8 +92,10 @@ class LinkSpec(BaseModel):
     @field_validator("delay", mode="before")
     @classmethod
     def _delay(cls, v: Any) -> str | None:
-        if v is None or v == "" or v == 0:
+        if v is None or v == "" or (v == 0 and not isinstance(v, bool)):
             return None
+        if not isinstance(v, str):
+            raise ValueError(f"delay must be like '250us', '1ms' or '0.1s', got {v!r}")
         if parse_delay_us(v) > 10_000_000:
             raise ValueError(f"delay must be at most 10s, got {v!r}")
         return str(v).strip()
@@ -116,7 +121,9 @@ class LinkSpec(BaseModel):
         """This link with a configuration's overrides applied (e.g. ``{"mtu": 9000}``), validated."""
         if not overrides:
             return self
-        unknown = sorted(set(overrides) - set(type(self).model_fields))
+        if not isinstance(overrides, dict):
+            raise ValueError("link must be a table of link settings, e.g. link = { mtu = 9000 }")
+        unknown = sorted(map(str, set(overrides) - set(type(self).model_fields)))
         if unknown:
             raise ValueError(
                 f"unknown link setting(s) {', '.join(unknown)}; "
@@ -128,7 +135,7 @@ class LinkSpec(BaseModel):
 class ExportAccess(BaseModel):
     """Which load hosts (by number, from 0) an export admits; None means every host."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     hosts: tuple[int, ...] | None = None
 
@@ -138,6 +145,8 @@ class ExportAccess(BaseModel):
         # Allow `iscsi = [0, 1]` as well as `iscsi = { hosts = [0, 1] }`.
         if isinstance(v, (list, tuple)):
             return {"hosts": tuple(v)}
+        if isinstance(v, dict) and isinstance(v.get("hosts"), list):
+            return {**v, "hosts": tuple(v["hosts"])}
         return v
 
     def admits(self, host: int) -> bool:
@@ -148,7 +157,7 @@ class ExportAccess(BaseModel):
 class PathSpec(BaseModel):
     """Host NIC ``nic`` (of host ``host``, or of every host when omitted) reaches storage port ``port``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     nic: int = Field(ge=0)
     port: int = Field(ge=0)
@@ -158,7 +167,7 @@ class PathSpec(BaseModel):
 class LabSpec(BaseModel):
     """The embedded lab: a storage server, load hosts, a switch, links, a pool and its exports."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     prefix: str = "pl"
     hosts: int = 1
@@ -170,6 +179,11 @@ class LabSpec(BaseModel):
     cow: bool = False
     exports: dict[Literal["iscsi", "nfs", "nbd"], ExportAccess] = Field(default_factory=dict)
     paths: tuple[PathSpec, ...] = ()
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _paths(cls, v: Any) -> Any:
+        return tuple(v) if isinstance(v, list) else v
 
     @field_validator("prefix")
     @classmethod
@@ -204,6 +218,8 @@ class LabSpec(BaseModel):
             raise ValueError(f"{info.field_name}: {e}") from None
         if n < 16 * 1024**2:
             raise ValueError(f"{info.field_name} must be at least 16M, got {v!r}")
+        if n > 1024**5:
+            raise ValueError(f"{info.field_name} must be at most 1P, got {v!r}")
         return str(v)
 
     @model_validator(mode="after")

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ProtolabError
+from ..safepath import inside
 from .records import CellRecord
 
 MANIFEST_SCHEMA = 1
@@ -36,7 +37,7 @@ CSV_COLUMNS = [
 
 def now() -> str:
     """The current UTC time, ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -128,7 +129,10 @@ class RunDir:
         """A new results/<run-id>/ with its manifest; run-id = UTC time + plan name."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", plan_name)
-        path = Path(root) / f"{stamp}-{safe}"
+        # absolute: fio runs with other working directories (a fio server's, a namespace's), and every
+        # path it is given must still point here
+        root = Path(root).absolute()
+        path = root / f"{stamp}-{safe}"
         n = 1
         while path.exists():
             n += 1
@@ -145,7 +149,7 @@ class RunDir:
     @classmethod
     def open(cls, path: Path) -> "RunDir":
         """An existing run directory; ProtolabError if it is not one."""
-        p = Path(path)
+        p = Path(path).absolute()
         if not (p / "manifest.json").is_file():
             raise ProtolabError(f"{p}: not a protolab run directory (no manifest.json); give results/<run-id>")
         rd = cls(p)
@@ -171,19 +175,19 @@ class RunDir:
 
     def raw_path(self, cell_id: str) -> Path:
         """Where fio's json+ output of a cell goes."""
-        p = self.path / "raw" / f"{cell_id}.json"
+        p = inside(self.path, "raw", f"{cell_id}.json")
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
     def job_path(self, cell_id: str) -> Path:
         """Where the fio job file of a cell goes."""
-        p = self.path / "jobs" / f"{cell_id}.fio"
+        p = inside(self.path, "jobs", f"{cell_id}.fio")
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
     def add_record(self, rec: CellRecord) -> None:
         """Store one cell record, rewrite cells.csv to include it, and list it in the manifest."""
-        write_json(self.path / "records" / f"{rec.cell_id}.json", rec.model_dump(mode="json"))
+        write_json(inside(self.path, "records", f"{rec.cell_id}.json"), rec.model_dump(mode="json"))
         records = self.records()
         self.write_csv(records)
         self.update_manifest(cells_done=len(records), cells=[cell_summary(r) for r in records])

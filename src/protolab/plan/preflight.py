@@ -1,0 +1,192 @@
+"""The pre-flight: every check `run` makes before it creates anything, in one place `validate` uses too.
+
+Nothing here touches the machine: what it needs to know of it (fio's engines, free
+disk space) comes in an ``Environment``, so the same rules run in unit tests, in
+``protolab validate`` and at the start of ``protolab run``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import PlanError
+from .model import Configuration, Plan, Workload
+from .targets import LAB_TARGETS, TargetRef, looks_like_target, parse_target
+from .units import format_size
+
+ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries
+#: btrfs metadata and the system chunk of the lab's pool, beyond its exports.
+POOL_HEADROOM = 256 * 1024**2
+#: Longest Linux interface name (IFNAMSIZ - 1).
+IFNAME_MAX = 15
+#: fio engines the URL targets use.
+URL_ENGINES = {"iscsi": "libiscsi", "nfs": "nfs", "nbd": "nbd"}
+
+
+def region(size: int, streams: int, workload: Workload) -> int:
+    """Bytes per stream: an equal share of the target, aligned, at least one block of the largest size."""
+    largest = max(workload.sizes())
+    share = size // streams
+    share -= share % ALIGN if share >= ALIGN else share % largest
+    if share < largest:
+        raise ValueError(f"{format_size(size)} bytes of data shared by {streams} streams leaves less than one "
+                         f"{format_size(largest)} block per stream")
+    return share
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the pre-flight may know of the machine; None means unknown (that check is skipped)."""
+
+    fio_engines: frozenset[str] | None = None
+    free_bytes: Callable[[Path], int | None] = field(default=lambda _p: None)
+    lab_workdir: Path | None = None
+
+    @classmethod
+    def of_machine(cls, fio_engines: list[str] | None, lab_workdir: Path | None) -> "Environment":
+        """This machine: the engines the caller's fio lists, free space of the lab workdir's disk."""
+        return cls(frozenset(fio_engines) if fio_engines else None, _free_bytes, lab_workdir)
+
+
+def _free_bytes(path: Path) -> int | None:
+    """Free bytes on the file system that holds ``path`` (or its nearest existing parent)."""
+    import shutil
+
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return None
+
+
+def lab_protocols(plan: Plan) -> set[str]:
+    """The lab targets a plan's configurations use (``lab:iscsi`` → ``iscsi``)."""
+    out = set()
+    for c in plan.configurations:
+        ref = parse_target(plan.target_of(c).url)
+        if ref.lab:
+            out.add(ref.lab)
+    return out
+
+
+def target_ref(plan: Plan, index: int, source: str) -> TargetRef:
+    """Configuration ``index``'s target, parsed; a one-line PlanError when it names nothing usable."""
+    c = plan.configurations[index]
+    where = f"{source}: configurations[{index}] ({c.name}).target"
+    if isinstance(c.target, str) and c.target not in plan.targets and not looks_like_target(c.target):
+        close = difflib.get_close_matches(c.target, list(plan.targets), n=1)
+        hint = (f"did you mean {close[0]!r}?" if close else
+                f"[targets] names {', '.join(plan.targets) or 'nothing'}")
+        raise PlanError(f"{where}: {c.target!r} is not a [targets] name, a URL or a path with '/'; {hint} "
+                        "(write ./NAME for a file in this directory)")
+    try:
+        return parse_target(plan.target_of(c).url)
+    except ValueError as e:
+        raise PlanError(f"{where}: {e}") from None
+
+
+def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
+    """Raise a one-line PlanError for anything `run` would refuse; create nothing."""
+    env = env or Environment()
+    refs = [target_ref(plan, i, source) for i in range(len(plan.configurations))]
+    for name, t in plan.targets.items():
+        try:
+            parse_target(t.url)
+        except ValueError as e:
+            raise PlanError(f"{source}: targets.{name}.url: {e}") from None
+    _method(plan, source, refs)
+    _lab(plan, source, refs, env)
+    _engines(plan, source, refs, env)
+    _regions(plan, source, refs)
+
+
+def _method(plan: Plan, source: str, refs: list[TargetRef]) -> None:
+    from .library import BUILTIN_WORKLOADS
+
+    m = plan.method
+    uses_lab = any(r.is_lab for r in refs)
+    if m.restore and not uses_lab:
+        raise PlanError(f"{source}: method.restore: restoring needs the embedded lab's pool snapshots; "
+                        "use lab targets (lab:PROTOCOL) or set restore = false")
+    if m.initialise is not None and m.initialise.workload not in BUILTIN_WORKLOADS:
+        close = difflib.get_close_matches(m.initialise.workload, list(BUILTIN_WORKLOADS), n=1)
+        raise PlanError(f"{source}: method.initialise.workload: unknown workload {m.initialise.workload!r}; "
+                        + (f"did you mean {close[0]!r}? " if close else "") + "run 'protolab workloads'")
+
+
+def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:
+    uses_lab = any(r.is_lab for r in refs)
+    for i, (c, r) in enumerate(zip(plan.configurations, refs)):
+        if c.link and not r.is_lab:
+            raise PlanError(f"{source}: configurations[{i}] ({c.name}).link: link settings apply only to lab "
+                            "targets (lab:PROTOCOL); remove link or use a lab target")
+    if not uses_lab:
+        return
+    lab = plan.lab
+    assert lab is not None  # the loader gives a lab plan the lab's defaults
+    for i, c in enumerate(plan.configurations):
+        try:
+            lab.link.merged(c.link)
+        except Exception as e:  # ValueError or pydantic's ValidationError: both name the setting
+            msg = e.errors(include_url=False)[0]["msg"] if hasattr(e, "errors") else str(e)
+            raise PlanError(f"{source}: configurations[{i}] ({c.name}).link: "
+                            f"{msg.removeprefix('Value error, ')}") from None
+    most = max(lp.hosts for lp in plan.load_points)
+    if most > lab.hosts:
+        raise PlanError(f"{source}: load_points: a load point asks for {most} hosts but the lab has "
+                        f"{lab.hosts}; raise lab.hosts or lower the load point")
+    longest = max([f"{lab.prefix}s{lab.storage_ports - 1}b", f"{lab.prefix}h{lab.hosts - 1}n{lab.nics_per_host - 1}b"],
+                  key=len)
+    if len(longest) > IFNAME_MAX:
+        raise PlanError(f"{source}: lab.prefix: interface {longest!r} would be longer than {IFNAME_MAX} "
+                        "characters; use a shorter prefix")
+    protocols = {r.lab for r in refs if r.is_lab}
+    need = len(protocols) * lab.export_bytes + POOL_HEADROOM
+    if lab.pool_bytes < need:
+        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} is too small for {len(protocols)} export(s) "
+                        f"of {lab.export_size}; set lab.pool_size to at least {format_size(need)}")
+    where = env.lab_workdir
+    free = env.free_bytes(where) if where is not None else None
+    if free is not None and free < lab.pool_bytes:
+        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} does not fit the {format_size(free)} free "
+                        f"on the disk of {where}; lower lab.pool_size or choose another --lab-workdir")
+    assert protocols <= set(LAB_TARGETS)
+
+
+def _engines(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:
+    engines = env.fio_engines
+    if engines is None:
+        return
+    for i, (c, r) in enumerate(zip(plan.configurations, refs)):
+        kind = r.lab if r.is_lab else r.kind
+        wanted = URL_ENGINES.get(kind or "", c.ioengine or "io_uring")
+        if wanted not in engines:
+            field_name = "ioengine" if kind not in URL_ENGINES else "target"
+            raise PlanError(f"{source}: configurations[{i}] ({c.name}).{field_name}: this fio has no {wanted!r} "
+                            f"engine (it lists {', '.join(sorted(engines))}); run 'protolab doctor'")
+
+
+def target_bytes(plan: Plan, c: Configuration, ref: TargetRef) -> int:
+    """The bytes of data a configuration's streams share."""
+    t = plan.target_of(c)
+    if ref.is_lab and plan.lab is not None:
+        return min(plan.lab.export_bytes, t.size or plan.lab.export_bytes)
+    return t.size or plan.method.data_size
+
+
+def _regions(plan: Plan, source: str, refs: list[TargetRef]) -> None:
+    for i, (c, r) in enumerate(zip(plan.configurations, refs)):
+        size = target_bytes(plan, c, r)
+        for w in plan.workloads:
+            for j, lp in enumerate(plan.load_points):
+                try:
+                    region(size, lp.hosts * lp.streams, w)
+                except ValueError as e:
+                    raise PlanError(f"{source}: load_points[{j}]: configuration {c.name!r}, workload {w.name!r}: "
+                                    f"{e}; raise the target's size (or method.data_size / lab.export_size) "
+                                    "or lower the streams") from None

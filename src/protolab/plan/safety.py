@@ -1,0 +1,212 @@
+"""What a plan may say and nothing more: safe names, allow-listed fio and ssh options, plain values.
+
+A plan is data that teams pass around like Iometer files. Nothing in it may run a
+command, name a file other than its targets, write a log, change the machine or
+change the access spec behind protolab's back. Each check here raises ValueError
+with a message that names the option and what to write instead; the model and the
+loader turn it into one line with the file and field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+#: Names of plans, workloads, configurations, targets and hosts: they become parts of file names.
+NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
+NAME_RULE = "1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
+
+#: fio options a plan may set: how an engine submits and completes I/O, and how random offsets and
+#: buffers are generated. None names a file, runs a command, writes a log, pins CPUs or changes the
+#: access spec (read/write mix, sizes, depth, rate, duration), which the plan's own fields own.
+FIO_OPTIONS_ALLOWED: dict[str, str] = {
+    "iodepth_batch": "int", "iodepth_batch_submit": "int", "iodepth_batch_complete": "int",
+    "iodepth_batch_complete_min": "int", "iodepth_batch_complete_max": "int", "iodepth_low": "int",
+    "io_submit_mode": "word", "hipri": "bool", "hipri_percentage": "int", "fixedbufs": "bool",
+    "registerfiles": "bool", "sqthread_poll": "bool", "nonvectored": "int", "force_async": "int",
+    "userspace_reap": "bool", "nowait": "bool", "serialize_overlap": "bool",
+    "norandommap": "bool", "softrandommap": "bool", "randrepeat": "bool", "allrandrepeat": "bool",
+    "randseed": "int", "random_generator": "word",
+    "refill_buffers": "bool", "scramble_buffers": "bool", "zero_buffers": "bool",
+    "buffer_compress_percentage": "int", "buffer_compress_chunk": "int", "dedupe_percentage": "int",
+    "iomem_align": "int", "clocksource": "word", "thread": "bool",
+}
+
+_WORDS = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
+
+#: Refused options that users reach for, with the plan field that does the job.
+FIO_INSTEAD: dict[str, str] = {
+    **dict.fromkeys(["rw", "readwrite", "rwmixread", "rwmixwrite", "percentage_random"],
+                    "set the workload's read_pct and random_pct"),
+    **dict.fromkeys(["bs", "blocksize", "bssplit", "bsrange", "blocksize_range", "ba", "blockalign"],
+                    "set the workload's block_size"),
+    "iodepth": "set oio in load_points or in the workload",
+    "numjobs": "set streams in load_points",
+    **dict.fromkeys(["size", "io_size", "filesize", "offset", "offset_increment", "number_ios", "fill_device"],
+                    "set the target's size or method.data_size"),
+    **dict.fromkeys(["filename", "directory", "filename_format", "nrfiles", "opendir", "uri", "nfs_url"],
+                    "name the storage in [targets] or the configuration's target"),
+    **dict.fromkeys(["runtime", "timeout", "time_based", "ramp_time", "startdelay", "loops"],
+                    "set method.duration and method.warmup"),
+    **dict.fromkeys(["rate", "rate_iops", "rate_min", "rate_iops_min"], "set the workload's rate_iops"),
+    **dict.fromkeys(["direct", "buffered"], "set the configuration's direct"),
+    "ioengine": "set the configuration's ioengine",
+    **dict.fromkeys(["exec_prerun", "exec_postrun"], "a plan cannot run commands"),
+    **dict.fromkeys(["write_iolog", "read_iolog", "write_bw_log", "write_lat_log", "write_iops_log",
+                     "write_hist_log", "output", "lockfile", "verify_state_save", "verify_state_load",
+                     "trigger", "trigger_file"],
+                    "a plan cannot make protolab read or write files other than its targets; "
+                    "protolab logs what it needs in the run directory"),
+    **dict.fromkeys(["ioscheduler", "cpus_allowed", "cpumask", "cpus_allowed_policy", "numa_cpu_nodes",
+                     "numa_mem_policy", "cgroup", "uid", "gid", "nice", "prio", "prioclass",
+                     "sqthread_poll_cpu", "gtod_cpu", "hugepage-size", "lockmem"],
+                    "a plan cannot change the machine"),
+    **dict.fromkeys(["unlink", "unlink_each_loop", "allow_file_create", "create_only", "create_on_open",
+                     "allow_mounted_write", "overwrite", "fallocate", "trim_percentage", "verify"],
+                    "protolab creates and keeps its data files itself"),
+}
+
+
+def has_control(text: str) -> bool:
+    """True when ``text`` holds a control character (a newline would inject lines into a job file)."""
+    return any(ord(ch) < 32 or 127 <= ord(ch) < 160 or ch in "\u2028\u2029" for ch in text)
+
+
+def check_name(value: Any, kind: str) -> str:
+    """``value`` if it is a safe name for a ``kind`` (file names are built from it), else ValueError."""
+    if not isinstance(value, str):
+        raise ValueError(f"a {kind} name must be a string ({NAME_RULE}), got {type(value).__name__}")
+    if not NAME_RE.match(value):
+        raise ValueError(f"{kind} name {value!r} is not allowed; use {NAME_RULE}")
+    return value
+
+
+def check_text(value: str, field: str, limit: int = 1000) -> str:
+    """A free-text value (a description): no control characters but newlines and tabs, at most ``limit``."""
+    if has_control(value.replace("\n", " ").replace("\t", " ")):
+        raise ValueError(f"{field} holds a control character; remove it")
+    if len(value) > limit:
+        raise ValueError(f"{field} is longer than {limit} characters; shorten it")
+    return value
+
+
+def fio_value(option: str, value: Any) -> str:
+    """A plan's value for an allowed fio option, as the job file writes it; ValueError otherwise."""
+    kind = FIO_OPTIONS_ALLOWED[option]
+    if isinstance(value, bool):
+        if kind != "bool":
+            raise ValueError(f"fio option {option!r} takes a number, got {value!r}")
+        return "1" if value else "0"
+    if isinstance(value, int):
+        if kind == "word" or value < 0 or value > 2**31:
+            raise ValueError(f"fio option {option!r}: {value!r} is out of range")
+        if kind == "bool" and value not in (0, 1):
+            raise ValueError(f"fio option {option!r} is true or false, got {value!r}")
+        return str(value)
+    if isinstance(value, float):
+        raise ValueError(f"fio option {option!r} takes a whole number, got {value!r}")
+    if isinstance(value, str):
+        if kind == "word" and _WORDS.match(value):
+            return value
+        raise ValueError(f"fio option {option!r}: value {value!r} is not allowed "
+                         f"({'a word of letters, digits, ., _, + or -' if kind == 'word' else 'write a ' + ('true or false' if kind == 'bool' else 'whole number')})")
+    raise ValueError(f"fio option {option!r} takes a single value, got {type(value).__name__}")
+
+
+def check_fio_options(options: Any) -> dict[str, str]:
+    """A configuration's ``fio = {…}`` table checked against the allow-list; values rendered for a job file."""
+    if not isinstance(options, dict):
+        raise ValueError("fio must be a table of fio options, e.g. fio = { iodepth_batch_submit = 8 }")
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        if not isinstance(key, str) or has_control(key):
+            raise ValueError(f"fio option {key!r} is not a valid option name")
+        if key not in FIO_OPTIONS_ALLOWED:
+            instead = FIO_INSTEAD.get(key)
+            why = (f"{instead}" if instead else
+                   "only options that tune how an engine submits and completes I/O are allowed: "
+                   + ", ".join(sorted(FIO_OPTIONS_ALLOWED)))
+            raise ValueError(f"fio option {key!r} is not allowed in a plan; {why}")
+        out[key] = fio_value(key, value)
+    return out
+
+
+ENGINE_RE = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+def check_engine(value: Any) -> str:
+    """An ioengine name as fio lists them (never 'external:…' or a path)."""
+    if not isinstance(value, str) or not ENGINE_RE.match(value):
+        raise ValueError(f"ioengine {value!r} is not an engine name; use one 'fio --enghelp' lists, "
+                         "e.g. io_uring, libaio or psync")
+    return value
+
+
+#: ssh -o keys a plan may set: none of them runs a command or opens a channel.
+SSH_O_ALLOWED = {
+    "batchmode", "connecttimeout", "connectionattempts", "stricthostkeychecking", "userknownhostsfile",
+    "globalknownhostsfile", "identityfile", "identitiesonly", "user", "port", "serveraliveinterval",
+    "serveralivecountmax", "tcpkeepalive", "compression", "ciphers", "macs", "kexalgorithms",
+    "hostkeyalgorithms", "pubkeyacceptedalgorithms", "pubkeyacceptedkeytypes", "loglevel", "addressfamily",
+    "checkhostip", "passwordauthentication", "kbdinteractiveauthentication", "preferredauthentications",
+    "hostkeyalias", "ipqos", "rekeylimit", "updatehostkeys", "verifyhostkeydns", "hashknownhosts",
+}
+_SSH_VALUE = re.compile(r"^[A-Za-z0-9_.,:@/~+=-]{1,256}$")
+
+
+def check_ssh_options(options: Any) -> list[str]:
+    """``ssh_options`` limited to -F FILE, -i FILE, -p PORT and -o KEY=VALUE with keys that run nothing."""
+    if not isinstance(options, list):
+        raise ValueError("ssh_options must be a list of strings, e.g. ['-i', '~/.ssh/lab_key']")
+    out: list[str] = []
+    items = list(options)
+    i = 0
+    while i < len(items):
+        flag = items[i]
+        if not isinstance(flag, str) or has_control(flag):
+            raise ValueError(f"ssh_options[{i}] must be a string without control characters")
+        value: Any
+        if flag in ("-F", "-i", "-p", "-o"):
+            if i + 1 >= len(items):
+                raise ValueError(f"ssh_options: {flag} needs a value after it")
+            value, i = items[i + 1], i + 2
+        elif len(flag) > 2 and flag[:2] in ("-F", "-i", "-p", "-o"):
+            flag, value, i = flag[:2], flag[2:], i + 1
+        else:
+            raise ValueError(f"ssh_options: {flag!r} is not allowed; a plan may give only -F FILE, -i FILE, "
+                             "-p PORT and -o KEY=VALUE")
+        if not isinstance(value, str):
+            raise ValueError(f"ssh_options: the value of {flag} must be a string")
+        if flag == "-o":
+            key = value.split("=", 1)[0].strip().lower()
+            if "=" not in value or key not in SSH_O_ALLOWED:
+                raise ValueError(f"ssh_options: -o {value!r} is not allowed (options such as ProxyCommand, "
+                                 "LocalCommand or KnownHostsCommand run commands); allowed keys include "
+                                 "BatchMode, ConnectTimeout, StrictHostKeyChecking, UserKnownHostsFile, "
+                                 "IdentityFile, User, Port")
+        if not _SSH_VALUE.match(value):
+            raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
+                             "KEY=VALUE")
+        if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
+            raise ValueError(f"ssh_options: -p needs a port from 1 to 65535, got {value!r}")
+        out += [flag, value]
+    return out
+
+
+_REMOTE_FIO = re.compile(r"^[A-Za-z0-9_./+-]{1,256}$")
+
+
+def check_remote_fio(value: Any) -> str:
+    """The fio path on an ssh host: a path or a program name, nothing a remote shell would interpret."""
+    if not isinstance(value, str) or not _REMOTE_FIO.match(value) or value.startswith("-"):
+        raise ValueError(f"fio must be a path or program name (letters, digits, '/', '.', '_', '-'), "
+                         f"got {value!r}")
+    return value
+
+
+def finite_number(value: float, field: str) -> float:
+    """``value`` unless it is NaN or infinite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{field} must be a finite number, got {value!r}")
+    return value
