@@ -141,3 +141,20 @@ def test_busy_note_counts_flagged_windows():
     assert note.startswith("2 of 3 windows ran while the machine was busy with other work (up to 62 % of its CPU)")
     assert "come from their cgroups" in note
     assert "may include that work" in busy_note([{**busy, "cpu_source": "process"}])
+
+
+def test_lab_down_all_removes_the_prefix_role_cgroups_only():
+    if os.geteuid() != 0 or find_root() is None:
+        pytest.skip("needs root and a cgroup hierarchy")
+    from protolab.lab import down_all
+
+    mine, longer = RoleCgroups(f"plq{os.getpid() % 1000:03d}"), RoleCgroups(f"plq{os.getpid() % 1000:03d}x")
+    mine.create()
+    longer.create()
+    try:
+        removed = down_all(mine.name)
+        assert f"cgroup {mine.group}" in removed and not mine.group.exists()
+        assert longer.group.exists()  # another prefix that merely starts the same is left alone
+    finally:
+        longer.remove()
+        mine.remove()

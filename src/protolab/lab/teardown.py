@@ -142,4 +142,7 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
         if Path(backing).name == image:
             runner.run(["losetup", "--detach", dev["name"]], check=False, timeout=TIMEOUT)
             removed.append(f"loop device {dev['name']} ({backing})")
+    cg = RoleCgroups(prefix)  # exactly this prefix's role cgroups, never another prefix's
+    if cg.group is not None and cg.group.exists():
+        removed += [f"cgroup {p}" for p in cg.remove()]
     return removed
