@@ -24,7 +24,7 @@ APT_PACKAGES=(
   python3 python3-venv
 )
 # Only `make test` needs these: the report is tested in a real browser.
-TEST_PACKAGES=(chromium)
+TEST_PACKAGES=(chromium tcpdump)  # tcpdump: scripts/capture-wire.py
 
 install_apt() {
   local missing=() wanted=("${APT_PACKAGES[@]}")

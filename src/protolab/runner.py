@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -36,6 +36,7 @@ from .proc import Runner, SubprocessRunner
 from .results.records import CellRecord
 from .safepath import inside
 from .results.rundir import RunDir, now, provenance
+from .telemetry.cgroups import RoleCgroups
 from .telemetry.window import Window
 
 FIO_MARGIN_S = 120.0  # time fio may take beyond its runtime (connect, lay out, exit)
@@ -92,11 +93,14 @@ class Study:
         })
         self.rundir = rundir
         self.lab = None
+        self._cgroups: RoleCgroups | None = None
         self._agents: dict[str, Agent] = {}
         self._sockets = Path(tempfile.mkdtemp(prefix="pl-agents-"))
         try:
             if plan.uses_lab():
                 self.lab = self._lab_up(rundir)
+            self._cgroups = self._role_cgroups(rundir)
+            self._fio = fio = replace(fio, cgroups=self._cgroups)
             self._window = self._telemetry()
             rundir.update_manifest(targets={c.name: self._access(c, 0, 0).describe() for c in plan.configurations})
             if plan.method.prepare:
@@ -119,6 +123,8 @@ class Study:
             for agent in self._agents.values():
                 agent.stop()
             shutil.rmtree(self._sockets, ignore_errors=True)
+            if self.lab is None and self._cgroups is not None:
+                self._cgroups.remove()  # a lab's own are removed with the lab
             if self.lab is not None:
                 self.progress.note("tearing the lab down")
                 self.lab.down(keep_logs_in=self.rundir.path / "lab-logs")
@@ -167,10 +173,19 @@ class Study:
         rundir.update_manifest(lab=lab.describe())
         return lab
 
+    def _role_cgroups(self, rundir: RunDir) -> RoleCgroups | None:
+        """CPU per role: the lab's cgroups, or the run's own (removed at its end); None where none can be made."""
+        if self.lab is not None:
+            return self.lab.cgroups
+        cg = RoleCgroups(f"run-{rundir.run_id}")
+        return cg if cg.available and cg.create() else None
+
     def _telemetry(self) -> Window:
         if self.lab is None:
-            return Window(self.runner)
-        return Window(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces())
+            return Window(self.runner, cgroups=self._cgroups)
+        storage = [(n, i) for n, i in self.lab.interfaces() if n == self.lab.names.storage_ns]
+        return Window(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces(),
+                      cgroups=self._cgroups, offload_ports=storage)
 
     def _storage_ports(self) -> list[str]:
         if self.lab is None:
@@ -200,7 +215,8 @@ class Study:
                 return HostRun(spec.name, None, None, streams)
             if spec.agent == "local":
                 make = lambda: LocalAgent(spec.name, fio.path, self._sockets / f"{spec.name}.sock", self.runner,
-                                          log=inside(self.rundir.path, "agents", f"{spec.name}.log"))
+                                          log=inside(self.rundir.path, "agents", f"{spec.name}.log"),
+                                          cgroups=self._cgroups)
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
                                                   extra_options=tuple(spec.ssh_options))
@@ -214,7 +230,7 @@ class Study:
         key = f"{name}@{netns or 'host'}"
         sock = self._sockets / f"{name}-{netns or 'host'}.sock"
         make = lambda: LocalAgent(name, fio.path, sock, self.runner, netns=netns,
-                                  log=inside(self.rundir.path, "agents", f"{key}.log"))
+                                  log=inside(self.rundir.path, "agents", f"{key}.log"), cgroups=self._cgroups)
         return HostRun(name, self._agent(key, make), netns, streams)
 
     def _hosts(self, cell: Cell) -> list[HostRun]:

@@ -65,6 +65,9 @@ def leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = ()) -> list[str]:
     for dev in loops.get("loopdevices", []):
         if Path((dev.get("back-file") or "").removesuffix(" (deleted)")).name == f"{prefix}-pool.img":
             found.append(f"loop device {dev['name']}")
+    from protolab.telemetry.cgroups import leftover_groups  # the lab's role cgroups (CPU per role)
+    # exact name, or the name's run-… groups would match other prefixes that extend this one
+    found += [f"cgroup {g}" for g in leftover_groups(prefix) if g.name == f"protolab-{prefix}"]
     for pid_dir in Path("/proc").iterdir():
         if not pid_dir.name.isdigit():
             continue

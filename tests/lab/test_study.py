@@ -158,6 +158,9 @@ def test_jumbo_frames_take_fewer_packets_per_io(workdir, tmp_path):
     for e in by.values():
         assert e["cpu_us_per_io_loadgen"] > 0 and e["cpu_us_per_io_server"] > 0
         assert e["server_cpu_s_by_process"]["nbdkit"] > 0
+        # offloads off: the counters' packets are frames, and the servers' CPU comes from their cgroup
+        assert e["packets_counted_as"] == "frames" and e["frames_per_io"] == e["packets_per_io"]
+        assert e["cpu_source"] == "cgroup" and e["role_cpu_s"]["servers"] > 0 and e["role_cpu_s"]["loadgen"] > 0
         assert e["wire_bytes_per_io"] > 8192
         assert len(e["iops_series"]) >= 1 and e["steady"]["warmup"]["mode"] == "fixed"
 

@@ -89,3 +89,9 @@ def test_limits_command_registers_with_typer():
     assert "4,506" in result.output and "27,740" in result.output and "113.6" in result.output
     bad = CliRunner().invoke(app, ["limits", "--protocol", "smb"])
     assert isinstance(bad.exception, ProtolabError)
+
+
+def test_table_gives_the_frames_range_and_says_offloaded_packets_are_not_frames():
+    text = _render(limits_table(["iscsi"], "1GbE", 1500, 8192, 100.0))
+    assert "7–10" in text  # 1 command + 6 data frames, .. + ceil(6/2) ACKs
+    assert "segments handed to the NIC, not frames" in " ".join(text.split())

@@ -10,6 +10,7 @@ scratch directory whose every file is compared before and after.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def test_hostile_plan_refused_by_validate_and_run(plan, scratch, capsys, monkeyp
     shutil.copy(plan, scratch / "plan.toml")
     v = _refused(["validate", "plan.toml"], capsys, monkeypatch, scratch)
     r = _refused(["run", "plan.toml", "--results", "results"], capsys, monkeypatch, scratch)
-    assert v == r, "validate and run must refuse a plan for the same reason"
+    # the same reason (free disk space may change between the two calls: numbers masked)
+    assert re.sub(r"\d+", "N", v) == re.sub(r"\d+", "N", r), "validate and run must refuse for the same reason"
     assert "plan.toml" in v
 
 

@@ -228,3 +228,15 @@ def test_frames_per_io_match_a_capture_within_ten_percent():
         assert w.counted_bytes_to_host + w.counted_bytes_to_storage == pytest.approx(counted, rel=0.01)
     # the old rule (one ACK per two segments) was 10 frames against 8.3 captured at MTU 1500
     assert cases[("iscsi", 8192, 1500)]["frames_per_io"] < 9
+
+
+def test_frames_per_io_range_bounds_the_expectation():
+    """iSCSI 8 KiB reads at MTU 1500: 1 command + 6 data frames; no pure ACK at all gives 7, RFC 1122's
+    one per two segments gives ceil(6/2) = 3 ACKs = 10; the captured expectation lies between."""
+    w = wire_cost("iscsi", block_size=8192, read_pct=100, mtu=1500)
+    assert (w.frames_low, w.frames_high) == (7, 10)
+    assert w.frames_low < w.frames < w.frames_high and w.frames == w.frames_to_storage + w.frames_to_host
+    j = wire_cost("iscsi", block_size=8192, read_pct=100, mtu=9000)  # one data segment: 2 .. 3
+    assert (j.frames_low, j.frames_high) == (2, 3) and 2 <= j.frames <= 3
+    fc = wire_cost("fc", block_size=8192, read_pct=100)  # no ACKs on FC: one value
+    assert fc.frames_low == fc.frames_high == fc.frames

@@ -57,7 +57,7 @@ def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float]
     table = Table(title=f"Wire ceilings on {parse_link(link).name}: {_describe(block_size, read_pct)}")
     for name in ("protocol", "link", "MTU"):
         table.add_column(name)
-    for name in ("frames → storage", "frames → host", "bytes → storage", "bytes → host",
+    for name in ("frames → storage", "frames → host", "frames/I/O range", "bytes → storage", "bytes → host",
                  "ceiling IOPS", "ceiling MB/s"):
         table.add_column(name, justify="right")
     table.add_column("bottleneck")
@@ -67,13 +67,16 @@ def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float]
         table.add_row(
             c.protocol, c.link, "—" if w.mtu is None else str(w.mtu),
             _count(w.frames_to_storage), _count(w.frames_to_host),
+            f"{_count(w.frames_low)}–{_count(w.frames_high)}",
             _count(w.bytes_to_storage), _count(w.bytes_to_host),
             f"{c.iops:,.0f}", f"{c.mbps:,.1f}", c.bottleneck_direction,
             "modelled only" if c.modelled_only else "",
         )
     table.caption = (
         "Bytes are on the wire per I/O, all framing included (Ethernet preamble and gap, "
-        "FC idles); MB/s is user data, 1 MB = 10^6 B."
+        "FC idles); MB/s is user data, 1 MB = 10^6 B. Frames are real frames, pure ACKs as Linux "
+        "sends them; the range runs from no pure ACK to one per two segments (RFC 1122). Interface "
+        "packet counts with segmentation offloads on are segments handed to the NIC, not frames."
     )
     if any(c.modelled_only for c in rows):
         table.caption += " FC and FCoE are modelled only: this lab cannot run them."

@@ -18,10 +18,14 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import ToolError
 from ..proc import Runner
+
+if TYPE_CHECKING:  # only for annotations: telemetry is not needed to run fio
+    from ..telemetry.cgroups import RoleCgroups
 
 FIO_PORT = 8765
 CONNECT_TIMEOUT_S = 5.0
@@ -112,6 +116,7 @@ class LocalAgent(Agent):
     runner: Runner
     netns: str | None = None
     log: Path | None = None
+    cgroups: RoleCgroups | None = None  # telemetry.cgroups.RoleCgroups: the server runs in its "loadgen" cgroup
     _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
 
     def start(self) -> None:
@@ -121,7 +126,10 @@ class LocalAgent(Agent):
         if self.socket_path.exists():
             self.socket_path.unlink()
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL
-        self._proc = self.runner.spawn([self.fio, f"--server=sock:{self.socket_path}"], netns=self.netns,
+        argv, netns = [self.fio, f"--server=sock:{self.socket_path}"], self.netns
+        if self.cgroups is not None:  # the shell execs (ip netns exec, which execs) fio: the pid stays fio's
+            argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
+        self._proc = self.runner.spawn(argv, netns=netns,
                                        stdout=out, stderr=subprocess.STDOUT)
         why = _wait_until(lambda: self._reach(1.0), 15.0, self._proc)
         if why:

@@ -9,10 +9,13 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ToolError
 from ..proc import Runner, SubprocessRunner
+
+if TYPE_CHECKING:  # only for annotations: telemetry is not needed to run fio
+    from ..telemetry.cgroups import RoleCgroups
 
 NEEDED_ENGINES = ("io_uring", "libaio", "psync", "libiscsi", "nfs", "nbd")
 _ETA_IOPS = re.compile(r"\[([^\]\[]*?)\s*IOPS\]")
@@ -54,6 +57,7 @@ class Fio:
 
     path: str
     runner: Runner = field(default_factory=SubprocessRunner)
+    cgroups: RoleCgroups | None = None  # telemetry.cgroups.RoleCgroups: every fio run joins its "loadgen" cgroup
     #: Lines of the last run that report a failed I/O operation (fio 3.33's nfs engine prints them
     #: while its job's error count stays 0).
     op_errors: list[str] = field(default_factory=list)
@@ -121,6 +125,8 @@ class Fio:
     ) -> str:
         """Run fio with ``args`` writing json+ to ``output``; return the JSON text."""
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
+        if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
+            argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
         proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
         tail: list[str] = []
         self.op_errors = []

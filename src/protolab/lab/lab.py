@@ -13,6 +13,7 @@ from ..errors import ProtolabError
 from ..plan.topology import LabSpec, LinkSpec
 from ..plan.units import format_size
 from ..proc import Runner, SubprocessRunner
+from ..telemetry.cgroups import RoleCgroups
 from .ganesha import Ganesha
 from .names import ISCSI_PORT, NBD_PORT, Names
 from .nbdkit import Nbdkit
@@ -198,6 +199,11 @@ class Lab:
         for link in names.links():
             self.net.add_link(link, names.bridge)
         self.set_link(self.spec.link)
+        cg = RoleCgroups(self.spec.prefix)
+        if cg.available:  # CPU per role (servers, load generators); teardown removes it
+            rec.add("cgroup", str(cg.group))
+            cg.create()
+            self._procs.cgroups = cg
         self._pool.create()
         files = {p: self._pool.add_volume(p, self.spec.export_bytes) for p in sorted(self.protocols)}
         st = names.storage_ns
@@ -270,6 +276,12 @@ class Lab:
             "nbd": f"nbd://{addr}:{NBD_PORT}",
         }[protocol]
         return Endpoint(protocol, url, self.names.host_ns(host), size)
+
+    @property
+    def cgroups(self) -> RoleCgroups | None:
+        """The lab's role cgroups (servers, loadgen, hypervisors), or None when it has none."""
+        found = self._record.find("cgroup") if self._record is not None else []
+        return RoleCgroups.at(Path(found[0].name)) if found else None
 
     def server_pids(self) -> dict[str, int]:
         """Pids of the running servers by program name (tgtd, rpcbind, ganesha.nfsd, nbdkit)."""

@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..errors import ToolError
 from ..proc import Runner
+from ..telemetry.cgroups import RoleCgroups
 from .record import Record, Resource
 
 
@@ -75,11 +76,14 @@ class Processes:
     record: Record
     logdir: Path
     handles: dict[int, subprocess.Popen] = field(default_factory=dict)
+    cgroups: RoleCgroups | None = None  # servers run in its "servers" cgroup: CPU per role
 
     def start(self, name: str, argv: list[str], netns: str, **extra) -> Resource:
         """Spawn ``argv`` in ``netns`` with output in ``<logdir>/<name>.log``; recorded with pid."""
         res = self.record.add("process", name, netns=netns, **extra)
         self.logdir.mkdir(parents=True, exist_ok=True)
+        if self.cgroups is not None:  # the shell execs ip netns exec, which execs the server: one pid
+            argv, netns = self.cgroups.wrap("servers", argv, netns), None
         with open(self.logdir / f"{name}.log", "ab") as log:
             p = self.runner.spawn(argv, netns=netns, stdout=log, stderr=subprocess.STDOUT)
         self.handles[p.pid] = p

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from ..proc import Runner, SubprocessRunner
+from ..telemetry.cgroups import RoleCgroups
 from . import tgt
 from .netns import Net
 from .procs import Processes, alive, terminate
@@ -70,6 +71,11 @@ def undo(resource: Resource, runner: Runner, procs: Processes) -> str | None:
         for p in gone:
             p.unlink()
         return f"tgtd control socket {extra['port']}" if gone else None
+    if kind == "cgroup":  # the role cgroups (telemetry.cgroups): after the servers, recorded before them
+        if Path(name).exists():
+            RoleCgroups.at(Path(name)).remove()
+            return f"cgroup {name}"
+        return None
     if kind == "dir":
         if Path(name).exists():
             shutil.rmtree(name, ignore_errors=True)
@@ -136,4 +142,7 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
         if Path(backing).name == image:
             runner.run(["losetup", "--detach", dev["name"]], check=False, timeout=TIMEOUT)
             removed.append(f"loop device {dev['name']} ({backing})")
+    cg = RoleCgroups(prefix)  # exactly this prefix's role cgroups, never another prefix's
+    if cg.group is not None and cg.group.exists():
+        removed += [f"cgroup {p}" for p in cg.remove()]
     return removed

@@ -72,7 +72,7 @@ def report_markdown(data: ReportData) -> str:
                    f"load points; {p.method.summary()}. Baseline **{data.baseline}** = 100.")
     env = ", ".join(f"{k} {prov[k]}" for k in ("kernel", "fio_version", "cpu_model", "cpus") if prov.get(k))
     out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.get('status', 'unknown')}.", "",
-            "## Findings", ""]
+            *([f"Warning: {data.notes['busy']}.", ""] if data.notes.get("busy") else []), "## Findings", ""]
     failed = [r for r in data.records if r.result.errors]
     if failed:
         out += [f"**{len(failed)} measured window{'s' if len(failed) != 1 else ''} had I/O errors**; their "

@@ -21,6 +21,7 @@ from ..analysis.findings import (METRICS, TABLE_ONLY, Finding, Key, findings, me
 from ..analysis.latency import PERCENTILES, merge_bins, percentiles
 from ..analysis.relative import Row
 from ..analysis.stats import Verdict
+from ..analysis.derived import busy_note
 from ..analysis.wire import TCP_PROTOCOLS, ceiling
 from ..errors import ProtolabError
 from ..plan.model import Plan
@@ -260,6 +261,9 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
                 notes.append(f"{c}: no ceiling ({e})")
                 continue
             cost = ceil.wire_cost
+            # With segmentation offloads on, interface counters see super-packets (TSO/GSO/GRO):
+            # segments handed to the NIC, not frames, so they are never set beside the model's frames.
+            frames_counted = link.get("offloads", True) is False
             vals = []
             for li, label in loads:
                 r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
@@ -267,18 +271,18 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
                 vals.append(100 * iops / ceil.iops if iops else None)
                 if r is None:
                     continue
-                # With segmentation offloads on, interface counters see the segments handed to the NIC
-                # (up to 64 KiB each), not frames: they are shown as such and never beside the model's frames.
-                offloads = bool(link.get("offloads", True))
+                offloads = not frames_counted
                 table.append({"workload": w.name, "configuration": c, "protocol": ceil.protocol, "link": ceil.link,
                               "MTU": cost.mtu, "load point": label, "ceiling IOPS": ceil.iops,
                               "ceiling MB/s": ceil.mbps, "limited by": ceil.bottleneck_direction,
                               "measured IOPS": iops, "% of ceiling": vals[-1],
                               "offloads": "on" if offloads else "off",
-                              "frames/I/O measured": None if offloads else r.values.get("packets_per_io"),
-                              "segments/I/O to the NIC": r.values.get("packets_per_io") if offloads else None,
-                              "frames/I/O model": cost.frames_to_storage + cost.frames_to_host,
-                              "bytes/I/O measured": r.values.get("wire_bytes_per_io") if not offloads else None,
+                              "frames/I/O measured": r.values.get("packets_per_io") if frames_counted else None,
+                              "frames/I/O model": cost.frames,
+                              "frames/I/O model range": f"{cost.frames_low:.4g}–{cost.frames_high:.4g}",
+                              "segments/I/O handed to the NIC (offloads on)":
+                                  None if frames_counted else r.values.get("packets_per_io"),
+                              "bytes/I/O measured": r.values.get("wire_bytes_per_io") if frames_counted else None,
                               "bytes/I/O model": cost.counted_bytes_to_storage + cost.counted_bytes_to_host})
                 if offloads and "offloads" not in " ".join(notes):
                     notes.append("with segmentation offloads on (the lab's default) interfaces count segments "
@@ -326,6 +330,9 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
+    busy = busy_note([r.result.extra for r in records])
+    if busy:
+        data.notes["busy"] = busy
     return data
 
 

@@ -37,3 +37,24 @@ def read_counters(runner: Runner, netns: str | None) -> dict[str, Counters]:
     """Counters of every interface in ``netns`` (the current namespace when None)."""
     argv = ["ip", *(["-n", netns] if netns else []), "-s", "-j", "link", "show"]
     return parse_ip_link_stats(runner.run(argv, timeout=10).stdout)
+
+
+OFFLOAD_FEATURES = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload")
+
+
+def parse_offloads(text: str) -> bool:
+    """Whether any segmentation offload (TSO, GSO, GRO) is on, from `ethtool -k` output."""
+    for line in text.splitlines():
+        name, _, state = line.partition(":")
+        if name.strip() in OFFLOAD_FEATURES and state.split()[:1] == ["on"]:
+            return True
+    return False
+
+
+def read_offloads(runner: Runner, netns: str | None, ifname: str) -> bool | None:
+    """Whether ``ifname`` hands super-packets to (or takes them from) the stack; None if unknown.
+
+    With TSO/GSO/GRO on, interface packet counters count segments handed to the NIC, not frames.
+    """
+    res = runner.run(["ethtool", "-k", ifname], netns=netns, check=False, timeout=10)
+    return parse_offloads(res.stdout) if res.returncode == 0 else None

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..proc import Runner
+from .cgroups import RoleCgroups
 from .cpu import machine_cpu_seconds, tree_cpu_seconds
-from .net import Counters, read_counters
+from .net import Counters, read_counters, read_offloads
 
 
 @dataclass
@@ -20,19 +21,29 @@ class Snapshot:
     machine_total_s: float
     servers_s: dict[str, float | None]
     interfaces: dict[tuple[str, str], Counters]
+    roles_s: dict[str, float] = field(default_factory=dict)
+    offloads: dict[tuple[str, str], bool | None] = field(default_factory=dict)
 
 
 @dataclass
 class Window:
-    """Samples CPU of the storage servers and of the machine, and the lab's interfaces."""
+    """Samples CPU of the storage servers, of each role's cgroup and of the machine, and the lab's interfaces.
+
+    ``cgroups``, when given, is read around the window: CPU per role (servers, loadgen, …)
+    that other work on the machine cannot change. The interfaces' offload state is read
+    too, so packet counts can be told apart: frames (offloads off) or super-packets.
+    """
 
     runner: Runner
     server_pids: dict[str, int] = field(default_factory=dict)
     interfaces: list[tuple[str, str]] = field(default_factory=list)  # (netns, ifname)
     clock: Callable[[], float] = time.monotonic
+    cgroups: RoleCgroups | None = None
+    offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
 
     def sample(self) -> Snapshot:
         """Read every counter now."""
+        roles = self.cgroups.read() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
         servers = {name: tree_cpu_seconds(pid) for name, pid in self.server_pids.items()}
         counters: dict[tuple[str, str], Counters] = {}
@@ -41,7 +52,9 @@ class Window:
             for n, ifname in self.interfaces:
                 if n == ns and ifname in seen:
                     counters[(ns, ifname)] = seen[ifname]
-        return Snapshot(self.clock(), busy, total, servers, counters)
+        ports = self.interfaces if self.offload_ports is None else self.offload_ports
+        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
+        return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
@@ -56,10 +69,15 @@ class Window:
                 d = b.interfaces[key] - before
                 ifaces[f"{key[0]}/{key[1]}"] = {"rx_bytes": d.rx_bytes, "tx_bytes": d.tx_bytes,
                                                 "rx_packets": d.rx_packets, "tx_packets": d.tx_packets}
-        return {
+        out = {
             "elapsed_s": b.t - a.t,
             "machine_busy_s": b.machine_busy_s - a.machine_busy_s,
             "machine_total_s": b.machine_total_s - a.machine_total_s,
             "servers_cpu_s": servers,
             "interfaces": ifaces,
+            "offloads": {f"{ns}/{ifname}": on for (ns, ifname), on in a.offloads.items()},
         }
+        if a.roles_s:
+            out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
+                                  if role in b.roles_s}
+        return out
