@@ -98,3 +98,19 @@ def test_allowed_fio_options_reach_the_job_file(tmp_path, cli, fio_path):
     assert jobs, list((tmp_path / "results").rglob("*"))
     text = jobs[0].read_text()
     assert "random_generator=tausworthe64" in text and "randrepeat=0" in text and "runtime=1\n" in text
+
+
+def test_validate_makes_runs_overwrite_check(tmp_path, cli):
+    """A non-empty file protolab did not create: validate refuses it as run does, and it stays as it was."""
+    data = tmp_path / "data.dat"
+    data.write_text("precious\n")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(_plan().replace('"./disk.dat"', f'"{data}"'))
+    lines = []
+    for command in ("validate", "run"):
+        p = cli(command, plan, cwd=tmp_path, timeout=120)
+        assert p.returncode == 2, (command, p.stdout, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "non-empty file protolab did not create" in p.stderr
+        lines.append(p.stderr)
+    assert lines[0] == lines[1]
+    assert data.read_text() == "precious\n" and sorted(x.name for x in tmp_path.iterdir()) == ["data.dat", "plan.toml"]
