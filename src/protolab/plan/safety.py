@@ -191,7 +191,7 @@ def check_ssh_options(options: Any) -> list[str]:
                                  "LocalCommand or KnownHostsCommand run commands); allowed keys include "
                                  "BatchMode, ConnectTimeout, StrictHostKeyChecking, UserKnownHostsFile, "
                                  "IdentityFile, User, Port")
-        if not _SSH_VALUE.match(value):
+        if not _SSH_VALUE.match(value) or value.startswith("-"):  # '-…' would read as another option
             raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
                              "KEY=VALUE")
         if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
