@@ -80,3 +80,11 @@ def test_inside_cannot_leave(tmp_path):
     for bad in ["../x", "..", ".", "a/b", "/etc/passwd", "a\nb", "", ".hidden"]:
         with pytest.raises(Exception):
             inside(tmp_path, bad)
+
+
+@pytest.mark.parametrize("bad", [0.0001, "0.0001s", float("nan")])
+def test_durations_whole_milliseconds(bad):
+    """0.0001 s would be written runtime=0, which fio reads as no limit at all."""
+    with pytest.raises(ValueError):
+        parse_duration(bad)
+    assert parse_duration("1500ms") == 1.5 and parse_duration(0.25) == 0.25

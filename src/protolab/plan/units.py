@@ -48,13 +48,18 @@ def parse_duration(value: int | float | str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a duration like '30s' or '5m', got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative (got {value})")
-        return float(value)
-    m = _DURATION.match(str(value))
-    if not m:
-        raise ValueError(f"expected a duration like '30s', '5m' or 90, got {value!r}")
-    return float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+        if value != value or value < 0:
+            raise ValueError(f"a duration must be a number of seconds, at least 0 (got {value})")
+        seconds = float(value)
+    else:
+        m = _DURATION.match(str(value))
+        if not m:
+            raise ValueError(f"expected a duration like '30s', '5m' or 90, got {value!r}")
+        seconds = float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+    # job files carry whole milliseconds: 0.0001 s would become runtime=0, which fio reads as "no limit"
+    if seconds != float("inf") and abs(seconds * 1000 - round(seconds * 1000)) > 1e-6:
+        raise ValueError(f"a duration of {value!r} is not a whole number of milliseconds")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:
