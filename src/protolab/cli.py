@@ -181,11 +181,26 @@ def validate(
 
     p, _text, source = _load(plan, None)
     preflight(p, source, _environment(p, lab_workdir))
+    _overwrite_checks(p)
     cells = expand(p)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
               f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {m.repeats} repeats "
               f"= {len(cells)} cells, about {len(cells) * (m.warmup + m.duration) / 60:.1f} min of measurement")
+
+
+def _overwrite_checks(p) -> None:
+    """run's data-safety check of every non-lab target (blkid, the sidecar), so validate refuses what run would."""
+    from .engine.targets import check_overwrite, resolve
+    from .proc import SubprocessRunner
+
+    runner = SubprocessRunner()
+    for c in p.configurations:
+        t = p.target_of(c)
+        if t.url.startswith("lab:"):
+            continue
+        a = resolve(t.url, size=t.size or p.method.data_size, ioengine=c.ioengine, direct=c.direct)
+        check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=runner, label=f"configuration {c.name!r}")
 
 
 @app.command()

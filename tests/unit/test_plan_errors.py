@@ -70,7 +70,8 @@ def test_bad_plan_is_one_line_exit_2(case, tmp_path, cli):
 
 def test_good_plan_validates(tmp_path, cli):
     plan = tmp_path / "plan.toml"
-    plan.write_text(GOOD)
+    # validate makes run's overwrite check too: a target nobody else writes (/tmp/x.dat may hold data)
+    plan.write_text(GOOD.replace("/tmp/x.dat", str(tmp_path / "x.dat")))
     p = cli("validate", plan, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "2 configurations × 1 workloads × 1 load points × 5 repeats = 10 cells" in p.stdout

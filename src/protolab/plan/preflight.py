@@ -153,7 +153,8 @@ def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> No
     where = env.lab_workdir
     free = env.free_bytes(where) if where is not None else None
     if free is not None and free < lab.pool_bytes:
-        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} does not fit the {format_size(free)} free "
+        # whole GiB: other programs change the free space between two checks; the message stays the same
+        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} does not fit the {free // 1024**3} GiB free "
                         f"on the disk of {where}; lower lab.pool_size or choose another --lab-workdir")
     assert protocols <= set(LAB_TARGETS)
 

@@ -133,13 +133,19 @@ def check_fio_options(options: Any) -> dict[str, str]:
 
 
 ENGINE_RE = re.compile(r"^[a-z0-9_]{1,32}$")
+#: Engines that only read and write the target. fio also lists engines that run a program
+#: (exec), create, truncate or delete files (filecreate, ftruncate, filedelete), open sockets
+#: (net) or pass SCSI commands (sg): none of those measures storage, so a plan cannot pick them.
+LOCAL_ENGINES = ("io_uring", "libaio", "psync", "pvsync", "pvsync2", "sync", "vsync", "posixaio", "mmap", "null")
 
 
 def check_engine(value: Any) -> str:
-    """An ioengine name as fio lists them (never 'external:…' or a path)."""
+    """An ioengine name as fio lists them (never 'external:…' or a path), one of LOCAL_ENGINES."""
     if not isinstance(value, str) or not ENGINE_RE.match(value):
         raise ValueError(f"ioengine {value!r} is not an engine name; use one 'fio --enghelp' lists, "
                          "e.g. io_uring, libaio or psync")
+    if value not in LOCAL_ENGINES:
+        raise ValueError(f"ioengine {value!r} is not allowed in a plan; use one of {', '.join(LOCAL_ENGINES)}")
     return value
 
 
@@ -185,7 +191,7 @@ def check_ssh_options(options: Any) -> list[str]:
                                  "LocalCommand or KnownHostsCommand run commands); allowed keys include "
                                  "BatchMode, ConnectTimeout, StrictHostKeyChecking, UserKnownHostsFile, "
                                  "IdentityFile, User, Port")
-        if not _SSH_VALUE.match(value):
+        if not _SSH_VALUE.match(value) or value.startswith("-"):  # '-…' would read as another option
             raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
                              "KEY=VALUE")
         if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):

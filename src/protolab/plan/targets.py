@@ -50,6 +50,9 @@ def parse_target(text: str) -> TargetRef:
     if "://" not in text:
         if not text or "\0" in text:
             raise ValueError("a path target must not be empty")
+        if ":" in text:  # fio reads ':' in filename as a list of files: '/a:/etc/x' would write /etc/x too
+            raise ValueError(f"target {text!r}: a path must not contain ':' (fio would read it as several "
+                             "files); rename the file or link it under a name without ':'")
         return TargetRef("path", text)
     try:
         parts = urlsplit(text)

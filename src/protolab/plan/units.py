@@ -8,6 +8,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 _POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
 _SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "min": 60, "h": 3600}
+MAX_SIZE = 2**63 - 1  # fio keeps sizes and offsets in 64-bit integers
 
 
 def parse_size(value: int | str) -> int:
@@ -17,14 +18,20 @@ def parse_size(value: int | str) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"a size cannot be negative (got {value})")
+        if value > MAX_SIZE:
+            raise ValueError(f"a size of {value} bytes is beyond what fio accepts (at most 8E)")
         return value
-    m = _SIZE.match(str(value))
+    if not isinstance(value, str):  # strict: 1.5e9 is not a size; write "1.5G" or a whole number
+        raise ValueError(f"expected a size like '4k' or '1G' or a whole number of bytes, got {value!r}")
+    m = _SIZE.match(value)
     if not m:
         raise ValueError(f"expected a size like '4k', '64KiB' or '1G', got {value!r}")
     number, unit = float(m.group(1)), m.group(2).lower()
     result = number * 1024 ** _POW[unit]
     if result != int(result):
         raise ValueError(f"{value!r} is not a whole number of bytes")
+    if result > MAX_SIZE:
+        raise ValueError(f"a size of {value!r} is beyond what fio accepts (at most 8E)")
     return int(result)
 
 
@@ -41,13 +48,18 @@ def parse_duration(value: int | float | str) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a duration like '30s' or '5m', got {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"a duration cannot be negative (got {value})")
-        return float(value)
-    m = _DURATION.match(str(value))
-    if not m:
-        raise ValueError(f"expected a duration like '30s', '5m' or 90, got {value!r}")
-    return float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+        if value != value or value < 0:
+            raise ValueError(f"a duration must be a number of seconds, at least 0 (got {value})")
+        seconds = float(value)
+    else:
+        m = _DURATION.match(str(value))
+        if not m:
+            raise ValueError(f"expected a duration like '30s', '5m' or 90, got {value!r}")
+        seconds = float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+    # job files carry whole milliseconds: 0.0001 s would become runtime=0, which fio reads as "no limit"
+    if seconds != float("inf") and abs(seconds * 1000 - round(seconds * 1000)) > 1e-6:
+        raise ValueError(f"a duration of {value!r} is not a whole number of milliseconds")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:
