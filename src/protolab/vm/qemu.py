@@ -61,7 +61,8 @@ class GuestSpec:
         """The QEMU command line."""
         if self.accel not in ("kvm", "tcg"):
             raise ProtolabError(f"guest {self.name}: accelerator {self.accel!r} is not kvm or tcg")
-        argv = [QEMU, "-name", self.name, "-accel", self.accel,
+        # debug-threads names the threads ("CPU 0/TCG", "worker"): the CPU split reads them
+        argv = [QEMU, "-name", f"{self.name},debug-threads=on", "-accel", self.accel,
                 # TCG: the widest emulated CPU; KVM: the host's (stock models hang on some hosts)
                 "-cpu", "host" if self.accel == "kvm" else "max",
                 "-smp", str(self.vcpus), "-m", str(self.memory_mib),
