@@ -93,3 +93,17 @@ def test_thread_cpu_split_into_vcpu_and_io(tmp_path):
 def test_missing_guest_image_says_how_to_build(tmp_path):
     with pytest.raises(ProtolabError, match=f"no guest image in {tmp_path}; run 'scripts/build-guest.sh"):
         find_image(tmp_path)
+
+
+def test_doctor_reports_qemu_and_a_missing_guest_image(tmp_path, monkeypatch):
+    import shutil
+
+    from protolab.doctor import vm_checks
+    from protolab.proc import SubprocessRunner
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("needs qemu-system-x86")
+    monkeypatch.setenv("PROTOLAB_GUEST", str(tmp_path))
+    checks = {c.item: c for c in vm_checks(SubprocessRunner())}
+    assert checks["qemu"].ok and checks["qemu"].detail.startswith("QEMU emulator version ")
+    assert not checks["guest image"].ok and checks["guest image"].detail == f"no guest image in {tmp_path}"
+    assert checks["accelerator"].detail == "not probed without a guest image"
