@@ -10,15 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from protolab.conventions import DATA_FILE
 from protolab.lab.procs import alive
 from protolab.proc import SubprocessRunner
-from protolab.vm import cpu
+from protolab.vm.host import lab_guest, run_cell
 from protolab.vm.accel import free_port
 from protolab.vm.controllers import CONTROLLERS
 from protolab.vm.image import find_image
@@ -63,13 +61,8 @@ def lab(make_lab):
 
 def test_guest_reads_every_protocol_behind_every_controller(lab, tmp_path):
     image = guest_image()
-    urls = {"iscsi": lab.endpoint("iscsi").url, "nbd": lab.endpoint("nbd").url,
-            "nfs": f"{lab.endpoint('nfs').url}/{DATA_FILE}"}
-    disks = tuple(Disk(urls[p], c) for p in urls for c in CONTROLLERS)
-    host_ns = lab.names.host_ns(0)
-    guest = Guest(GuestSpec(f"{lab.spec.prefix}-vm0", image.kernel, image.initrd, accel="tcg",
-                            memory_mib=512, disks=disks, fio_port=free_port()),
-                  SubprocessRunner(), lab._record, host_ns, lab.workdir / "vm", lab.cgroups)
+    layout = [(p, c) for p in ("iscsi", "nbd", "nfs") for c in CONTROLLERS]
+    guest = lab_guest(lab, image, f"{lab.spec.prefix}-vm0", layout, fio_port=free_port())
     guest.start()
     try:
         devices = guest.wait_ready(timeout=180)
@@ -82,31 +75,25 @@ def test_guest_reads_every_protocol_behind_every_controller(lab, tmp_path):
         st_ns, st_if = lab.names.storage_ns, lab.names.storage_link(0).near.ifname
         job = tmp_path / "vm.fio"
         job.write_text(jobfile(devices))
-        wire_before, hv_before = port_bytes(st_ns, st_if), cpu.sample(guest.pid)
-        done = subprocess.run(["ip", "netns", "exec", host_ns, str(FIO), f"--client={guest.client_arg()}",
-                               "--output-format=json", str(job)], capture_output=True, text=True, timeout=120)
-        hv_after, wire_after = cpu.sample(guest.pid), port_bytes(st_ns, st_if)
-        assert done.returncode == 0, done.stderr[-500:]
-        out = json.loads(done.stdout[done.stdout.index("{"):])
-        jobs = out["client_stats"] if "client_stats" in out else out["jobs"]
-        per_disk = {j["jobname"]: j["read"]["total_ios"] for j in jobs if j["jobname"] in devices}
-        assert set(per_disk) == set(devices)
-        assert all(n > 0 for n in per_disk.values()), per_disk  # every protocol, every controller
-        ios = sum(per_disk.values())
-        read_bytes = ios * 4096
+        wire_before = port_bytes(st_ns, st_if)
+        cell = run_cell(guest, job, str(FIO), timeout=120)
+        wire = port_bytes(st_ns, st_if) - wire_before
+        assert set(cell.ios) == set(devices)
+        assert all(n > 0 for n in cell.ios.values()), cell.ios  # every protocol, every controller
+        assert RUNTIME_S * 0.9 <= cell.runtime_s <= RUNTIME_S * 1.5
+        ios = sum(cell.ios.values())
+        assert cell.iops == pytest.approx(ios / cell.runtime_s) and cell.iops > 0
 
-        spent = cpu.window(hv_before, hv_after)
-        figures = cpu.per_io(spent, ios)
+        spent, figures = cell.hypervisor, cell.cpu_per_io
         assert spent.vcpu_s > 0 and spent.io_s > 0, spent
-        assert figures["hv_us_per_io"] > 0
-        guest_cpu = cpu.guest_per_io(next(j for j in jobs if j["jobname"] == devices[0]), per_disk[devices[0]])
-        assert guest_cpu["guest_us_per_io"] > 0
+        assert figures["hv_us_per_io"] == pytest.approx(figures["hv_vcpu_us_per_io"] + figures["hv_io_us_per_io"])
+        assert figures["hv_us_per_io"] > 0 and figures["guest_us_per_io"] > 0
         # the disks' data crossed the storage port (plus protocol headers), not a side channel
-        assert wire_after - wire_before >= read_bytes, (wire_after - wire_before, read_bytes)
-        print(f"\nVM: {ios / RUNTIME_S:.0f} IOPS over {len(devices)} disks, hypervisor "
+        assert wire >= ios * 4096, (wire, ios * 4096)
+        print(f"\nVM: {cell.iops:.0f} IOPS over {len(devices)} disks, hypervisor "
               f"{figures['hv_us_per_io']:.0f} us/IO (vCPU {figures['hv_vcpu_us_per_io']:.0f}, "
-              f"I/O {figures['hv_io_us_per_io']:.0f}), guest {guest_cpu['guest_us_per_io']:.0f} us/IO, "
-              f"{(wire_after - wire_before) / read_bytes:.2f} wire bytes per data byte")
+              f"I/O {figures['hv_io_us_per_io']:.0f}), guest {figures['guest_us_per_io']:.0f} us/IO, "
+              f"{wire / (ios * 4096):.2f} wire bytes per data byte")
     finally:
         guest.stop()
     assert not alive(guest.pid)
