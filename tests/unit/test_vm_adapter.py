@@ -107,3 +107,21 @@ def test_doctor_reports_qemu_and_a_missing_guest_image(tmp_path, monkeypatch):
     assert checks["qemu"].ok and checks["qemu"].detail.startswith("QEMU emulator version ")
     assert not checks["guest image"].ok and checks["guest image"].detail == f"no guest image in {tmp_path}"
     assert checks["accelerator"].detail == "not probed without a guest image"
+
+
+def test_hypervisor_section_validates_controller_queues_and_memory():
+    from pydantic import ValidationError
+
+    from protolab.plan.hypervisor import CONTROLLER_NAMES, Hypervisor
+    assert CONTROLLER_NAMES == tuple(CONTROLLERS)  # the plan offers exactly the adapter's controllers
+    h = Hypervisor(controller="pvscsi", memory="1G", disks_per_vm=2)
+    assert (h.memory_mib, h.accel, h.vms_per_host) == (1024, "auto", 1)
+    assert Hypervisor(controller="virtio-scsi", queues=4).queues == 4
+    with pytest.raises(ValidationError, match="queues applies to virtio-blk and virtio-scsi only, not controller 'lsi'"):
+        Hypervisor(controller="lsi", queues=2)
+    with pytest.raises(ValidationError, match="controller"):
+        Hypervisor(controller="buslogic")
+    with pytest.raises(ValidationError, match="memory must be between 256M and 64G per VM"):
+        Hypervisor(memory="64M")
+    with pytest.raises(ValidationError, match="accel"):
+        Hypervisor(accel="xen")
