@@ -124,6 +124,10 @@ def _local_space(plan: Plan, source: str, refs: list[TargetRef], env: Environmen
             st = None
         if st is not None and stat.S_ISBLK(st.st_mode):
             continue
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            # a character device (/dev/mem, /dev/port), FIFO or socket has no contents to check: never a target
+            raise PlanError(f"{source}: configuration {c.name!r}: target {r.text} is not a regular file, directory "
+                            "or block device; give a file, a directory or a block device")
         grow = target_bytes(plan, c, r) - (st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0)
         free = env.free_bytes(path.parent) if grow > 0 else None
         if free is not None and grow > free:
