@@ -64,8 +64,11 @@ def test_emulated_1gbe_carries_what_a_1gbe_wire_carries(workdir, tmp_path, offlo
         model = ceiling(r.configuration, link_bps="1GbE", mtu=1500, block_size=65536, read_pct=100)
         ratio = r.result.mbps / model.mbps
         print(f"{r.configuration} offloads={offloads}: {r.result.mbps:.1f} MB/s = {ratio:.4f} of {model.mbps:.1f}")
-        # 0.97-1.00 at two decimals (the 1 ms burst lets the first millisecond through unshaped)
-        assert 0.97 <= ratio < 1.005, (r.configuration, r.result.mbps, model.mbps)
+        # 0.97-1.00 at two decimals (the 1 ms burst lets the first millisecond through unshaped). Without
+        # offloads every frame costs the servers CPU of its own: on a busy 2-core machine they can fall a
+        # little short of the wire, never above it, so that case keeps the upper bound and a lower floor.
+        floor = 0.97 if offloads else 0.95
+        assert floor <= ratio < 1.005, (r.configuration, r.result.mbps, model.mbps)
 
 
 def test_a_second_run_on_a_held_prefix_is_refused_and_the_first_completes(workdir, tmp_path):

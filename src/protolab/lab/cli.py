@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from ..errors import ProtolabError
-from .lab import PROTOCOLS, Lab, default_workdir
-from .teardown import down_all
+# The lab itself (and the plan models it needs) is imported inside each command: registering these
+# commands must cost `protolab --help` nothing.
 
 lab_app = typer.Typer(
     help="The embedded lab: bring it up from a plan, show it, tear it down.",
@@ -27,6 +27,8 @@ def lab_protocols(plan) -> set[str]:
 
 
 def _workdir(workdir: Optional[Path], prefix: str) -> Path:
+    from .lab import default_workdir
+
     return workdir if workdir is not None else default_workdir(prefix)
 
 
@@ -36,6 +38,7 @@ def up(
     workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
 ) -> None:
     """Build the lab of PLAN and leave it running; prints how to reach each export."""
+    from .lab import Lab
     from ..plan.load import load_plan
     from ..plan.topology import LabSpec
 
@@ -59,6 +62,8 @@ def status(
     workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
 ) -> None:
     """Show the lab that is up: topology, addresses, exports, server processes."""
+    from .lab import Lab
+
     typer.echo(Lab.from_record(_workdir(workdir, prefix)).describe())
 
 
@@ -71,6 +76,8 @@ def down(
 ) -> None:
     """Tear the lab down completely, from its record (and with --all, by its prefix)."""
     from . import holder
+    from .lab import Lab
+    from .teardown import down_all
 
     if prefix is None and workdir is None:
         labs = holder.mine()
