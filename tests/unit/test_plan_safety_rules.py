@@ -88,3 +88,12 @@ def test_durations_whole_milliseconds(bad):
     with pytest.raises(ValueError):
         parse_duration(bad)
     assert parse_duration("1500ms") == 1.5 and parse_duration(0.25) == 0.25
+
+
+def test_errors_do_not_echo_huge_values():
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+
+    with pytest.raises(PlanError) as e:
+        load_plan_text('name = "' + "x" * 100_000 + '"\nbaseline = "a"\n', source="p.toml")
+    assert len(str(e.value)) < 500 and "100000 characters" in str(e.value)

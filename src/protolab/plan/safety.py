@@ -78,7 +78,8 @@ def check_name(value: Any, kind: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"a {kind} name must be a string ({NAME_RULE}), got {type(value).__name__}")
     if not NAME_RE.match(value):
-        raise ValueError(f"{kind} name {value!r} is not allowed; use {NAME_RULE}")
+        shown = repr(value) if len(value) <= 70 else repr(value[:64]) + f"… ({len(value)} characters)"
+        raise ValueError(f"{kind} name {shown} is not allowed; use {NAME_RULE}")
     return value
 
 
