@@ -97,3 +97,12 @@ def test_errors_do_not_echo_huge_values():
     with pytest.raises(PlanError) as e:
         load_plan_text('name = "' + "x" * 100_000 + '"\nbaseline = "a"\n', source="p.toml")
     assert len(str(e.value)) < 500 and "100000 characters" in str(e.value)
+
+
+@pytest.mark.parametrize("opts", [{"random_generator": "bogus"}, {"io_submit_mode": "x"}, {"clocksource": "x"},
+                                  {"buffer_compress_percentage": 500}, {"dedupe_percentage": 101}])
+def test_fio_values_fio_would_refuse(opts):
+    """fio would fail at run time, after the run directory exists: the plan is refused first."""
+    with pytest.raises(ValueError):
+        check_fio_options(opts)
+    assert check_fio_options({"random_generator": "tausworthe64", "io_submit_mode": "offload"})
