@@ -179,10 +179,15 @@ def validate(
     from .plan.expand import expand
     from .plan.preflight import preflight
 
+    from .plan.warnings import machine_memory, plan_warnings
+
     p, _text, source = _load(plan, None)
     preflight(p, source, _environment(p, lab_workdir))
     _overwrite_checks(p)
     cells = expand(p)
+    cached = p.uses_lab() or any(not c.direct for c in p.configurations)
+    for w in plan_warnings(p, machine_memory() if cached else None):
+        err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
               f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {m.repeats} repeats "
