@@ -20,6 +20,8 @@ APT_PACKAGES=(
   iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-server openssh-client
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
   build-essential dpkg-dev pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
+  # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers, the guest's kernel and tools
+  qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio
   # python
   python3 python3-venv
 )
@@ -99,4 +101,6 @@ fi
 # usage: install-deps.sh [test]   ('test' adds what only the test suite needs)
 install_apt "${1:-}"
 build_fio
+# idempotent: the guest image for VM load hosts; optional — without it the VM tests skip and doctor says why
+scripts/build-guest.sh "$DEPS/guest" || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
 make_venv

@@ -182,10 +182,15 @@ def validate(
     from .plan.expand import expand
     from .plan.preflight import preflight
 
+    from .plan.warnings import machine_memory, plan_warnings
+
     p, _text, source = _load(plan, None)
     preflight(p, source, _environment(p, lab_workdir))
     _overwrite_checks(p)
     cells = expand(p)
+    cached = p.uses_lab() or any(not c.direct for c in p.configurations)
+    for w in plan_warnings(p, machine_memory() if cached else None):
+        err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
     m = p.method
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
               f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {m.repeats} repeats "
@@ -226,19 +231,22 @@ def workloads():
 
 @app.command()
 def doctor():
-    """Show what is installed (fio, its engines) and whether this machine allows the embedded lab."""
-    from .doctor import fio_checks, lab_checks
+    """Show what is installed (fio, its engines), whether this machine allows the embedded lab,
+    and whether it can run virtual machines as load hosts (QEMU, guest image, KVM or TCG and why)."""
+    from .doctor import fio_checks, lab_checks, vm_checks
     from .proc import SubprocessRunner
 
     runner = SubprocessRunner()
     bad = 0
-    for title, checks in (("fio", fio_checks(runner)), ("embedded lab", lab_checks(runner))):
+    # VMs are optional: what they lack is reported, but does not fail the doctor
+    for title, checks, needed in (("fio", fio_checks(runner), True), ("embedded lab", lab_checks(runner), True),
+                                  ("virtual machines (optional)", vm_checks(runner), False)):
         out.print(f"[bold]{title}[/bold]")
         for c in checks:
             mark = "[green]ok[/green]     " if c.ok else "[red]missing[/red]"
             out.print(f"  {mark} {c.item:<20} {c.detail}", highlight=False)
             if not c.ok:
-                bad += 1
+                bad += needed
                 out.print(f"           [yellow]→ {c.fix}[/yellow]", highlight=False)
     if bad:
         raise typer.Exit(1)

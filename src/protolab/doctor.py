@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from .engine.fio import NEEDED_ENGINES, Fio, find_fio
 from .errors import ProtolabError
@@ -82,3 +83,38 @@ def lab_blocker(runner: Runner | None = None) -> str | None:
     first = missing[0]
     more = f" (and {len(missing) - 1} more; see 'protolab doctor')" if len(missing) > 1 else ""
     return f"the embedded lab needs {first.item}: {first.detail}; {first.fix}{more}"
+
+
+QEMU_MODULES = Path("/usr/lib/x86_64-linux-gnu/qemu")
+
+
+def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
+    """Virtual machines as load hosts: QEMU, its iSCSI/NFS block drivers, the guest image, the accelerator."""
+    from .vm.accel import choose
+    from .vm.image import find_image
+    from .vm.qemu import QEMU
+
+    qemu = shutil.which(QEMU)
+    if not qemu:
+        return [Check("qemu", False, "not found", "apt-get install qemu-system-x86 qemu-block-extra (or 'make deps')")]
+    version = runner.run([qemu, "--version"], check=False, timeout=30).stdout.splitlines()
+    checks = [Check("qemu", True, f"{version[0] if version else '?'} at {qemu}")]
+    drivers = {d: (QEMU_MODULES / f"block-{d}.so").exists() for d in ("iscsi", "nfs")}
+    checks.append(Check("qemu block drivers", all(drivers.values()),
+                        "nbd built in; " + ", ".join(f"{d} {'present' if ok else 'missing'}" for d, ok in drivers.items()),
+                        "apt-get install qemu-block-extra (QEMU's libiscsi and libnfs drivers)"))
+    try:
+        image = find_image()
+    except ProtolabError as e:
+        checks.append(Check("guest image", False, str(e).split(";")[0], "run scripts/build-guest.sh (or 'make deps')"))
+        checks.append(Check("accelerator", False, "not probed without a guest image", "build the guest image"))
+        return checks
+    info = image.info
+    checks.append(Check("guest image", True, f"{image.dir}: kernel {info.get('kernel')}, {info.get('fio')}, "
+                                              f"{info.get('modules')} modules"))
+    try:
+        chosen = choose("auto", runner, image, probe_timeout)
+        checks.append(Check("accelerator", True, f"{chosen.accel}: {chosen.reason}"))
+    except ProtolabError as e:
+        checks.append(Check("accelerator", False, str(e), "see 'protolab doctor'"))
+    return checks

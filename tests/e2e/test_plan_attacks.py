@@ -61,8 +61,8 @@ def _attacks(tmp: Path) -> dict[str, tuple[str, str]]:
     }
 
 
-def _state(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir")
+def _state(root: Path) -> dict[str, str]:  # FIFOs are not read
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "other")
             for p in root.rglob("*")}
 
 
@@ -114,3 +114,22 @@ def test_validate_makes_runs_overwrite_check(tmp_path, cli):
         lines.append(p.stderr)
     assert lines[0] == lines[1]
     assert data.read_text() == "precious\n" and sorted(x.name for x in tmp_path.iterdir()) == ["data.dat", "plan.toml"]
+
+
+@pytest.mark.parametrize("kind", ["chardev", "fifo"])
+def test_target_that_is_no_file_directory_or_block_device(kind, tmp_path, cli):
+    """A character device (/dev/mem where it exists) or a FIFO has no contents to check: refused by both commands."""
+    import os
+
+    target = "/dev/null"
+    if kind == "fifo":
+        target = str(tmp_path / "fifo")
+        os.mkfifo(target)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(_plan().replace('"./disk.dat"', f'"{target}"'))
+    before = _state(tmp_path)
+    for command in ("validate", "run"):
+        p = cli(command, plan, cwd=tmp_path, timeout=120)
+        assert p.returncode == 2, (command, p.stdout, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "is not a regular file, directory or block device" in p.stderr
+        assert _state(tmp_path) == before

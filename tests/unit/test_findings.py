@@ -5,7 +5,7 @@ import pytest
 
 from protolab.analysis.findings import (MIN_OUTLIER_REPEATS, findings, measured_metrics, outlier_findings,
                                         study_rows, verdicts)
-from protolab.analysis.stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE
+from protolab.analysis.stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 
 
@@ -57,32 +57,49 @@ def test_called_difference_states_size_and_interval_at_every_load_point():
     assert "lower average service time than base at every load point" in lat_text and lat_text.count("30 %") == 1
 
 
-def test_within_sentence_bounds_every_interval_and_makes_no_claim():
+def test_within_sentence_needs_the_equivalence_test():
+    # equal samples (0.5 % noise, 8 repeats): the equivalence test at the ±2 % band passes -> "within"
     recs = study({"base": (1.0, 1.0), "a": (1.0, 1.0), "b": (1.0, 1.0)})
     rows = study_rows(recs, "base")
     vs = verdicts(rows, "base", ["iops"])
-    assert {v.verdict for v in vs.values()} == {NO_CLEAR_DIFFERENCE}
+    assert {v.verdict for v in vs.values()} == {NO_CLEAR_DIFFERENCE} and all(v.equivalent for v in vs.values())
     found = findings(rows, vs, "base", ["iops"])
-    within = [f for f in found if f.kind == "within"]
-    assert len(within) == 1
-    bound = int(within[0].text.split("within ")[1].split(" %")[0])
-    worst = max(max(abs(v.ci_low - 1), abs(v.ci_high - 1)) for v in vs.values()) * 100
-    assert worst <= bound < worst + 1 and bound <= 10
-    assert within[0].text.startswith("w4k: All configurations within")
+    [within] = [f for f in found if f.kind == "within"]
+    assert within.text.startswith("w4k: All configurations within ±2 % of base in IOPS at every load point "
+                                  "(equivalence test: two one-sided Welch tests on log values")
     assert not [f for f in found if f.kind == "difference"]
-    quiet = [f for f in found if f.kind == "no clear difference"]
-    assert len(quiet) == 1 and "between base and a, b at any load point" in quiet[0].text
+    # the same medians with 8 % noise: narrow enough intervals are not enough, the equivalence test fails
+    wide = [rec(c, li, k + 1, v) for c in ("base", "a") for li in (0,)
+            for k, v in enumerate(noisy(10000, 4, cv=0.08, seed=len(c)))]
+    rows = study_rows(wide, "base")
+    vs = verdicts(rows, "base", ["iops"])
+    assert not any(v.equivalent for v in vs.values())
+    found = findings(rows, vs, "base", ["iops"])
+    assert not [f for f in found if f.kind == "within"]
+    assert [f.kind for f in found] == ["no clear difference"]
 
 
-def test_two_repeats_never_claim_and_say_why():
+def test_two_repeats_are_not_tested_and_say_so():
     recs = study({"base": (1.0, 1.0), "fast": (3.0, 0.3)}, n=2)
     rows = study_rows(recs, "base")
     vs = verdicts(rows, "base", ["iops", "lat_mean_us"])
-    assert {v.verdict for v in vs.values()} == {NO_CLEAR_DIFFERENCE}
+    assert {v.verdict for v in vs.values()} == {NOT_TESTED}
+    assert {v.interval_name for v in vs.values()} == {"range of repeats"}
     found = findings(rows, vs, "base", ["iops", "lat_mean_us"])
-    assert [f.kind for f in found] == ["no clear difference"]
-    assert "IOPS or average service time" in found[0].text
-    assert "with 2+2 repeats no test is run — at least 3 per side are needed to call a difference" in found[0].text
+    assert [f.kind for f in found] == ["not tested"]
+    assert found[0].text == ("w4k: IOPS or average service time of fast against base: not tested "
+                             "(2 repeats; 3 needed).")
+    assert not any("no clear difference" in f.text or "95 %" in f.text for f in found)
+
+
+def test_a_ten_percent_shift_with_five_repeats_is_called():
+    recs = study({"base": (1.0, 1.0), "slow": (0.9, 1.0)}, n=5)
+    rows = study_rows(recs, "base")
+    vs = verdicts(rows, "base", ["iops"])
+    assert {v.verdict for v in vs.values()} == {LOWER}
+    assert {v.interval_name for v in vs.values()} == {"95 % CI"}
+    [text] = [f.text for f in findings(rows, vs, "base", ["iops"]) if f.kind == "difference"]
+    assert text.startswith("w4k: slow had 10 % (") and "fewer IOPS than base at every load point" in text
 
 
 def test_mixed_load_points_name_where_the_difference_was_called():

@@ -88,3 +88,21 @@ def test_durations_whole_milliseconds(bad):
     with pytest.raises(ValueError):
         parse_duration(bad)
     assert parse_duration("1500ms") == 1.5 and parse_duration(0.25) == 0.25
+
+
+def test_errors_do_not_echo_huge_values():
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+
+    with pytest.raises(PlanError) as e:
+        load_plan_text('name = "' + "x" * 100_000 + '"\nbaseline = "a"\n', source="p.toml")
+    assert len(str(e.value)) < 500 and "100000 characters" in str(e.value)
+
+
+@pytest.mark.parametrize("opts", [{"random_generator": "bogus"}, {"io_submit_mode": "x"}, {"clocksource": "x"},
+                                  {"buffer_compress_percentage": 500}, {"dedupe_percentage": 101}])
+def test_fio_values_fio_would_refuse(opts):
+    """fio would fail at run time, after the run directory exists: the plan is refused first."""
+    with pytest.raises(ValueError):
+        check_fio_options(opts)
+    assert check_fio_options({"random_generator": "tausworthe64", "io_submit_mode": "offload"})

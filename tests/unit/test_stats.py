@@ -13,6 +13,8 @@ from protolab.analysis.stats import (
     HIGHER,
     LOWER,
     NO_CLEAR_DIFFERENCE,
+    NOT_TESTED,
+    tost_log_p,
     adjust_p,
     compare,
     decide,
@@ -83,8 +85,8 @@ def test_two_repeats_per_side_are_never_significant(base, shift, noise):
     # The smallest two-sided p that 2 + 2 values can give is 2 / C(4, 2) = 1/3.
     assert c.p_value >= 1 / 3 - 1e-12
     [v] = decide([c])
-    assert v.verdict == NO_CLEAR_DIFFERENCE
-    assert "add repeats" in v.reason
+    assert v.verdict == NOT_TESTED and v.verdict != NO_CLEAR_DIFFERENCE
+    assert v.reason == "not tested (2 repeats; 3 needed)" and v.interval_name == "range of repeats"
 
 
 def test_one_percent_shift_without_noise_stays_inside_the_noise_band():
@@ -135,7 +137,8 @@ def test_ratio_ci_contains_the_true_ratio_and_is_reproducible():
 def test_zero_baseline_gives_no_ratio():
     c = compare([0.0, 0.0, 0.0], [1.0, 2.0, 3.0])
     assert math.isnan(c.ratio)
-    assert decide([c])[0].verdict == NO_CLEAR_DIFFERENCE
+    assert decide([c])[0].verdict == NOT_TESTED
+    assert "baseline's median is zero" in decide([c])[0].reason
 
 
 def test_ties_use_an_exact_permutation_p():
@@ -186,5 +189,15 @@ def test_a_study_matrix_with_three_repeats_can_call_a_clear_difference():
 def test_three_repeats_is_the_least_that_is_tested():
     c2 = compare([100.0, 101.0], [200.0, 201.0])
     c3 = compare([100.0, 101.0, 100.5], [200.0, 201.0, 200.5])
-    assert c2.p_value == 1.0 and "at least 3 per side" in decide([c2])[0].reason
+    assert c2.p_value == 1.0 and decide([c2])[0].reason == "not tested (2 repeats; 3 needed)"
     assert c3.p_value < 1e-4 and decide([c3])[0].verdict == HIGHER
+
+
+def test_equivalence_test_at_the_noise_band():
+    same = [1000.0, 1003.0, 998.0, 1001.0, 999.0]
+    close = [1001.0, 1002.0, 999.0, 1000.0, 1003.0]
+    assert tost_log_p(same, close, 0.02) < 0.001  # within ±2 %, tightly
+    assert tost_log_p(same, [1.10 * x for x in same], 0.02) > 0.5  # 10 % off: not within
+    assert tost_log_p(same[:2], close[:2], 0.02) == 1.0  # two repeats: no test
+    noisy = [900.0, 1100.0, 1000.0]
+    assert tost_log_p(noisy, noisy[::-1], 0.02) > 0.05  # equal medians, but too noisy to say "within"

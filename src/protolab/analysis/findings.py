@@ -20,14 +20,15 @@ from typing import Callable, Iterable
 from ..results.records import CellRecord
 from . import relative
 from .relative import Row, relative_rows
-from .stats import MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, Verdict, compare, decide, outlier_advice
+from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare, decide,
+                    outlier_advice)
 
 _QUIET = "quiet"  # a per-metric "no clear difference" before it is merged into one sentence per workload
+_UNTESTED = "untested"  # likewise for "not tested": too few repeats to run any test
 #: Below this many repeats no repeat is flagged: with 3 or 4 values the median absolute deviation is one
 #: of the gaps itself, so any lopsided set looks like it holds an outlier.
 MIN_OUTLIER_REPEATS = 5
 #: "within X %" sentences are written only when every interval lies inside this bound.
-WITHIN_LIMIT_PCT = 10.0
 
 
 def _extra(key: str) -> Callable[[CellRecord], float | None]:
@@ -136,7 +137,8 @@ def verdicts(rows: list[Row], baseline: str, metrics: Iterable[str] = METRICS, *
             if not bs or not os_:
                 continue
             keys.append((m, r.workload, r.load_index, r.configuration))
-            comps.append(compare(bs, os_, label=f"{r.workload} {r.load_label} {r.configuration} {m}", seed=seed))
+            comps.append(compare(bs, os_, label=f"{r.workload} {r.load_label} {r.configuration} {m}", seed=seed,
+                                 noise=noise))
         for k, v in zip(keys, decide(comps, alpha=alpha, noise=noise, method=method) if comps else []):
             out[k] = v
     return out
@@ -181,6 +183,7 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
     labels = _labels(rows)
     out: list[Finding] = []
     quiet: list[str] = []
+    untested: list[str] = []
     for c in configs:
         mine = {li: vs[(m.key, workload, li, c)] for li in loads if (m.key, workload, li, c) in vs}
         if not mine:
@@ -194,21 +197,26 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
                      "at " + ", ".join(labels[(workload, li)] for li in at))
             parts.append(f"{pct_claim(mine, at)} {word} {m.noun} than {baseline} {where}")
         if not parts:
-            quiet.append(c)
+            if all(v.verdict == NOT_TESTED for v in mine.values()):
+                untested.append(c)
+            else:
+                quiet.append(c)
             continue
         rest = [li for li, v in mine.items() if v.verdict == NO_CLEAR_DIFFERENCE]
         tail = ("; no clear difference at " + ", ".join(labels[(workload, li)] for li in rest)) if rest else ""
+        skipped = [li for li, v in mine.items() if v.verdict == NOT_TESTED]
+        tail += ("; not tested at " + ", ".join(labels[(workload, li)] for li in skipped)) if skipped else ""
         out.append(Finding("difference", f"{workload}: {c} had " + "; and ".join(parts) + tail + ".",
                            m.key, workload, (c,)))
     if quiet:
-        sizes = [(len(vs_b), len(vs_o)) for vs_b, vs_o in _sample_pairs(rows, baseline, m.key, workload, quiet)]
-        best = max(((a, b) for a, b in sizes if a and b), key=lambda ab: min(ab), default=(0, 0))
-        why = ""
-        if min(best) < MIN_REPEATS:
-            a, b = best
-            why = (f" (with {a}+{b} repeats no test is run — at least {MIN_REPEATS} per side are needed "
-                   "to call a difference; add repeats)")
-        out.append(Finding(_QUIET, why, m.key, workload, tuple(quiet)))  # merged across metrics later
+        out.append(Finding(_QUIET, "", m.key, workload, tuple(quiet)))  # merged across metrics later
+    if untested:
+        why = " (the baseline has no value to compare with)"
+        sizes = [min(len(a), len(b)) for a, b in _sample_pairs(rows, baseline, m.key, workload, untested) if a and b]
+        if sizes and min(sizes) < MIN_REPEATS:
+            n = min(sizes)
+            why = f" ({n} repeat{'s' if n != 1 else ''}; {MIN_REPEATS} needed)"
+        out.append(Finding(_UNTESTED, why, m.key, workload, tuple(untested)))
     return out
 
 
@@ -225,15 +233,8 @@ def pct_claim(mine: dict[int, Verdict], at: list[int]) -> str:
     return _claim([mine[li] for li in at])
 
 
-def _within(vs: list[Verdict]) -> float | None:
-    bounds = [max(abs(v.ci_low - 1), abs(v.ci_high - 1)) * 100 for v in vs]
-    if not bounds or not all(math.isfinite(b) for b in bounds):
-        return None
-    return math.ceil(max(bounds))
-
-
 def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: Iterable[str] = METRICS,
-             *, alpha: float = 0.05) -> list[Finding]:
+             *, alpha: float = 0.05, noise: float = 0.02) -> list[Finding]:
     """The overview's sentences: bounds ("all within X %"), called differences, "no clear difference", outliers."""
     out: list[Finding] = []
     workloads = list(dict.fromkeys(r.workload for r in rows))
@@ -245,12 +246,13 @@ def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: It
             mine = [v for (mk, wk, _, _), v in vs.items() if mk == key and wk == w]
             if not mine:
                 continue
-            bound = _within(mine)
-            if bound is not None and bound <= WITHIN_LIMIT_PCT and len(configs) > 0:
+            # "within" is a claim of its own: only the equivalence test (TOST at the noise band, corrected like
+            # every other test) may make it, never intervals that happen to be narrow
+            if mine and all(v.equivalent for v in mine) and len(configs) > 0:
                 who = "All configurations" if len(configs) > 1 else configs[0]
-                out.append(Finding("within", f"{w}: {who} within {bound:.0f} % of {baseline} in {m.noun} at every "
-                                   f"load point (every 95 % interval lies inside ±{bound:.0f} %).", key, w,
-                                   tuple(configs)))
+                out.append(Finding("within", f"{w}: {who} within ±{100 * noise:.0f} % of {baseline} in {m.noun} at "
+                                   "every load point (equivalence test: two one-sided Welch tests on log values, "
+                                   f"Holm-corrected p < {alpha}).", key, w, tuple(configs)))
             out.extend(_difference_findings(rows, vs, baseline, m, w, configs, loads, alpha))
         out = _merge_quiet(out, w, baseline)
     out.extend(outlier_findings(rows, metrics))
@@ -259,16 +261,21 @@ def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: It
 
 def _merge_quiet(found: list[Finding], workload: str, baseline: str) -> list[Finding]:
     """One "no clear difference" sentence per workload and set of configurations, naming all its metrics."""
-    keep = [f for f in found if f.kind != _QUIET]
-    groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
+    keep = [f for f in found if f.kind not in (_QUIET, _UNTESTED)]
+    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
     for f in found:
-        if f.kind == _QUIET:
-            groups.setdefault((f.configurations, f.text), []).append(f.metric)
-    for (configs, why), keys in groups.items():
+        if f.kind in (_QUIET, _UNTESTED):
+            groups.setdefault((f.kind, f.configurations, f.text), []).append(f.metric)
+    for (kind, configs, why), keys in groups.items():
         nouns = [METRICS[k].noun for k in keys]
         what = nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " or " + nouns[-1]
-        keep.append(Finding("no clear difference", f"{workload}: no clear difference in {what} between {baseline} "
-                            f"and {', '.join(configs)} at any load point{why}.", ",".join(keys), workload, configs))
+        if kind == _QUIET:
+            keep.append(Finding("no clear difference", f"{workload}: no clear difference in {what} between "
+                                f"{baseline} and {', '.join(configs)} at any load point.", ",".join(keys),
+                                workload, configs))
+        else:
+            keep.append(Finding("not tested", f"{workload}: {what} of {', '.join(configs)} against {baseline}: "
+                                f"not tested{why}.", ",".join(keys), workload, configs))
     return keep
 
 

@@ -32,6 +32,8 @@ from scipy import stats as sps
 HIGHER = "higher"
 LOWER = "lower"
 NO_CLEAR_DIFFERENCE = "no clear difference"
+#: Too few repeats (or no baseline value) to run a test: said as such, never as "no clear difference".
+NOT_TESTED = "not tested"
 
 # hyperfine and Iglewicz & Hoaglin: modified z-score above 3.5 is an outlier.
 OUTLIER_Z = 3.5
@@ -73,6 +75,7 @@ class Comparison:
     median_other: float
     label: str = ""
     test: str = "welch"
+    p_equivalence: float = 1.0  # TOST p that the ratio lies within the noise band; 1 when not testable
 
 
 @dataclass(frozen=True)
@@ -80,13 +83,20 @@ class Verdict:
     """The call on one comparison after correction for the number of comparisons."""
 
     label: str
-    verdict: str  # "higher", "lower" or "no clear difference"
+    verdict: str  # "higher", "lower", "no clear difference" or "not tested"
     ratio: float
     ci_low: float
     ci_high: float
     p_value: float
     p_adjusted: float
     reason: str
+    equivalent: bool = False  # the equivalence test (TOST at the noise band, corrected) says "within the band"
+    n_min: int = 0  # repeats on the smaller side
+
+    @property
+    def interval_name(self) -> str:
+        """What the interval is: a 95 % CI, or only the repeats' range when a side has fewer than 3 repeats."""
+        return "95 % CI" if self.n_min >= MIN_REPEATS else "range of repeats"
 
 
 def _as_array(samples: Sequence[float], what: str = "samples") -> np.ndarray:
@@ -165,6 +175,28 @@ def welch_log_p(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sps.ttest_ind(lx, ly, equal_var=False).pvalue)
 
 
+def tost_log_p(a: Sequence[float], b: Sequence[float], margin: float) -> float:
+    """Two one-sided Welch tests on log values: p that b/a lies within [1 - margin, 1 + margin].
+
+    H0 is "outside the band"; a small p supports equivalence. 1 when either side has fewer than
+    MIN_REPEATS values or a value is not positive.
+    """
+    x, y = _as_array(a), _as_array(b)
+    if min(x.size, y.size) < MIN_REPEATS or (x <= 0).any() or (y <= 0).any() or margin <= 0:
+        return 1.0
+    lx, ly = np.log(x), np.log(y)
+    lo, hi = math.log(1.0 - margin), math.log(1.0 + margin)
+    d = float(np.mean(ly) - np.mean(lx))
+    vx, vy = float(np.var(lx, ddof=1)) / lx.size, float(np.var(ly, ddof=1)) / ly.size
+    se = math.sqrt(vx + vy)
+    if se == 0.0:
+        return 0.0 if lo < d < hi else 1.0
+    df = (vx + vy) ** 2 / ((vx**2 / (lx.size - 1) if vx else 0.0) + (vy**2 / (ly.size - 1) if vy else 0.0))
+    p_low = float(sps.t.sf((d - lo) / se, df))  # H0: d <= lo
+    p_high = float(sps.t.sf((hi - d) / se, df))  # H0: d >= hi
+    return max(p_low, p_high)
+
+
 def test_p(a: Sequence[float], b: Sequence[float], test: str = "welch") -> float:
     """The uncorrected two-sided p of ``test``; 1 when either side has fewer than MIN_REPEATS values."""
     if test not in TESTS:
@@ -183,6 +215,7 @@ def compare(
     resamples: int = _BOOTSTRAP_RESAMPLES,
     level: float = 0.95,
     test: str = "welch",
+    noise: float = 0.02,
 ) -> Comparison:
     """Ratio of medians (other / baseline) with a seeded percentile-bootstrap CI and the test's p.
 
@@ -194,9 +227,10 @@ def compare(
     other = _as_array(other_samples, "other samples")
     med_b, med_o = float(np.median(base)), float(np.median(other))
     p = test_p(base, other, test)
+    p_eq = tost_log_p(base, other, noise)
     if med_b == 0.0:
         nan = math.nan
-        return Comparison(nan, nan, nan, p, base.size, other.size, med_b, med_o, label, test)
+        return Comparison(nan, nan, nan, p, base.size, other.size, med_b, med_o, label, test, p_eq)
     rng = np.random.default_rng(seed)
     boot_b = np.median(rng.choice(base, size=(resamples, base.size), replace=True), axis=1)
     boot_o = np.median(rng.choice(other, size=(resamples, other.size), replace=True), axis=1)
@@ -205,7 +239,8 @@ def compare(
     ratios = ratios[np.isfinite(ratios)]
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(ratios, [tail, 100.0 - tail])
-    return Comparison(med_o / med_b, float(lo), float(hi), p, base.size, other.size, med_b, med_o, label, test)
+    return Comparison(med_o / med_b, float(lo), float(hi), p, base.size, other.size, med_b, med_o, label, test,
+                      p_eq)
 
 
 def adjust_p(p_values: Sequence[float], method: str = "holm") -> list[float]:
@@ -243,19 +278,26 @@ def decide(
     needs the corrected p < alpha AND the ratio CI entirely outside [1-noise, 1+noise].
     """
     adjusted = adjust_p([c.p_value for c in comparisons], method)
+    adjusted_eq = adjust_p([c.p_equivalence for c in comparisons], method)
     band_lo, band_hi = 1.0 - noise, 1.0 + noise
     verdicts = []
-    for c, p_adj in zip(comparisons, adjusted):
+    for c, p_adj, p_eq in zip(comparisons, adjusted, adjusted_eq):
         where = f"ratio {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
         test = f"p = {c.p_value:.3g}, {method}-corrected {p_adj:.3g} over {len(comparisons)}"
+        n_min = min(c.n_base, c.n_other)
+        equivalent = False
         if math.isnan(c.ratio):
-            call, reason = NO_CLEAR_DIFFERENCE, "baseline median is zero; no ratio can be formed"
+            call, reason = NOT_TESTED, "not tested: the baseline's median is zero, so no ratio can be formed"
+        elif n_min < MIN_REPEATS:
+            call = NOT_TESTED
+            reason = f"not tested ({n_min} repeat{'s' if n_min != 1 else ''}; {MIN_REPEATS} needed)"
         elif p_adj >= alpha:
             call = NO_CLEAR_DIFFERENCE
             reason = f"{test} is not below {alpha}"
-            if min(c.n_base, c.n_other) < MIN_REPEATS:
-                reason += (f" (with {c.n_base}+{c.n_other} repeats no test is run: at least {MIN_REPEATS} "
-                           "per side are needed; add repeats)")
+            equivalent = p_eq < alpha
+            if equivalent:
+                reason += (f"; within ±{noise:.0%} by the equivalence test (TOST, {method}-corrected "
+                           f"p = {p_eq:.3g})")
         elif c.ci_low > band_hi:
             call, reason = HIGHER, f"{where} lies above the ±{noise:.0%} noise band; {test}"
         elif c.ci_high < band_lo:
@@ -263,7 +305,8 @@ def decide(
         else:
             call = NO_CLEAR_DIFFERENCE
             reason = f"{where} overlaps the ±{noise:.0%} noise band, although {test}"
-        verdicts.append(Verdict(c.label, call, c.ratio, c.ci_low, c.ci_high, c.p_value, p_adj, reason))
+        verdicts.append(Verdict(c.label, call, c.ratio, c.ci_low, c.ci_high, c.p_value, p_adj, reason,
+                                equivalent, n_min))
     return verdicts
 
 

@@ -175,6 +175,8 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    if len(msg) > 400:  # a value echoed whole could be megabytes: keep the start and the advice at the end
+        msg = f"{msg[:200]} … {msg[-150:]}"
     if err["type"] == "extra_forbidden":
         msg = "unknown field"
     elif err["type"] == "missing":

@@ -311,6 +311,9 @@ class Method(_Model):
                 f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}{extra}")
 
 
+MAX_CELLS = 100_000  # ≥ 28 hours of measurement at 1 s per cell: beyond it a plan is a mistake
+
+
 class Plan(_Model):
     """A whole study: configurations × workloads × load points × repeats, and the baseline."""
 
@@ -340,6 +343,10 @@ class Plan(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
+        cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.repeats
+        if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
+            raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
+                             f"repeats); at most {MAX_CELLS} are allowed: split it into several plans")
         names = [c.name for c in self.configurations]
         dup = {n for n in names if names.count(n) > 1}
         if dup:

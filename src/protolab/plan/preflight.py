@@ -103,6 +103,37 @@ def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
     _lab(plan, source, refs, env)
     _engines(plan, source, refs, env)
     _regions(plan, source, refs)
+    _local_space(plan, source, refs, env)
+
+
+def _local_space(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:
+    """A data file protolab would create or grow fits the free space of its disk (block devices are as they are)."""
+    import stat
+
+    from ..conventions import DATA_FILE
+
+    for c, r in zip(plan.configurations, refs):
+        if r.kind != "path":
+            continue
+        path = Path(r.text)
+        if path.is_dir():
+            path = path / DATA_FILE
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISBLK(st.st_mode):
+            continue
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            # a character device (/dev/mem, /dev/port), FIFO or socket has no contents to check: never a target
+            raise PlanError(f"{source}: configuration {c.name!r}: target {r.text} is not a regular file, directory "
+                            "or block device; give a file, a directory or a block device")
+        grow = target_bytes(plan, c, r) - (st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0)
+        free = env.free_bytes(path.parent) if grow > 0 else None
+        if free is not None and grow > free:
+            raise PlanError(f"{source}: configuration {c.name!r}: target {r.text} needs {format_size(grow)} more "
+                            f"but its disk has {free // 1024**3} GiB free; lower the target's size (or "
+                            "method.data_size) or choose another place")
 
 
 def _method(plan: Plan, source: str, refs: list[TargetRef]) -> None:

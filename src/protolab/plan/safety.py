@@ -78,7 +78,8 @@ def check_name(value: Any, kind: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"a {kind} name must be a string ({NAME_RULE}), got {type(value).__name__}")
     if not NAME_RE.match(value):
-        raise ValueError(f"{kind} name {value!r} is not allowed; use {NAME_RULE}")
+        shown = repr(value) if len(value) <= 70 else repr(value[:64]) + f"… ({len(value)} characters)"
+        raise ValueError(f"{kind} name {shown} is not allowed; use {NAME_RULE}")
     return value
 
 
@@ -91,9 +92,23 @@ def check_text(value: str, field: str, limit: int = 1000) -> str:
     return value
 
 
+#: The values fio 3.33 accepts for the word options (HOWTO), so `validate` refuses what fio would.
+FIO_WORDS: dict[str, tuple[str, ...]] = {
+    "random_generator": ("tausworthe", "lfsr", "tausworthe64"),
+    "io_submit_mode": ("inline", "offload"),
+    "clocksource": ("gettimeofday", "clock_gettime", "cpu"),
+}
+#: Options that are percentages (0-100).
+FIO_PERCENT = ("hipri_percentage", "buffer_compress_percentage", "dedupe_percentage")
+
+
 def fio_value(option: str, value: Any) -> str:
     """A plan's value for an allowed fio option, as the job file writes it; ValueError otherwise."""
     kind = FIO_OPTIONS_ALLOWED[option]
+    if option in FIO_WORDS and isinstance(value, str) and value not in FIO_WORDS[option]:
+        raise ValueError(f"fio option {option!r}: {value!r} is not one of {', '.join(FIO_WORDS[option])}")
+    if option in FIO_PERCENT and isinstance(value, int) and not isinstance(value, bool) and value > 100:
+        raise ValueError(f"fio option {option!r} is a percentage (0 to 100), got {value!r}")
     if isinstance(value, bool):
         if kind != "bool":
             raise ValueError(f"fio option {option!r} takes a number, got {value!r}")

@@ -7,11 +7,12 @@ and an arrow only when the difference is called (corrected test and outside the 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..analysis.compare import CompareRow, Difference
 from ..analysis.findings import METRICS
-from ..analysis.stats import HIGHER, LOWER, Verdict
+from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
 from .html import fmt_number
 from .tables import ReportData, is_closed_loop
 
@@ -27,6 +28,10 @@ def rel_cell(relative: float | None, v: Verdict | None) -> str:
         return "–"
     if v is None:
         return f"{relative:.0f}"
+    if v.verdict == NOT_TESTED:  # too few repeats: the repeats' range, never called a confidence interval
+        if math.isnan(v.ci_low):
+            return f"{relative:.0f} (not tested)"
+        return f"{relative:.0f} [range {100 * v.ci_low:.0f}–{100 * v.ci_high:.0f}, not tested]"
     return f"{relative:.0f} ({100 * v.ci_low:.0f}–{100 * v.ci_high:.0f}){ARROWS.get(v.verdict, '')}"
 
 
@@ -44,7 +49,8 @@ def summary_table(data: ReportData, workload: str) -> tuple[str, list[str], list
                       rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.load_index, r.configuration)))]
         rows.append(cells)
     lat = "service time" if closed else "latency"
-    title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI, ↑↓ = called "
+    title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI (with fewer than "
+             f"3 repeats on a side: [the repeats' range, not tested]), ↑↓ = called "
              f"difference; latency = {lat}")
     return title, headers, rows
 
@@ -92,14 +98,17 @@ def report_markdown(data: ReportData) -> str:
     if missing:
         out += ["", f"Not measured in this run: {', '.join(missing)}."]
     out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
-            "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference. Latency at fixed "
+            "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference; "
+            "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "
+            "at the noise band, Holm-corrected). Latency at fixed "
             "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU.", ""]
     return "\n".join(out)
 
 
 def compare_rows(rows: list[CompareRow]) -> tuple[list[str], list[list[str]]]:
     """(headers, rows) of a run-to-run comparison: A, B, B as % of A with its CI, corrected p, verdict."""
-    headers = ["workload", "load point", "configuration", "metric", "A", "B", "B % of A", "95 % CI", "p (corr.)",
+    # "interval": a 95 % CI from 3 repeats a side; below that only the repeats' range (and "not tested")
+    headers = ["workload", "load point", "configuration", "metric", "A", "B", "B % of A", "interval", "p (corr.)",
                "verdict"]
     out = []
     for r in rows:

@@ -41,7 +41,7 @@ def plain_table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
     left = {"load point", "configuration", "metric", "verdict", "workload"}
     t = Table(title=title, title_justify="left")
     for h in headers:
-        t.add_column(h, justify="left" if h in left else "right", no_wrap=h in ("%", "95 % CI"))  # type: ignore[arg-type]
+        t.add_column(h, justify="left" if h in left else "right", no_wrap=h in ("%", "95 % CI", "interval"))  # type: ignore[arg-type]
     for row in rows:
         t.add_row(*(escape(c) for c in row))
     return t

@@ -1,0 +1,51 @@
+"""Warnings about a valid plan whose numbers would mislead: printed by `validate` (one line each, exit 0)."""
+
+from __future__ import annotations
+
+from .model import Plan
+from .preflight import target_bytes
+from .targets import parse_target
+from .units import format_size
+
+#: fio engines that keep one I/O in flight per job, whatever iodepth says.
+SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap"})
+
+
+def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
+    """What a reader of this plan's report should know before running it; ``memory_bytes``: the server's RAM."""
+    out = []
+    m = plan.method
+    if m.repeats < 3:
+        out.append(f"method.repeats = {m.repeats}: with fewer than 3 repeats per cell no difference can be "
+                   "tested; the report will say \"not tested\" (use 3 or more)")
+    for c in plan.configurations:
+        engine = c.ioengine or "io_uring"
+        ref = parse_target(plan.target_of(c).url)
+        if ref.kind == "path" or ref.lab == "local":
+            if engine in SYNC_ENGINES:
+                deep = [lp for lp in plan.load_points for w in plan.workloads if lp.oio_for(w) > 1]
+                if deep:
+                    lp = deep[0]
+                    out.append(f"configuration {c.name!r}: {engine} is synchronous — one I/O in flight per "
+                               f"stream, so a load point of {lp.hosts}×{lp.streams}×{lp.oio_for(plan.workloads[0])} "
+                               f"has {lp.hosts * lp.streams} in flight, not "
+                               f"{lp.hosts * lp.streams * lp.oio_for(plan.workloads[0])}; use io_uring or libaio "
+                               "for queue depths above 1")
+        cached = ref.is_lab or (ref.kind == "path" and not c.direct)
+        size = target_bytes(plan, c, ref)
+        if memory_bytes and cached and size < memory_bytes:
+            out.append(f"configuration {c.name!r}: its data set ({format_size(size)}) is smaller than the "
+                       f"server's memory ({format_size(memory_bytes)}): reads may be served from the page cache "
+                       "and measure memory, not storage")
+    return out
+
+
+def machine_memory() -> int | None:
+    """This machine's RAM in bytes (the embedded lab's server runs here), from /proc/meminfo."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
