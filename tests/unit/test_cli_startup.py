@@ -8,7 +8,7 @@ import sys
 
 from conftest import ROOT
 
-HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
+HEAVY = ("scipy", "numpy", "matplotlib", "jinja2", "rich.progress")  # rich.progress: only `run` draws a bar
 
 
 def _loaded_after(argv: list[str]) -> list[str]:
