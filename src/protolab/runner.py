@@ -281,10 +281,6 @@ class Study:
         m = self.plan.method
         if m.warmup <= 0:
             return {"mode": "none"}
-        if not m.warmup_until_steady:
-            # a fixed warm-up runs inside the measured fio run (ramp_time): same connections and logins
-            return {"mode": "fixed", "in_run": True, "warmup_s": m.warmup, "series": [],
-                    "steady_at_end": None, "ended_by": "time"}
         series: list[float] = []
         elapsed, k = 0.0, 0
         chunk = m.warmup if not m.warmup_until_steady else float(m.steady_window + 2)
@@ -336,11 +332,9 @@ class Study:
                     h.agent.check()
             started = now()
             before = self._window.sample()
-            ramp = m.warmup if warm.get("in_run") else 0.0
             meas = measure(self._fio, cell, hosts, runtime=m.duration, folder=self.rundir.path / "raw",
                            tag="measure", extra=cell.configuration.fio, on_iops=self.progress.iops,
-                           timeout=ramp + m.duration + FIO_MARGIN_S, label=f"cell {cell.id}",
-                           socket_dir=self._sockets, ramp=ramp)
+                           timeout=m.duration + FIO_MARGIN_S, label=f"cell {cell.id}", socket_dir=self._sockets)
             after = self._window.sample()
             self._hook("done", cell)
             rec = self._record(i, cell, hosts, meas, warm, Window.delta(before, after), started)
