@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -282,10 +281,6 @@ class Study:
         m = self.plan.method
         if m.warmup <= 0:
             return {"mode": "none"}
-        if not m.warmup_until_steady:
-            # a fixed warm-up runs inside the measured fio run (ramp_time): same connections and logins
-            return {"mode": "fixed", "in_run": True, "warmup_s": m.warmup, "series": [],
-                    "steady_at_end": None, "ended_by": "time"}
         series: list[float] = []
         elapsed, k = 0.0, 0
         chunk = m.warmup if not m.warmup_until_steady else float(m.steady_window + 2)
@@ -336,28 +331,10 @@ class Study:
                 if h.agent is not None:
                     h.agent.check()
             started = now()
-            ramp = m.warmup if warm.get("in_run") else 0.0
-            # Telemetry covers the measured window only: with the warm-up inside the fio run (ramp_time,
-            # whose I/Os fio leaves out of its counts) the first sample is taken when the ramp ends, or
-            # CPU and packets per I/O would be inflated by (warm-up + window) / window.
-            samples: list = []
-            timer = threading.Timer(ramp, lambda: samples.append(self._window.sample()))
-            if ramp:
-                timer.start()
-            else:
-                samples.append(self._window.sample())
-            try:
-                meas = measure(self._fio, cell, hosts, runtime=m.duration, folder=self.rundir.path / "raw",
-                               tag="measure", extra=cell.configuration.fio, on_iops=self.progress.iops,
-                               timeout=ramp + m.duration + FIO_MARGIN_S, label=f"cell {cell.id}",
-                               socket_dir=self._sockets, ramp=ramp)
-            finally:
-                timer.cancel()
-            if ramp:
-                timer.join(timeout=30)
-            if not samples:  # fio ended before its ramp did (it failed): nothing to measure around
-                raise ToolError(f"cell {cell.id}: fio ended before its {ramp:g} s warm-up did")
-            before = samples[0]
+            before = self._window.sample()
+            meas = measure(self._fio, cell, hosts, runtime=m.duration, folder=self.rundir.path / "raw",
+                           tag="measure", extra=cell.configuration.fio, on_iops=self.progress.iops,
+                           timeout=m.duration + FIO_MARGIN_S, label=f"cell {cell.id}", socket_dir=self._sockets)
             after = self._window.sample()
             self._hook("done", cell)
             rec = self._record(i, cell, hosts, meas, warm, Window.delta(before, after), started)

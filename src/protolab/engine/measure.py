@@ -82,13 +82,8 @@ def measure(
     timeout: float,
     label: str,
     socket_dir: Path | None = None,
-    ramp: float = 0.0,
 ) -> Measurement:
-    """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``.
-
-    ``ramp`` seconds of warm-up run first in the same fio run (fio's ramp_time), on the same
-    connections and logins; fio keeps them out of its numbers and its IOPS log.
-    """
+    """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{cell.id}.{tag}"
     prefix = str(folder / name)
@@ -98,8 +93,7 @@ def measure(
     jobs = []
     for h in hosts:
         job = inside(folder, f"{name}.{h.name}.fio")
-        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix,
-                                      ramp=ramp))
+        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix))
         jobs.append(job)
     if len(hosts) == 1 and hosts[0].agent is None:
         text = fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label)
