@@ -57,7 +57,7 @@ def derive(ios: int, loadgen_cpu_s: float, telemetry: dict[str, Any] | None,
         out |= {"role_cpu_s": roles,
                 "loadgen_cpu_s_fio": loadgen_cpu_s,  # fio's own figure, its job threads only
                 "cpu_us_per_io_role": {r: per_io(v, ios, 1e6) for r, v in roles.items()}}
-        if "servers" in roles:
+        if "servers" in roles and servers:  # a run without servers (local targets) has no server CPU to report
             out |= {"server_cpu_s": roles["servers"], "cpu_us_per_io_server": per_io(roles["servers"], ios, 1e6)}
         if roles.get("loadgen"):
             out |= {"loadgen_cpu_s": roles["loadgen"], "cpu_us_per_io_loadgen": per_io(roles["loadgen"], ios, 1e6)}
