@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -92,38 +90,53 @@ def _environment(p, lab_workdir: Optional[Path]):
     return Environment.of_machine(engines, workdir)
 
 
-class _Stop:
-    """SIGINT, SIGTERM and SIGHUP end a run the same way: the first one stops it (fio, agents, lab torn
-    down, manifest 'interrupted'); later ones are ignored so that they cannot abandon the teardown."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def _handler(self, signum, frame) -> None:
-        if self.signum is not None:
-            return
-        self.signum = signum
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    @contextlib.contextmanager
-    def installed(self):
-        """The handlers for the duration of the block; the previous ones after it."""
-        before = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
-        try:
-            yield self
-        finally:
-            for s, h in before.items():
-                signal.signal(s, h)
-
-
-def _interrupted(stop: "_Stop", what: str) -> Interrupted:
+def _interrupted(stop, rundir) -> Interrupted:
     """The one line a stopped run ends with; exit code 128 + the signal."""
-    name = signal.Signals(stop.signum).name if stop.signum else "SIGINT"
-    e = Interrupted(f"interrupted by {name}; {what}")
-    e.exit_code = 128 + (stop.signum or signal.SIGINT)
+    where = (f"the testbed was torn down; cells measured so far stay in {rundir.path} — "
+             f"'protolab resume {rundir.path}' measures the rest") if rundir is not None else \
+        "nothing was measured"
+    e = Interrupted(f"interrupted by {stop.name}; {where}")
+    e.exit_code = stop.exit_code
     return e
+
+
+def _measure(study, go) -> None:
+    """Run ``go()`` (a study's run or resume) with the signals handled and the report written at its end."""
+    from .analysis.relative import relative_rows
+    from .report.terminal import relative_table
+    from .run.signals import Stopper
+
+    stop = Stopper()
+    progress = study.progress
+
+    def finish(rundir) -> None:
+        from .report.commands import write_report
+
+        progress.stop()
+        rows = relative_rows(rundir.records(), study.plan.baseline)
+        for w in study.plan.workloads:
+            out.print(relative_table(rows, w.name, study.plan.baseline))
+        html = write_report(rundir)
+        out.print(f"run directory: {rundir.path}  (manifest.json, records.jsonl, series.csv, cells.csv, raw/)")
+        out.print(f"report: {html}  (and report.md, figures/, tables/)")
+
+    study.protect, study.finish = stop.protect, finish
+    with stop.installed():
+        try:
+            go()
+        except KeyboardInterrupt:
+            raise _interrupted(stop, study.rundir) from None
+        finally:
+            progress.stop()
+
+
+def _lab_allowed(p, source: str) -> None:
+    from .doctor import lab_blocker
+
+    if p.uses_lab():
+        blocker = lab_blocker()
+        if blocker:
+            raise ProtolabError(f"{source}: {blocker}")
 
 
 @app.command()
@@ -135,41 +148,40 @@ def run(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
         "(default /var/tmp/protolab-lab/PREFIX)."),
 ):
-    """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report."""
-    from .analysis.relative import relative_rows
-    from .doctor import lab_blocker
-    from .report.terminal import relative_table
-    from .runner import Study
+    """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report.
+
+    SIGINT, SIGTERM and SIGHUP stop it cleanly: fio and agents stopped, the lab torn down, the manifest
+    'interrupted', exit 128 + signal; 'protolab resume RUN_DIR' measures the rest.
+    """
+    from .run import Study
 
     p, text, source = _load(plan, builtin)
-    if p.uses_lab():
-        blocker = lab_blocker()
-        if blocker:
-            raise ProtolabError(f"{source}: {blocker}")
-    progress = RichProgress(out)
-    study = Study(p, text, source, results_root=results, progress=progress, lab_workdir=lab_workdir)
-    stop = _Stop()
-    with stop.installed():
-        try:
-            rundir = study.run()
-        except KeyboardInterrupt:
-            where = f" in {study.rundir.path}" if getattr(study, "rundir", None) else ""
-            raise _interrupted(stop, "the lab was torn down and cells measured so far stay in the run "
-                               f"directory{where}") from None
-        finally:
-            progress.stop()
-        try:
-            rows = relative_rows(rundir.records(), p.baseline)
-            for w in p.workloads:
-                out.print(relative_table(rows, w.name, p.baseline))
-            from .report.commands import write_report
+    _lab_allowed(p, source)
+    study = Study(p, text, source, results_root=results, progress=RichProgress(out), lab_workdir=lab_workdir)
+    _measure(study, study.run)
 
-            html = write_report(rundir)
-        except KeyboardInterrupt:
-            raise _interrupted(stop, f"every cell was measured, the report is unfinished: run 'protolab report "
-                               f"{rundir.path}'") from None
-    out.print(f"run directory: {rundir.path}  (manifest.json, cells.csv, raw/, records/)")
-    out.print(f"report: {html}  (and report.md, figures/, tables/)")
+
+@app.command()
+def resume(
+    run_dir: Path = typer.Argument(..., help="The run directory to continue, results/<run-id>."),
+    force: bool = typer.Option(False, "--force", help="Resume even if fio, the kernel, the machine or the "
+                               "testbed differ from the run's first session."),
+    lab_workdir: Optional[Path] = typer.Option(
+        None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
+        "(default /var/tmp/protolab-lab/PREFIX)."),
+):
+    """Continue an interrupted or failed run: bring the testbed up again, prepare as the plan says, and measure
+    exactly the (cell, repeat) pairs that are missing or failed, in the plan's interleaved order; then write the report."""
+    from .results.rundir import RunDir
+    from .run import Study
+    from .run.resume import resumable
+
+    rundir = RunDir.open(run_dir)
+    p, text, source = resumable(rundir)
+    _lab_allowed(p, source)
+    study = Study(p, text, rundir.manifest().get("plan_source", source), results_root=rundir.path.parent,
+                  progress=RichProgress(out), lab_workdir=lab_workdir)
+    _measure(study, lambda: study.resume(rundir, force=force))
 
 
 @app.command()

@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+from protolab.results.rundir import RunDir
+
 from protolab.engine.parse import load_json
 
 
@@ -55,7 +57,8 @@ def test_eight_hosts_twenty_streams_four_oio(tmp_path, cli):
     rows = list(csv.DictReader((run / "cells.csv").open()))
     top = next(r for r in rows if r["total_oio"] == "640")
     assert top["hosts"] == "8" and top["jobs"] == "160" and top["errors"] == "0"
-    rec = json.loads(next((run / "records").glob("*h8s20q4*.json")).read_text())["result"]
+    full = next(r for r in RunDir.open(run).records() if "h8s20q4" in r.cell_id)
+    rec = full.result.model_dump()
     per_host = rec["per_host_iops"]
     assert sorted(per_host) == [f"local{i}" for i in range(1, 9)]
     assert all(v > 0 for v in per_host.values())
@@ -64,7 +67,7 @@ def test_eight_hosts_twenty_streams_four_oio(tmp_path, cli):
     all_clients = next(j for j in doc["client_stats"] if j["jobname"] == "All clients")
     assert abs(all_clients["read"]["iops"] / rec["iops"] - 1) < 0.01
     assert set(rec["per_host_cpu_s"]) == set(per_host) and all(v > 0 for v in rec["per_host_cpu_s"].values())
-    assert set(rec["extra"]["iops_series_by_host"]) == set(per_host)
+    assert set(RunDir.open(run).series()[full.seq]) == set(per_host) | {"all"}
     manifest = json.loads((run / "manifest.json").read_text())
     assert len(manifest["agents"]) == 8 and manifest["status"] == "complete"
     sockets = [a.split("(socket ")[1].rstrip(")") for a in manifest["agents"]]
@@ -89,7 +92,7 @@ def test_unreachable_fio_server_names_the_host_and_keeps_cells(tmp_path, cli):
     rows = list(csv.DictReader((run / "cells.csv").open()))
     assert len(rows) == 1 and rows[0]["hosts"] == "1" and float(rows[0]["iops"]) > 0
     assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
-    assert json.loads(next((run / "records").iterdir()).read_text())["result"]["iops"] > 0
+    assert RunDir.open(run).records()[0].result.iops > 0
 
 
 @pytest.mark.parametrize("hosts,msg", [

@@ -8,7 +8,7 @@ import stat
 from protolab.engine.fio import Fio
 from protolab.plan.load import load_plan_text
 from protolab.report.commands import write_report
-from protolab.runner import Study
+from protolab.run import Study
 
 PLAN = """name = "ops"
 baseline = "a"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
-from protolab.results.rundir import CSV_COLUMNS
+from protolab.analysis.derived import figures
+from protolab.results.rundir import CSV_COLUMNS, RunDir
 
 PLAN = """
 name = "e2e"
@@ -46,15 +47,19 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     assert p.returncode == 0, p.stderr
     run = next((tmp_path / "results").iterdir())
     m = json.loads((run / "manifest.json").read_text())
-    assert m["schema_version"] == 1 and m["status"] == "complete" and m["cells_total"] == 8
-    assert m["cells_done"] == 8 and len(m["cells"]) == 8 and all(c["iops"] > 0 for c in m["cells"])
-    assert m["cells"][0]["configuration"] == "psync" and m["cells"][0]["load"] == "1×1×1"
+    assert m["schema_version"] == 2 and m["status"] == "complete" and m["cells_total"] == 8
+    assert m["cells_done"] == 8 and m["last_seq"] == 8 and m["phase"] == "done"
+    [s] = m["sessions"]
+    assert s["session"] == 1 and s["how"] == "complete" and s["cells_measured"] == 8 and s["ended"]
+    assert m["testbed"]["kind"] == "local"
     assert m["plan"]["baseline"] == "psync" and m["plan_text"] == plan.read_text()
     prov = m["provenance"]
     assert prov["fio_version"].startswith("fio-") and {"libiscsi", "nfs", "nbd"} <= set(prov["fio_engines"])
     assert prov["kernel"] and prov["cpu_model"] and m["started"] <= m["ended"]
     rows = list(csv.DictReader((run / "cells.csv").open()))
     assert list(rows[0]) == CSV_COLUMNS
+    assert rows[0]["configuration"] == "psync" and rows[0]["total_oio"] == "1" and rows[0]["status"] == "ok"
+    assert all(float(r["cpu_us_per_io_loadgen"]) > 0 and float(r["cpu_us_per_io_total"]) > 0 for r in rows)
     assert len(rows) == 8
     assert [r["configuration"] for r in rows[:4]] == ["psync", "uring", "psync", "uring"]  # interleaved
     for r in rows:
@@ -66,15 +71,19 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     assert len(list(raw.glob("*__r?.warmup0.json"))) == 8  # warm-ups, run and kept apart
     assert len(list(raw.glob("*__r?.measure.local1.fio"))) == 8
     assert len(list(raw.glob("*__r?.measure_iops.*.log"))) == 2 * 2 * (1 + 2)  # one IOPS log per job
-    rec = json.loads(next((run / "records").glob("tr3808-4k__uring__h1s2q8__r1.json")).read_text())
-    extra = rec["result"]["extra"]
-    assert rec["raw_output"] == "raw/tr3808-4k__uring__h1s2q8__r1.measure.json"
-    assert extra["hosts"] == ["local1"] and list(rec["result"]["per_host_iops"]) == ["local1"]
-    assert extra["cpu_us_per_io_loadgen"] > 0 and extra["cpu_us_per_io_total"] > 0
-    assert extra["steady"]["warmup"]["mode"] == "fixed" and extra["steady"]["warmup"]["warmup_s"] == 1
+    lines = (run / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 8 and not (run / "records").exists()
+    rundir = RunDir.open(run)
+    rec = next(r for r in rundir.records() if r.cell_id == "tr3808-4k__uring__h1s2q8__r1")
+    assert rec.raw_output == "raw/tr3808-4k__uring__h1s2q8__r1.measure.json"
+    assert rec.coords == {"workload": "tr3808-4k", "configuration": "uring", "load": 1, "repeat": 1}
+    assert rec.host_names == ["local1"] and list(rec.result.per_host_iops) == ["local1"]
+    assert figures(rec).cpu_us_per_io_loadgen > 0 and figures(rec).cpu_us_per_io_total > 0
+    assert rec.warmup.mode == "fixed" and rec.warmup.seconds == 1
     # fio logs whole seconds and drops the last partial one: a 2 s window gives one or two samples
-    series = extra["iops_series"]
-    assert 1 <= len(series) <= 2 and all(abs(v / rec["result"]["iops"] - 1) < 0.25 for v in series)
+    series = rundir.series()[rec.seq]["all"]
+    assert 1 <= len(series) <= 2 and all(abs(v / rec.result.iops - 1) < 0.25 for v in series)
+    assert rundir.series()[rec.seq]["local1"] == series
     assert (data / "protolab.dat").stat().st_size == 32 * 2**20 and (data / "protolab.dat.protolab").exists()
     # The terminal table: baseline = 100 at each load point.
     assert p.stdout.count(" 100 ") >= 2 and "baseline psync = 100" in p.stdout
@@ -93,7 +102,7 @@ def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
     line = p.stderr.strip().splitlines()
     assert len(line) == 1 and line[0].startswith("protolab: error: cell tr3808-4k__gone__h1s1q1__r1 (warm-up): fio failed: fio: nbd_connect_uri")
     run = next((tmp_path / "results").iterdir())
-    assert f"(2 cells measured before this are in {run})" in line[0]
+    assert f"({run}: 2 cells measured so far are kept; 'protolab resume {run}' measures the rest)" in line[0]
     m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == "failed" and "gone" in m["error"]
     rows = list(csv.DictReader((run / "cells.csv").open()))
@@ -119,12 +128,14 @@ def test_initialise_once_and_warm_up_until_steady(tmp_path, cli):
     assert m["initialised"]["workload"] == "tr3808-init" and m["initialised"]["duration_s"] == 2
     assert list(m["initialised"]["iops"].values())[0] > 0
     assert len(list((run / "raw").glob("*.initialise.json"))) == 1  # once per study, not per cell
-    for rec in (run / "records").glob("*.json"):
-        warm = json.loads(rec.read_text())["result"]["extra"]["steady"]["warmup"]
-        assert warm["mode"] == "until-steady" and warm["ended_by"] in ("steady", "maximum")
-        assert len(warm["series"]) >= 3 and warm["verdict"]["window"] == 3
-        if warm["ended_by"] == "steady":
-            assert warm["verdict"]["steady"] and warm["warmup_s"] <= 15
-            assert warm["verdict"]["range_pct"] <= 20 and warm["verdict"]["excursion_pct"] <= 10
+    rundir = RunDir.open(run)
+    warm_series = rundir.series("warmup")
+    for rec in rundir.records():
+        warm = rec.warmup
+        assert warm.mode == "until-steady" and warm.ended_by in ("steady", "maximum")
+        assert len(warm_series[rec.seq]["all"]) >= 3 and warm.verdict.window == 3
+        if warm.ended_by == "steady":
+            assert warm.verdict.steady and warm.seconds <= 15
+            assert warm.verdict.range_pct <= 20 and warm.verdict.excursion_pct <= 10
         else:
-            assert warm["warmup_s"] == 15 and not warm["verdict"]["steady"]
+            assert warm.seconds == 15 and not warm.verdict.steady

@@ -11,7 +11,7 @@ from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 from protolab.analysis.wire import ceiling
 from protolab.lab import down_all
 from protolab.plan.load import load_plan_text
-from protolab.runner import Study
+from protolab.run import Study
 
 pytestmark = pytest.mark.lab
 PREFIX = "plm"

@@ -27,7 +27,7 @@ def test_a_cpu_burner_outside_the_lab_leaves_role_cpu_per_io_alone(workdir, tmp_
     burned: dict[int, bool] = {}
     burner: list[subprocess.Popen] = []
 
-    def on_cell(stage, cell, lab):
+    def on_cell(stage, cell, testbed):
         if stage == "ready" and cell.repeat % 2 == 0:  # quiet, burn, quiet, burn, …
             burner.append(subprocess.Popen([sys.executable, "-c", BURNER]))
             burned[cell.repeat] = True

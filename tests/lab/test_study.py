@@ -19,7 +19,7 @@ from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 from protolab.engine.parse import load_json
 from protolab.lab import down_all
 from protolab.plan.load import load_plan_text
-from protolab.runner import Study
+from protolab.run import Study
 
 pytestmark = pytest.mark.lab
 PREFIX = "pls"  # the lab tests of lab/ use plt; these studies get their own prefix
@@ -169,8 +169,8 @@ def test_restore_gives_every_cell_the_same_data(workdir, tmp_path):
     """A checksum of the volume before each of two cells (restore on) is the same, though the cells write."""
     sums: list[tuple[str, str, str]] = []
 
-    def on_cell(stage, cell, lab):
-        data = Path(lab.endpoint("local").url)
+    def on_cell(stage, cell, testbed):
+        data = Path(testbed.lab.endpoint("local").url)
         sums.append((stage, cell.id, hashlib.sha256(data.read_bytes()).hexdigest()))
 
     text = plan_text(config("local", "lab:local"), workload='{ name = "exchange-2to1", read_pct = 0 }',

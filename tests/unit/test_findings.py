@@ -7,15 +7,16 @@ from protolab.analysis.findings import (MIN_OUTLIER_REPEATS, findings, measured_
                                         study_rows, verdicts)
 from protolab.analysis.stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED
 from protolab.results.records import CellRecord, CellResult, DirectionResult
+from protolab.results.synthetic import telemetry_for
 
 
 def rec(config, load, repeat, iops, lat=100.0, workload="w4k", baseline="base", extra=None):
     """A synthetic record: `load` 0, 1, … is 1 host × (load+1) streams × 4 OIO."""
     d = DirectionResult(ios=int(iops), iops=iops, bins_ns={int(lat * 1000): 90, int(lat * 3000): 10})
     res = CellResult(iops=iops, mbps=iops * 4096 / 1e6, read=d, write=DirectionResult(), lat_mean_us=lat,
-                     percentiles_us={"p50": lat, "p99": lat * 3}, jobs=1, runtime_s=2.0, errors=0,
-                     extra=extra or {})
-    return CellRecord(run_id="r", seq=repeat, cell_id=f"{workload}__{config}__{load}__r{repeat}",
+                     percentiles_us={"p50": lat, "p99": lat * 3}, jobs=1, runtime_s=2.0, errors=0)
+    telemetry = telemetry_for(int(iops), **extra) if extra else None
+    return CellRecord(telemetry=telemetry, run_id="r", seq=repeat, cell_id=f"{workload}__{config}__{load}__r{repeat}",
                       workload=workload, configuration=config, baseline=config == baseline, load_index=load,
                       hosts=1, streams_per_host=load + 1, oio_per_stream=4, total_oio=4 * (load + 1),
                       repeat=repeat, started="", ended="", result=res, raw_output="", job_file="")

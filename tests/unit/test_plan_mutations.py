@@ -145,8 +145,8 @@ def _validate(data: dict, env: Environment):
 @settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=mutated_plans())
 def test_mutated_plans_fail_cleanly_and_validate_agrees_with_run(data, tmp_path_factory):
-    import protolab.runner as runner_mod
-    from protolab.runner import Study
+    import protolab.run.session as runner_mod
+    from protolab.run import Study
 
     tmp = tmp_path_factory.mktemp("prop")
     env = _env(tmp)
@@ -177,7 +177,7 @@ def test_mutated_plans_fail_cleanly_and_validate_agrees_with_run(data, tmp_path_
 @given(data=mutated_plans())
 def test_refused_plans_refused_by_run_and_create_nothing(data, tmp_path_factory):
     """Plans whose model loads but whose pre-flight refuses: run refuses with the same line, creating nothing."""
-    from protolab.runner import Study
+    from protolab.run import Study
 
     tmp = tmp_path_factory.mktemp("prop")
     try:

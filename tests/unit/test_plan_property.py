@@ -26,7 +26,7 @@ from protolab.errors import ProtolabError
 from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_plan_text
 from protolab.plan.preflight import Environment, preflight
-from protolab.runner import Study
+from protolab.run import Study
 
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```toml\n(.*?)```", README, re.S)

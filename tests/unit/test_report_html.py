@@ -12,7 +12,9 @@ import pytest
 from protolab.report.commands import write_report
 from protolab.report.tables import build, protocol_of
 from protolab.results.records import CellRecord, CellResult, DirectionResult
+from protolab.results.records import SeriesRow, Steadiness
 from protolab.results.rundir import RunDir
+from protolab.results.synthetic import telemetry_for
 
 W4K = {"name": "w4k", "block_size": 4096, "read_pct": 75, "random_pct": 100, "oio": 4}
 W8K = {"name": "w8k", "block_size": 8192, "read_pct": 75, "random_pct": 100, "oio": 4}
@@ -36,22 +38,27 @@ def make_run(root: Path, configs, *, telemetry=False, lab=None, repeats=4) -> Ru
                     seq += 1
                     iops = float(rng.normal(10000 * (1 + 0.25 * ci) * (li + 1), 50))
                     lat = 1e6 * 4 * (li + 1) / iops
-                    extra = {}
+                    tel, steady = None, None
                     if telemetry:
-                        extra = {"cpu_us_per_io_loadgen": 5.0 + ci, "cpu_us_per_io_server": float(rng.normal(8, 0.05)),
-                                 "packets_per_io": 3.0 + ci * 0.5, "wire_bytes_per_io": 4500.0, "cpu_us_per_io_total": 20.0,
-                                 "iops_series": [iops * (1 + 0.01 * np.sin(i)) for i in range(6)],
-                                 "steady": {"steady": True}}
+                        tel = telemetry_for(int(iops * 2), cpu_us_per_io_loadgen=5.0 + ci,
+                                            cpu_us_per_io_server=float(rng.normal(8, 0.05)),
+                                            packets_per_io=3.0 + ci * 0.5, wire_bytes_per_io=4500.0,
+                                            cpu_us_per_io_total=20.0)
+                        steady = Steadiness(steady=True, range_pct=2.0, excursion_pct=1.0, window_start=0,
+                                            window=5, reason="steady")
+                        rd.add_series([SeriesRow(seq=seq, cell_id=f"{w}__{c['name']}__{li}__r{k + 1}",
+                                                 phase="measure", host="all", t_s=i + 1.0,
+                                                 iops=iops * (1 + 0.01 * np.sin(i))) for i in range(6)])
                     d = DirectionResult(ios=int(iops * 2), iops=iops, bins_ns={int(lat * 900): 50, int(lat * 1000): 45,
                                                                                  int(lat * 4000): 5})
                     res = CellResult(iops=iops, mbps=iops * 4096 / 1e6, read=d, write=DirectionResult(),
                                      lat_mean_us=lat, percentiles_us={"p99": lat * 4}, jobs=1, runtime_s=2.0,
-                                     errors=0, extra=extra)
+                                     errors=0)
                     rd.add_record(CellRecord(run_id=rd.run_id, seq=seq, cell_id=f"{w}__{c['name']}__{li}__r{k + 1}",
                                              workload=w, configuration=c["name"], baseline=ci == 0, load_index=li,
                                              hosts=1, streams_per_host=li + 1, oio_per_stream=4,
                                              total_oio=4 * (li + 1), repeat=k + 1, started="", ended="", result=res,
-                                             raw_output="", job_file=""))
+                                             telemetry=tel, steady=steady, raw_output="", job_file=""))
     return rd
 
 
@@ -86,7 +93,7 @@ def local_run(tmp_path_factory):
 
 def test_files_written_for_every_chart(local_run):
     p = local_run.path
-    data = build(local_run.manifest(), local_run.records())
+    data = build(local_run.manifest(), local_run.records(), series=local_run.series())
     # 2 workloads × 3 metrics (IOPS, avg, p99) + 2 × 2 percentile charts; no series, no ceiling
     assert [c.kind for c in data.charts].count("relative") == 6
     assert [c.kind for c in data.charts].count("percentiles") == 4
@@ -143,7 +150,7 @@ def test_lab_run_with_telemetry_has_cpu_series_and_ceiling(tmp_path):
     rd = make_run(tmp_path, LAB, telemetry=True, lab={"link": {"rate": "10GbE", "mtu": 1500}})
     write_report(rd, figures=False)
     assert not (rd.path / "figures").exists()
-    data = build(rd.manifest(), rd.records())
+    data = build(rd.manifest(), rd.records(), series=rd.series())
     kinds = [c.kind for c in data.charts]
     assert kinds.count("relative") == 2 * 6  # IOPS, avg, p99, CPU load generator, CPU server, packets
     assert kinds.count("series") == 4 and kinds.count("ceiling") == 2

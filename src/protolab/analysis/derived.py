@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from ..results.records import CellRecord
 
 
 def per_io(total: float | None, ios: int, scale: float = 1.0) -> float | None:
@@ -19,7 +24,7 @@ BUSY_OTHER_SHARE = 0.25
 SEGMENTS = "segments handed to the NIC"
 
 
-def derive(ios: int, loadgen_cpu_s: float, telemetry: dict[str, Any] | None,
+def derive(ios: int, loadgen_cpu_s: float | None, telemetry: dict[str, Any] | None,
            storage_ports: list[str] | None = None) -> dict[str, Any]:
     """CPU per I/O (load generator, server, machine), packets and wire bytes per I/O, traffic per path.
 
@@ -34,6 +39,9 @@ def derive(ios: int, loadgen_cpu_s: float, telemetry: dict[str, Any] | None,
     (``packets_counted_as`` "segments handed to the NIC", ``segments_per_io``), not comparable
     with the wire model's frames.
     """
+    if telemetry is not None and not isinstance(telemetry, dict):
+        telemetry = telemetry.model_dump()
+        storage_ports = storage_ports if storage_ports is not None else telemetry.get("storage_ports")
     out: dict[str, Any] = {
         "ios": ios,
         "loadgen_cpu_s": loadgen_cpu_s,
@@ -63,7 +71,7 @@ def derive(ios: int, loadgen_cpu_s: float, telemetry: dict[str, Any] | None,
             out |= {"loadgen_cpu_s": roles["loadgen"], "cpu_us_per_io_loadgen": per_io(roles["loadgen"], ios, 1e6)}
     busy, total = telemetry.get("machine_busy_s"), telemetry.get("machine_total_s")
     if busy is not None and total:
-        ours = sum(roles.values()) if roles else (server_s or 0.0) + loadgen_cpu_s
+        ours = sum(roles.values()) if roles else (server_s or 0.0) + (loadgen_cpu_s or 0.0)
         other = max(0.0, busy - ours)
         out |= {"machine_other_cpu_s": other, "machine_other_share": other / total,
                 "machine_busy_other_work": other / total > BUSY_OTHER_SHARE}
@@ -86,14 +94,67 @@ def derive(ios: int, loadgen_cpu_s: float, telemetry: dict[str, Any] | None,
     return out
 
 
-def busy_note(extras: list[dict[str, Any]]) -> str:
+class Figures(BaseModel):
+    """A record's derived figures (see `derive`); None where the window had nothing to derive them from."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    ios: int = 0
+    loadgen_cpu_s: float | None = None
+    cpu_us_per_io_loadgen: float | None = None
+    server_cpu_s: float | None = None
+    server_cpu_s_by_process: dict[str, float] = {}
+    cpu_us_per_io_server: float | None = None
+    machine_cpu_s: float | None = None
+    cpu_us_per_io_total: float | None = None
+    window_s: float | None = None
+    cpu_source: str | None = None
+    role_cpu_s: dict[str, float] = {}
+    loadgen_cpu_s_fio: float | None = None
+    cpu_us_per_io_role: dict[str, float | None] = {}
+    machine_other_cpu_s: float | None = None
+    machine_other_share: float | None = None
+    machine_busy_other_work: bool = False
+    packets_counted_as: str | None = None
+    frames_per_io: float | None = None
+    segments_per_io: float | None = None
+    packets_per_io: float | None = None
+    wire_bytes_per_io: float | None = None
+    bytes_by_port: dict[str, int] = {}
+    share_by_port: dict[str, float] = {}
+
+    def csv_fields(self) -> dict[str, Any]:
+        """The figures cells.csv carries."""
+        return self.model_dump(exclude={"server_cpu_s_by_process", "role_cpu_s", "cpu_us_per_io_role",
+                                        "bytes_by_port", "share_by_port"})
+
+
+_CACHE: dict[int, tuple[Any, Figures]] = {}
+
+
+def figures(rec: CellRecord) -> Figures:
+    """The derived figures of a record, computed from its raw counters with today's formulas (cached)."""
+    hit = _CACHE.get(id(rec))
+    if hit is not None and hit[0] is rec:
+        return hit[1]
+    r = rec.result
+    loadgen = sum(r.per_host_cpu_s.values()) if r.per_host_cpu_s else None
+    out = Figures(**derive(r.read.ios + r.write.ios, loadgen, rec.telemetry))
+    if len(_CACHE) > 200_000:
+        _CACHE.clear()
+    _CACHE[id(rec)] = (rec, out)
+    return out
+
+
+def busy_note(windows: list[Figures | dict[str, Any]]) -> str:
     """A warning for a report when windows ran while the machine was busy with other work ("" if none)."""
-    flagged = [e for e in extras if e.get("machine_busy_other_work")]
+    extras = [w if isinstance(w, Figures) else Figures(**w) for w in windows]
+    flagged = [e for e in extras if e.machine_busy_other_work]
     if not flagged:
         return ""
-    worst = max(e.get("machine_other_share") or 0.0 for e in flagged)
+    worst = max(e.machine_other_share or 0.0 for e in flagged)
     roles = "servers' and load generators' CPU come from their cgroups and hold" \
-        if all(e.get("cpu_source") == "cgroup" for e in flagged) else \
+        if all(e.cpu_source == "cgroup" for e in flagged) else \
         "CPU figures taken without role cgroups may include that work"
     return (f"{len(flagged)} of {len(extras)} windows ran while the machine was busy with other work "
             f"(up to {worst * 100:.0f} % of its CPU); machine-wide CPU per I/O is context only, {roles}")

@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 
 from ..results.records import CellRecord
 from . import relative
+from .derived import figures
 from .relative import Row, relative_rows
 from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare, decide,
                     outlier_advice)
@@ -33,7 +34,7 @@ MIN_OUTLIER_REPEATS = 5
 
 def _extra(key: str) -> Callable[[CellRecord], float | None]:
     def get(r: CellRecord) -> float | None:
-        v = r.result.extra.get(key)
+        v = getattr(figures(r), key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
     return get
 

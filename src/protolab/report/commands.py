@@ -33,7 +33,10 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
     if not records:
         raise ProtolabError(f"{rundir.path}: no measured cells in this run directory; nothing to report "
                             "(run the study again, or resume it)")
-    data = tables.build(rundir.manifest(), records)
+    data = tables.build(rundir.manifest(), records, series=rundir.series())
+    from ..analysis.derived import figures as derived
+
+    rundir.write_csv(records, lambda r: derived(r).csv_fields())  # today's formulas, also for old runs
     tables.write_csvs(data, rundir.path / "tables")
     if figures:
         from .figures import save_all
@@ -53,7 +56,7 @@ def print_summary(rundir: RunDir, console: Console | None = None) -> None:
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
     from .terminal import plain_table  # noqa: F401
     console = console or Console()
-    data = tables.build(rundir.manifest(), rundir.records())
+    data = tables.build(rundir.manifest(), rundir.records(), series=rundir.series())
     for w in data.workloads:
         title, headers, rows = summary_table(data, w)
         console.print(plain_table(title, headers, rows))

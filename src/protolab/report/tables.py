@@ -21,7 +21,7 @@ from ..analysis.findings import (METRICS, TABLE_ONLY, Finding, Key, findings, me
 from ..analysis.latency import PERCENTILES, merge_bins, percentiles
 from ..analysis.relative import Row
 from ..analysis.stats import Verdict
-from ..analysis.derived import busy_note
+from ..analysis.derived import busy_note, figures
 from ..analysis.wire import TCP_PROTOCOLS, ceiling
 from ..errors import ProtolabError
 from ..plan.model import Plan
@@ -90,6 +90,7 @@ class ReportData:
     charts: list[Chart] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
     records: list[CellRecord] = field(default_factory=list)
+    series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
 
 
 def slug(*parts: str) -> str:
@@ -190,19 +191,17 @@ def _series_charts(data: ReportData, workload: str) -> list[Chart]:
     loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
     for li, label in loads:
         recs = [r for r in data.records if r.workload == workload and r.load_index == li
-                and isinstance(r.result.extra.get("iops_series"), list) and r.result.extra["iops_series"]]
+                and data.series.get(r.seq, {}).get("all")]
         if not recs:
             continue
         recs.sort(key=lambda r: (data.configurations.index(r.configuration)
                                  if r.configuration in data.configurations else 99, r.repeat))
-        length = max(len(r.result.extra["iops_series"]) for r in recs)
+        length = max(len(data.series[r.seq]["all"]) for r in recs)
         series, table = [], []
         for r in recs:
-            vals = [float(v) for v in r.result.extra["iops_series"]]
+            vals = [float(v) for v in data.series[r.seq]["all"]]
             series.append(Series(f"{r.configuration} r{r.repeat}", vals + [None] * (length - len(vals))))
-            steady = r.result.extra.get("steady")
-            steady_txt = ("–" if not isinstance(steady, dict) or "steady" not in steady
-                          else ("yes" if steady["steady"] else "no"))
+            steady_txt = "–" if r.steady is None else ("yes" if r.steady.steady else "no")
             table.append({"workload": workload, "load point": label, "configuration": r.configuration,
                           "repeat": r.repeat, "seconds": len(vals), "mean IOPS": sum(vals) / len(vals),
                           "min IOPS": min(vals), "max IOPS": max(vals), "steady state": steady_txt})
@@ -298,8 +297,8 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
 
 
 def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
-          method: str = "holm") -> ReportData:
-    """Assemble the whole report's data from a manifest and its records."""
+          method: str = "holm", series: dict[int, dict[str, list[float]]] | None = None) -> ReportData:
+    """Assemble the whole report's data from a manifest, its records and their per-interval series."""
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
     present, absent = measured_metrics(records)
@@ -313,7 +312,7 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
     data = ReportData(str(manifest.get("run_id", "")), manifest, plan, baseline, workloads + [w for w in seen_w
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
                       rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise),
-                      records=records)
+                      records=records, series=series or {})
     for w in data.workloads:
         data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
     for w in data.workloads:
@@ -330,7 +329,7 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
-    busy = busy_note([r.result.extra for r in records])
+    busy = busy_note([figures(r) for r in records])
     if busy:
         data.notes["busy"] = busy
     return data

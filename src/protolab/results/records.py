@@ -1,12 +1,25 @@
-"""Typed, self-describing records of what was measured (schema-versioned, JSON-serialisable)."""
+"""Typed, self-describing records of what was measured (schema 2, JSON-serialisable).
+
+A record holds what a window *measured*: fio's figures, the raw telemetry counters
+(CPU seconds per role and process, bytes and packets per interface) and what the
+warm-up did. Per-I/O figures (CPU µs, packets, wire bytes per I/O) are not stored:
+`analysis.derived.figures` computes them from the counters, so a fixed formula
+applies to old runs by re-running `protolab report`. A cell's place in the study
+is `coords`, a mapping of named dimensions (workload, configuration, load, repeat,
+and any a study adds, e.g. stage); per-interval series live beside the records as
+rows (`series.csv`), not inside them.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-RECORD_SCHEMA = 1
+RECORD_SCHEMA = 2
+
+#: The dimensions every cell has, in the order they nest in a study.
+BASE_DIMENSIONS = ("workload", "configuration", "load", "repeat")
 
 
 class _Record(BaseModel):
@@ -26,7 +39,7 @@ class DirectionResult(_Record):
 
 
 class CellResult(_Record):
-    """The numbers of one measured window of one cell (all jobs, all hosts)."""
+    """fio's numbers of one measured window of one cell (all jobs, all hosts)."""
 
     iops: float
     mbps: float
@@ -36,33 +49,133 @@ class CellResult(_Record):
     percentiles_us: dict[str, float | None] = Field(description="from the merged read+write histogram, µs")
     jobs: int
     runtime_s: float = Field(description="longest job's measured time")
-    errors: int = Field(description="jobs that ended with an error")
+    errors: int = Field(description="jobs that ended with an error, plus failed operations fio printed")
     error_messages: list[str] = Field(default_factory=list)
     per_host_iops: dict[str, float] = Field(default_factory=dict)
     per_host_cpu_s: dict[str, float] = Field(
         default_factory=dict, description="load-generator CPU seconds per host (fio's usr+sys of its jobs)"
     )
-    extra: dict[str, Any] = Field(default_factory=dict, description="telemetry and derived figures")
+
+
+class Traffic(_Record):
+    """One interface's counters over a window."""
+
+    rx_bytes: int = 0
+    tx_bytes: int = 0
+    rx_packets: int = 0
+    tx_packets: int = 0
+
+
+class Telemetry(_Record):
+    """Raw counters read right before and right after the measured window (differences)."""
+
+    elapsed_s: float
+    machine_busy_s: float | None = None
+    machine_total_s: float | None = None
+    servers_cpu_s: dict[str, float | None] = Field(default_factory=dict, description="per storage server process")
+    roles_cpu_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: servers, loadgen, …")
+    interfaces: dict[str, Traffic] = Field(default_factory=dict, description="'netns/ifname' → counters")
+    offloads: dict[str, bool | None] = Field(default_factory=dict, description="segmentation offloads per port")
+    storage_ports: list[str] = Field(default_factory=list, description="interfaces on the storage side of the wire")
+
+
+class Steadiness(_Record):
+    """The SNIA PTS steady-state test over a series (see analysis.steady)."""
+
+    steady: bool
+    range_pct: float
+    excursion_pct: float
+    window_start: int
+    window: int
+    reason: str
+
+
+class Warmup(_Record):
+    """What the warm-up before a window did."""
+
+    mode: Literal["none", "fixed", "until-steady"] = "none"
+    seconds: float = 0.0
+    ended_by: Literal["time", "steady", "maximum"] | None = None
+    verdict: Steadiness | None = None
 
 
 class CellRecord(_Record):
-    """One cell at one repeat: what was asked and what was measured."""
+    """One cell at one repeat: where it sits in the study, and what was measured."""
 
-    schema_version: int = RECORD_SCHEMA
+    schema_version: Literal[2] = RECORD_SCHEMA
     run_id: str
-    seq: int = Field(description="position in the run order, from 1")
+    seq: int = Field(description="position in the run order, from 1 (resumed runs continue the count)")
+    session: int = Field(default=1, description="which session of the run measured it (see manifest sessions)")
     cell_id: str
-    workload: str
-    configuration: str
+    coords: dict[str, str | int] = Field(description="the cell's dimensions: workload, configuration, load, "
+                                         "repeat, and any a study adds")
     baseline: bool
-    load_index: int
     hosts: int
     streams_per_host: int
     oio_per_stream: int
     total_oio: int
-    repeat: int
     started: str
     ended: str
+    status: Literal["ok", "failed"] = "ok"
     result: CellResult
+    telemetry: Telemetry | None = None
+    warmup: Warmup = Field(default_factory=Warmup)
+    steady: Steadiness | None = Field(default=None, description="the measured window's own steady-state test")
+    host_names: list[str] = Field(default_factory=list)
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_coords(cls, data):
+        """Accept workload=, configuration=, load_index=, repeat= in place of coords (for code that builds
+        records by hand); the stored form is always coords."""
+        if isinstance(data, dict) and "coords" not in data and "workload" in data:
+            data = dict(data)
+            data["coords"] = {"workload": data.pop("workload"), "configuration": data.pop("configuration"),
+                              "load": data.pop("load_index"), "repeat": data.pop("repeat")}
+        return data
+
+    @property
+    def workload(self) -> str:
+        """The workload (access spec) name."""
+        return str(self.coords["workload"])
+
+    @property
+    def configuration(self) -> str:
+        """The configuration name."""
+        return str(self.coords["configuration"])
+
+    @property
+    def load_index(self) -> int:
+        """The load point's index in the plan."""
+        return int(self.coords["load"])
+
+    @property
+    def repeat(self) -> int:
+        """The repeat, from 1."""
+        return int(self.coords["repeat"])
+
+    @property
+    def dimensions(self) -> dict[str, str | int]:
+        """Dimensions beyond the base four (stage, fill level, controller …)."""
+        return {k: v for k, v in self.coords.items() if k not in BASE_DIMENSIONS}
+
+    @property
+    def failed(self) -> bool:
+        """Whether the window ended with a job error (the cell is measured again on resume)."""
+        return self.status == "failed"
+
+
+class SeriesRow(_Record):
+    """One interval of one host in one window: a row of series.csv."""
+
+    seq: int
+    cell_id: str
+    phase: str  # "warmup" or "measure"
+    host: str  # a host name, or "all" for the sum over hosts
+    t_s: float  # end of the interval, seconds from the window's start
+    iops: float
+
+
+SERIES_COLUMNS = list(SeriesRow.model_fields)

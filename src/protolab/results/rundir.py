@@ -1,7 +1,15 @@
-"""The run directory results/<run-id>/: manifest, fio's raw outputs, cell records, cells.csv.
+"""The run directory results/<run-id>/ (schema 2): manifest, records, series, cells.csv, fio's raw outputs.
 
-Every write is atomic (temporary file + rename), so a crash or Ctrl-C never
-leaves a half-written file, and what was measured before stays readable.
+- ``manifest.json``: small and of constant size — schema version, plan (text and model), provenance,
+  sessions (start, end, how each ended), status, phase, counts. Replaced atomically.
+- ``records.jsonl``: one CellRecord per line, appended as each window ends. A cell measured again (a
+  failed cell, on resume) appends a new line; the newest line of a cell is the one that counts.
+- ``series.csv``: per-interval rows (see SeriesRow), appended while the run goes.
+- ``cells.csv``: one row per record, appended; `protolab report` rewrites it from the records.
+- ``raw/``, ``jobs/``: fio's job files and json+ outputs, kept.
+
+Appending costs the same at record 10,000 as at record 1: nothing is re-read or rewritten.
+A schema-1 directory (records/*.json, series inside records) is read through `migrate`.
 """
 
 from __future__ import annotations
@@ -9,108 +17,66 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import platform
 import re
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from .. import __version__
 from ..errors import ProtolabError
 from ..safepath import inside
-from .records import CellRecord
+from .files import StoreError, append_lines, atomic_write, now, provenance, write_json  # noqa: F401 (re-exported)
+from .records import SERIES_COLUMNS, CellRecord, SeriesRow
 
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
 
-#: cells.csv, one row per cell and repeat (documented in the README).
+#: cells.csv, one row per record (documented in the README); then one column per extra dimension.
 CSV_COLUMNS = [
-    "run_id", "workload", "configuration", "baseline", "load_index", "hosts", "streams_per_host",
-    "oio_per_stream", "total_oio", "repeat", "iops", "read_iops", "write_iops", "mbps", "read_mbps",
-    "write_mbps", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us", "lat_p99.9_us",
-    "read_lat_mean_us", "read_lat_p99_us", "write_lat_mean_us", "write_lat_p99_us", "jobs", "runtime_s",
-    "errors", "started", "ended",
+    "run_id", "seq", "session", "status", "workload", "configuration", "baseline", "load_index", "hosts",
+    "streams_per_host", "oio_per_stream", "total_oio", "repeat", "iops", "read_iops", "write_iops", "mbps",
+    "read_mbps", "write_mbps", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us",
+    "lat_p99.9_us", "read_lat_mean_us", "read_lat_p99_us", "write_lat_mean_us", "write_lat_p99_us",
+    "cpu_us_per_io_loadgen", "cpu_us_per_io_server", "cpu_us_per_io_total", "packets_per_io",
+    "packets_counted_as", "wire_bytes_per_io", "loadgen_cpu_s", "server_cpu_s", "machine_cpu_s", "window_s",
+    "machine_busy_other_work", "warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "ended",
 ]
+RowFigures = Callable[[CellRecord], dict[str, Any]]
 
 
-def now() -> str:
-    """The current UTC time, ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old or the new file, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomically write ``obj`` as indented JSON."""
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def provenance(fio_version: str, fio_engines: list[str], fio_path: str) -> dict[str, Any]:
-    """Where and with what a run was measured."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "protolab": __version__,
-        "fio_version": fio_version,
-        "fio_engines": fio_engines,
-        "fio_path": fio_path,
-        "kernel": platform.release(),
-        "machine": platform.machine(),
-        "hostname": platform.node(),
-        "cpu_model": cpu,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-    }
-
-
-def cell_row(rec: CellRecord) -> dict[str, Any]:
-    """A cells.csv row from a record."""
+def cell_row(rec: CellRecord, figures: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A cells.csv row from a record; ``figures`` adds the derived per-I/O columns."""
     r = rec.result
     pct = r.percentiles_us
-    return {
-        "run_id": rec.run_id, "workload": rec.workload, "configuration": rec.configuration,
-        "baseline": int(rec.baseline), "load_index": rec.load_index, "hosts": rec.hosts,
-        "streams_per_host": rec.streams_per_host, "oio_per_stream": rec.oio_per_stream,
-        "total_oio": rec.total_oio, "repeat": rec.repeat, "iops": r.iops, "read_iops": r.read.iops,
-        "write_iops": r.write.iops, "mbps": r.mbps, "read_mbps": r.read.mbps, "write_mbps": r.write.mbps,
-        "lat_mean_us": r.lat_mean_us, "lat_p50_us": pct.get("p50"), "lat_p90_us": pct.get("p90"),
-        "lat_p95_us": pct.get("p95"), "lat_p99_us": pct.get("p99"), "lat_p99.9_us": pct.get("p99.9"),
-        "read_lat_mean_us": r.read.lat_mean_us, "read_lat_p99_us": r.read.percentiles_us.get("p99"),
-        "write_lat_mean_us": r.write.lat_mean_us, "write_lat_p99_us": r.write.percentiles_us.get("p99"),
-        "jobs": r.jobs, "runtime_s": r.runtime_s, "errors": r.errors, "started": rec.started, "ended": rec.ended,
+    row = {
+        "run_id": rec.run_id, "seq": rec.seq, "session": rec.session, "status": rec.status,
+        "workload": rec.workload, "configuration": rec.configuration, "baseline": int(rec.baseline),
+        "load_index": rec.load_index, "hosts": rec.hosts, "streams_per_host": rec.streams_per_host,
+        "oio_per_stream": rec.oio_per_stream, "total_oio": rec.total_oio, "repeat": rec.repeat, "iops": r.iops,
+        "read_iops": r.read.iops, "write_iops": r.write.iops, "mbps": r.mbps, "read_mbps": r.read.mbps,
+        "write_mbps": r.write.mbps, "lat_mean_us": r.lat_mean_us, "lat_p50_us": pct.get("p50"),
+        "lat_p90_us": pct.get("p90"), "lat_p95_us": pct.get("p95"), "lat_p99_us": pct.get("p99"),
+        "lat_p99.9_us": pct.get("p99.9"), "read_lat_mean_us": r.read.lat_mean_us,
+        "read_lat_p99_us": r.read.percentiles_us.get("p99"), "write_lat_mean_us": r.write.lat_mean_us,
+        "write_lat_p99_us": r.write.percentiles_us.get("p99"), "warmup_s": rec.warmup.seconds,
+        "steady": "" if rec.steady is None else int(rec.steady.steady), "jobs": r.jobs, "runtime_s": r.runtime_s,
+        "errors": r.errors, "started": rec.started, "ended": rec.ended,
     }
+    for k, v in (figures or {}).items():
+        if k in CSV_COLUMNS:
+            row[k] = int(v) if isinstance(v, bool) else v
+    row.update(rec.dimensions)
+    return row
 
 
-def cell_summary(rec: CellRecord) -> dict[str, Any]:
-    """The manifest's line for one measured cell."""
-    return {
-        "cell_id": rec.cell_id, "workload": rec.workload, "configuration": rec.configuration,
-        "load": f"{rec.hosts}×{rec.streams_per_host}×{rec.oio_per_stream}", "repeat": rec.repeat,
-        "iops": round(rec.result.iops, 1), "mbps": round(rec.result.mbps, 3), "errors": rec.result.errors,
-        "record": f"records/{rec.cell_id}.json",
-    }
+def _csv_text(rows: list[dict[str, Any]], columns: list[str], header: bool) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    if header:
+        w.writeheader()
+    for row in rows:
+        w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    return buf.getvalue()
 
 
 @dataclass
@@ -118,11 +84,18 @@ class RunDir:
     """A run directory being written (or read back)."""
 
     path: Path
+    _manifest: dict[str, Any] | None = field(default=None, repr=False)
+    _v1: Any = field(default=None, repr=False)  # a migrated schema-1 directory, read once
 
     @property
     def run_id(self) -> str:
         """The directory's name."""
         return self.path.name
+
+    @property
+    def schema(self) -> int:
+        """The schema version the directory was written with."""
+        return int(self.manifest().get("schema_version", 0))
 
     @classmethod
     def create(cls, root: Path, plan_name: str, manifest: dict[str, Any]) -> "RunDir":
@@ -136,42 +109,60 @@ class RunDir:
         n = 1
         while path.exists():
             n += 1
-            path = Path(root) / f"{stamp}-{safe}-{n}"
+            path = root / f"{stamp}-{safe}-{n}"
         try:
             path.mkdir(parents=True)
         except OSError as e:
             raise ProtolabError(f"results directory {root}: cannot create {path.name} ({e.strerror}); "
                                 "choose another with --results") from None
         rd = cls(path)
-        rd.write_manifest({"schema_version": MANIFEST_SCHEMA, "run_id": rd.run_id, **manifest})
+        dims = list(manifest.get("dimensions", []))
+        rd.write_manifest({"schema_version": MANIFEST_SCHEMA, "run_id": rd.run_id, "dimensions": dims, **manifest})
+        atomic_write(path / "cells.csv", _csv_text([], rd.csv_columns, header=True))
+        atomic_write(path / "series.csv", _csv_text([], SERIES_COLUMNS, header=True))
         return rd
 
     @classmethod
     def open(cls, path: Path) -> "RunDir":
-        """An existing run directory; ProtolabError if it is not one."""
+        """An existing run directory; ProtolabError if it is not one or its schema is unknown."""
         p = Path(path).absolute()
         if not (p / "manifest.json").is_file():
             raise ProtolabError(f"{p}: not a protolab run directory (no manifest.json); give results/<run-id>")
         rd = cls(p)
-        version = rd.manifest().get("schema_version")
-        if version != MANIFEST_SCHEMA:
+        try:
+            version = rd.manifest().get("schema_version")
+        except (ValueError, OSError) as e:
+            raise ProtolabError(f"{p}/manifest.json: unreadable ({e}); the run directory is damaged") from None
+        if version not in READABLE_SCHEMAS:
             raise ProtolabError(f"{p}/manifest.json: schema version {version} is not one this protolab reads "
-                                f"({MANIFEST_SCHEMA}); use the protolab version that wrote it")
+                                f"({', '.join(map(str, READABLE_SCHEMAS))}); use the protolab version that wrote it")
         return rd
 
+    # -- manifest ----------------------------------------------------------------------------------
+
     def manifest(self) -> dict[str, Any]:
-        """The manifest as stored."""
-        return json.loads((self.path / "manifest.json").read_text())
+        """The manifest as stored (read once, then kept in step with every update)."""
+        if self._manifest is None:
+            self._manifest = json.loads((self.path / "manifest.json").read_text())
+        return dict(self._manifest)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """Replace the manifest atomically."""
         write_json(self.path / "manifest.json", manifest)
+        self._manifest = dict(manifest)
 
     def update_manifest(self, **fields: Any) -> None:
         """Set top-level fields of the manifest."""
         m = self.manifest()
         m.update(fields)
         self.write_manifest(m)
+
+    @property
+    def csv_columns(self) -> list[str]:
+        """cells.csv's columns: the fixed ones, then the plan's extra dimensions."""
+        return CSV_COLUMNS + [d for d in self.manifest().get("dimensions", []) if d not in CSV_COLUMNS]
+
+    # -- paths -------------------------------------------------------------------------------------
 
     def raw_path(self, cell_id: str) -> Path:
         """Where fio's json+ output of a cell goes."""
@@ -185,26 +176,77 @@ class RunDir:
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
-    def add_record(self, rec: CellRecord) -> None:
-        """Store one cell record, rewrite cells.csv to include it, and list it in the manifest."""
-        write_json(inside(self.path, "records", f"{rec.cell_id}.json"), rec.model_dump(mode="json"))
-        records = self.records()
-        self.write_csv(records)
-        self.update_manifest(cells_done=len(records), cells=[cell_summary(r) for r in records])
+    # -- records and series ------------------------------------------------------------------------
+
+    def add_record(self, rec: CellRecord, figures: dict[str, Any] | None = None) -> None:
+        """Append one record (and its cells.csv row); the manifest's count goes up by one."""
+        append_lines(self.path / "records.jsonl", [rec.model_dump_json()])
+        append_lines(self.path / "cells.csv", [_csv_text([cell_row(rec, figures)], self.csv_columns, False)])
+        self.update_manifest(cells_done=int(self.manifest().get("cells_done", 0)) + 1, last_seq=rec.seq)
+
+    def add_series(self, rows: list[SeriesRow]) -> None:
+        """Append per-interval rows to series.csv."""
+        if rows:
+            append_lines(self.path / "series.csv",
+                         [_csv_text([r.model_dump() for r in rows], SERIES_COLUMNS, header=False)])
+
+    def all_records(self) -> list[CellRecord]:
+        """Every stored record, superseded ones included, in the order they were measured."""
+        if self.schema == 1:
+            return self._migrated().records
+        path = self.path / "records.jsonl"
+        if not path.is_file():
+            return []
+        out = []
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                out.append(CellRecord.model_validate_json(line))
+            except ValueError:
+                if i == len(lines) - 1:
+                    break  # a line torn by a crash or a full disk: the window is measured again on resume
+                raise ProtolabError(f"{path}: line {i + 1} is not a record; the run directory is damaged") from None
+        return sorted(out, key=lambda r: r.seq)
 
     def records(self) -> list[CellRecord]:
-        """Every stored record, in the order they were measured."""
-        folder = self.path / "records"
-        if not folder.is_dir():
-            return []
-        recs = [CellRecord.model_validate_json(p.read_text()) for p in folder.glob("*.json")]
-        return sorted(recs, key=lambda r: r.seq)
+        """The record that counts for each cell (its newest), in the order they were measured."""
+        latest: dict[str, CellRecord] = {}
+        for r in self.all_records():
+            latest[r.cell_id] = r
+        return sorted(latest.values(), key=lambda r: r.seq)
 
-    def write_csv(self, records: list[CellRecord]) -> None:
-        """cells.csv: one tidy row per cell and repeat."""
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
-        w.writeheader()
-        for rec in records:
-            w.writerow({k: ("" if v is None else v) for k, v in cell_row(rec).items()})
-        atomic_write(self.path / "cells.csv", buf.getvalue())
+    def series(self, phase: str = "measure") -> dict[int, dict[str, list[float]]]:
+        """Per-interval IOPS by record seq: {seq: {host or 'all': [values in time order]}}."""
+        if self.schema == 1:
+            rows = [r for r in self._migrated().series if r.phase == phase]
+        else:
+            rows = []
+            path = self.path / "series.csv"
+            if path.is_file():
+                with path.open(newline="") as f:
+                    for row in csv.DictReader(f):
+                        if row.get("phase") == phase:
+                            try:
+                                rows.append(SeriesRow(seq=int(row["seq"]), cell_id=row["cell_id"], phase=phase,
+                                                      host=row["host"], t_s=float(row["t_s"]),
+                                                      iops=float(row["iops"])))
+                            except (KeyError, TypeError, ValueError):
+                                continue  # a torn last line
+        out: dict[int, dict[str, list[tuple[float, float]]]] = {}
+        for r in rows:
+            out.setdefault(r.seq, {}).setdefault(r.host, []).append((r.t_s, r.iops))
+        return {seq: {h: [v for _, v in sorted(pts)] for h, pts in hosts.items()} for seq, hosts in out.items()}
+
+    def write_csv(self, records: list[CellRecord], figures: RowFigures | None = None) -> None:
+        """Rewrite cells.csv from ``records`` (what `protolab report` does with today's formulas)."""
+        rows = [cell_row(r, figures(r) if figures else None) for r in records]
+        atomic_write(self.path / "cells.csv", _csv_text(rows, self.csv_columns, header=True))
+
+    def _migrated(self):
+        if self._v1 is None:
+            from .migrate import read_v1
+
+            self._v1 = read_v1(self.path)
+        return self._v1

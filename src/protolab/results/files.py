@@ -1,0 +1,108 @@
+"""Writing files so that a crash, a signal or a full disk never leaves a half-written one.
+
+Whole files (manifest, reports) are replaced atomically (temporary file + rename);
+growing files (records.jsonl, series.csv, cells.csv) are appended one complete
+line at a time and flushed, so their cost does not grow with their length. A
+write that fails raises `StoreError` naming the path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import ProtolabError
+
+
+class StoreError(ProtolabError):
+    """A run directory's file could not be written (disk full, permission, …)."""
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _failed(path: Path, e: OSError) -> StoreError:
+    return StoreError(f"cannot write {path}: {e.strerror or e} — free space or fix permissions, then "
+                      "'protolab resume' the run")
+
+
+def atomic_write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` so that readers see the old or the new file, never a part.
+
+    ``mode``: files are readable by others by default (reports are shared); mkstemp's 0600 is replaced.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _failed(path, e) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise _failed(path, e) from None
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def append_lines(path: Path, lines: list[str]) -> None:
+    """Append complete lines to ``path`` (created 0644 if missing) and flush them to disk."""
+    if not lines:
+        return
+    data = "".join(line if line.endswith("\n") else line + "\n" for line in lines).encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            # one write: a reader never sees half a line unless the disk filled mid-write,
+            # and readers skip a torn last line
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise _failed(path, e) from None
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomically write ``obj`` as indented JSON."""
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def provenance(fio_version: str, fio_engines: list[str], fio_path: str) -> dict[str, Any]:
+    """Where and with what a run was measured."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "protolab": __version__,
+        "fio_version": fio_version,
+        "fio_engines": fio_engines,
+        "fio_path": fio_path,
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "hostname": platform.node(),
+        "cpu_model": cpu,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }

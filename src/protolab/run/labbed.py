@@ -1,0 +1,105 @@
+"""The embedded lab as a testbed: namespaces, emulated links, tgt / NFS-Ganesha / nbdkit over one pool.
+
+Configurations whose target is `lab:PROTOCOL` reach the lab's export of that
+protocol from the host's namespace (its NIC chosen by the path policy); others
+(local files beside a lab study) are reached as on the local testbed. Link changes
+are applied only when a cell's merged link differs from the current one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..engine.fio import Fio
+from ..engine.jobfile import Stream
+from ..engine.measure import HostRun
+from ..engine.targets import Access, resolve
+from ..plan.model import Configuration, Plan
+from ..proc import Runner
+from ..telemetry.cgroups import RoleCgroups
+from ..telemetry.window import Window
+from .progress import Progress
+from .testbed import Testbed
+
+
+def lab_protocol(plan: Plan, c: Configuration) -> str | None:
+    """'iscsi', 'nfs', 'nbd' or 'local' for a `lab:` target; None for a path or URL."""
+    url = plan.target_of(c).url
+    return url.split(":", 1)[1] if url.startswith("lab:") else None
+
+
+class LabTestbed(Testbed):
+    """The embedded lab (plus any local targets the plan names beside it)."""
+
+    kind = "lab"
+
+    def __init__(self, plan: Plan, fio: Fio, runner: Runner, progress: Progress, workdir: Path):
+        super().__init__(plan, fio, runner, progress)
+        self.kind = "lab"
+        self.workdir = workdir
+        self.lab = None
+        self._link = None
+
+    def up(self, run_path: Path) -> dict[str, Any]:
+        protocols = {p for c in self.plan.configurations if (p := lab_protocol(self.plan, c))}
+        self.progress.note(f"bringing the lab up ({', '.join(sorted(protocols))})")
+        from ..lab import Lab  # imported only when a plan uses the lab
+
+        self.lab = Lab(self.plan.lab, protocols, self.workdir, self.runner)
+        self.lab.up()
+        return super().up(run_path)
+
+    def _make_cgroups(self, run_path: Path) -> RoleCgroups | None:
+        return self.lab.cgroups if self.lab is not None else None  # the lab's own, removed with it
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.plan.lab
+        return {"kind": "lab", "prefix": spec.prefix, "hosts": spec.hosts, "nics_per_host": spec.nics_per_host,
+                "topology": self.lab.describe() if self.lab is not None else None}
+
+    def down(self, keep_logs_in: Path | None = None) -> None:
+        self.cgroups = None  # the lab removes its own cgroups
+        super().down(keep_logs_in)
+        if self.lab is not None:
+            self.progress.note("tearing the lab down")
+            self.lab.down(keep_logs_in=keep_logs_in)
+            self.lab = None
+
+    def access(self, c: Configuration, host: int, stream: int) -> Access:
+        protocol = lab_protocol(self.plan, c)
+        if protocol is None:
+            return super().access(c, host, stream)
+        nics = self.plan.lab.nics_per_host
+        nic = stream % nics if c.path_policy == "round-robin" else 0
+        ep = self.lab.endpoint(protocol, host=host, nic=nic)
+        t = self.plan.target_of(c)
+        return resolve(ep.url, size=min(ep.size_bytes, t.size or ep.size_bytes), ioengine=c.ioengine,
+                       direct=c.direct, netns=ep.netns, owned=True)
+
+    def set_link(self, c: Configuration) -> None:
+        link = self.plan.lab.link.merged(c.link)
+        if link != self._link:
+            self.lab.set_link(link)
+            self._link = link
+
+    def snapshot(self) -> None:
+        self.lab.snapshot()
+
+    def restore(self) -> None:
+        self.lab.restore()
+
+    def window(self) -> Window:
+        ns = self.lab.names.storage_ns
+        storage = [(n, i) for n, i in self.lab.interfaces() if n == ns]
+        return Window(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces(),
+                      cgroups=self.cgroups, offload_ports=storage)
+
+    def storage_ports(self) -> list[str]:
+        ns = self.lab.names.storage_ns
+        return [f"{n}/{i}" for n, i in self.lab.interfaces() if n == ns]
+
+    def host(self, c: Configuration, h: int, total_hosts: int, streams: list[Stream]) -> HostRun:
+        if self.plan.hosts:
+            return super().host(c, h, total_hosts, streams)
+        return self._namespace_host(f"h{h + 1}", streams[0].access.netns, total_hosts, streams)

@@ -1,0 +1,67 @@
+"""A measured window as a typed record (schema 2) and its per-interval series rows."""
+
+from __future__ import annotations
+
+from ..engine.measure import HostRun
+from ..engine.parse import parse_fio_json
+from ..plan.expand import Cell
+from ..results.files import now
+from ..results.records import CellRecord, SeriesRow, Warmup
+from ..results.rundir import RunDir
+from .procedure import Window_
+
+
+def coords(cell: Cell) -> dict[str, str | int]:
+    """A cell's named dimensions."""
+    return {"workload": cell.workload.name, "configuration": cell.configuration.name,
+            "load": cell.load_index, "repeat": cell.repeat}
+
+
+def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:
+    """fio's 'HOST:PORT' keys (and log-file suffixes) → the plan's host names."""
+    out = {}
+    for key in keys:
+        hostname, _, port = key.rpartition(":")
+        for h in hosts:
+            if h.agent is not None and h.agent.matches(hostname or key, int(port) if port.isdigit() else None):
+                out[key] = h.name
+    # log file suffixes are the client's host names without port; a direct run's key is 'local'
+    for h in hosts:
+        if h.agent is not None:
+            out[h.agent.client_arg().removeprefix("sock:").split(",")[0]] = h.name
+        else:
+            out["local"] = h.name
+    return out
+
+
+def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline: str, hosts: list[HostRun],
+                window: Window_, warmup: Warmup, steadiness) -> tuple[CellRecord, list[SeriesRow]]:
+    """The record of one measured window, and its series rows (total and per host)."""
+    meas = window.measurement
+    result = parse_fio_json(meas.json_text)
+    names = host_names(hosts, [*result.per_host_iops, *meas.series_by_host])
+    update: dict = {"per_host_iops": {names.get(k, k): v for k, v in result.per_host_iops.items()},
+                    "per_host_cpu_s": {names.get(k, k): v for k, v in result.per_host_cpu_s.items()}}
+    failed = result.errors > 0  # a job ended with an error: the run cannot go on, resume measures it again
+    if meas.op_errors:  # fio printed failed operations but counted none: they are errors all the same
+        n = len(meas.op_errors)
+        update |= {"errors": result.errors + n, "error_messages": [
+            *result.error_messages, f"fio reported {n} failed I/O operation{'s' if n != 1 else ''} "
+            f"that its job error count missed, first: {meas.op_errors[0][:160]}"]}
+    result = result.model_copy(update=update)
+    lp = cell.load_point
+    raw = rundir.path / "raw" / f"{cell.id}.measure.json"
+    rec = CellRecord(
+        run_id=rundir.run_id, seq=seq, session=session, cell_id=cell.id, coords=coords(cell),
+        baseline=cell.configuration.name == baseline, hosts=lp.hosts, streams_per_host=lp.streams,
+        oio_per_stream=cell.oio, total_oio=cell.total_oio, started=window.started, ended=now(),
+        status="failed" if failed else "ok", result=result, telemetry=window.telemetry, warmup=warmup,
+        steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
+        job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
+    )
+    rows = [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host="all", t_s=i + 1.0, iops=v)
+            for i, v in enumerate(meas.series)]
+    for key, values in meas.series_by_host.items():
+        rows += [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host=names.get(key, key), t_s=i + 1.0,
+                           iops=v) for i, v in enumerate(values)]
+    return rec, rows

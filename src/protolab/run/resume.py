@@ -1,0 +1,62 @@
+"""`protolab resume RUN_DIR`: may this run directory be continued here, and with which plan?
+
+A run is resumed only where its numbers stay comparable: the same fio version,
+kernel and testbed as its first session, and a plan that still means what it
+meant (the stored text, loaded by this protolab, gives the stored model).
+Otherwise one line says what differs, unless the user forces it.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from ..errors import ProtolabError
+from ..plan.load import load_plan_text
+from ..plan.model import Plan
+from ..results.rundir import RunDir
+
+
+def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
+    """The plan, its text and source stored in ``rundir``; ProtolabError if it cannot be resumed at all."""
+    m = rundir.manifest()
+    where = f"resume {rundir.path}"
+    if rundir.schema < 2:
+        raise ProtolabError(f"{where}: written by an older protolab (schema {rundir.schema}); it can be "
+                            "reported and compared, not resumed — run the plan again")
+    if m.get("status") == "complete":
+        raise ProtolabError(f"{where}: the run is complete (every cell measured, report written); nothing to resume")
+    text = m.get("plan_text")
+    if not isinstance(text, str) or not text:
+        raise ProtolabError(f"{where}: the manifest holds no plan text; run the plan again")
+    source = str(m.get("plan_source", "plan"))
+    return load_plan_text(text, source=f"{source} (stored in {rundir.path.name})"), text, source
+
+
+def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any]) -> list[str]:
+    """What differs between the run's first session and now, one phrase each."""
+    m = rundir.manifest()
+    first = (m.get("sessions") or [{}])[0].get("provenance") or m.get("provenance") or {}
+    out = []
+    if first.get("fio_version") and first["fio_version"] != fio_version:
+        out.append(f"fio version ({first['fio_version']} then, {fio_version} now)")
+    if first.get("kernel") and first["kernel"] != platform.release():
+        out.append(f"kernel ({first['kernel']} then, {platform.release()} now)")
+    if first.get("hostname") and first["hostname"] != platform.node():
+        out.append(f"machine ({first['hostname']} then, {platform.node()} now)")
+    if m.get("plan") is not None and m["plan"] != plan.model_dump(mode="json"):
+        out.append("plan (this protolab reads the stored plan text differently)")
+    then = m.get("testbed") or {}
+    keys = ("kind", "prefix", "hosts", "nics_per_host")
+    if then and {k: then.get(k) for k in keys} != {k: testbed.get(k) for k in keys}:
+        desc = lambda d: ", ".join(f"{k}={d.get(k)}" for k in keys if d.get(k) is not None)  # noqa: E731
+        out.append(f"testbed ({desc(then)} then, {desc(testbed)} now)")
+    return out
+
+
+def check_same(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any], force: bool) -> None:
+    """Refuse (one line) when anything differs from the first session, unless ``force``."""
+    diff = differences(rundir, plan, fio_version, testbed)
+    if diff and not force:
+        raise ProtolabError(f"resume {rundir.path}: {'; '.join(diff)} differ from the run's first session; "
+                            "numbers would not be comparable — use --force to resume anyway")

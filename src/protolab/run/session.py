@@ -1,0 +1,216 @@
+"""A session: the ordered, interleaved cell loop over one testbed, with hooks, resume and signals.
+
+`Study.run()` starts a run directory and measures every cell; `Study.resume(path)`
+measures exactly the (cell, repeat) pairs a run directory lacks or holds as failed,
+in the plan's interleaved order. Either way, the order of work is: pre-flight and
+overwrite checks (nothing created before them), the testbed up, prepare /
+initialise / snapshot as the plan says, the cells, then — whatever happened —
+the testbed down (a signal cannot abandon it), and last the manifest saying how
+the session ended. Each session is listed in the manifest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..analysis.derived import figures
+from ..engine.fio import Fio
+from ..errors import ProtolabError, ToolError
+from ..plan.expand import Cell, expand
+from ..plan.model import Plan
+from ..plan.preflight import Environment, preflight
+from ..proc import Runner, SubprocessRunner
+from ..results.files import now, provenance
+from ..results.rundir import RunDir
+from .procedure import Procedure
+from .progress import Progress, Silent
+from .recording import make_record
+from .testbed import Testbed
+
+Hook = Callable[[str, Cell, Testbed], None]  # (stage: start | ready | done, cell, testbed)
+
+
+def make_testbed(plan: Plan, fio: Fio, runner: Runner, progress: Progress, lab_workdir: Path | None) -> Testbed:
+    """The testbed a plan asks for."""
+    if plan.uses_lab():
+        from ..lab import default_workdir
+        from .labbed import LabTestbed
+
+        return LabTestbed(plan, fio, runner, progress, lab_workdir or default_workdir(plan.lab.prefix))
+    return Testbed(plan, fio, runner, progress)
+
+
+@dataclass
+class Study:
+    """One run of a plan (or the resumption of one)."""
+
+    plan: Plan
+    plan_text: str
+    source: str
+    results_root: Path = Path("results")
+    fio: Fio | None = None
+    runner: Runner = field(default_factory=SubprocessRunner)
+    progress: Progress = field(default_factory=Silent)
+    on_cell: Hook | None = None
+    lab_workdir: Path | None = None
+    protect: Callable[[], Any] = contextlib.nullcontext  # a context in which signals wait (teardown)
+    finish: Callable[[RunDir], None] | None = None  # e.g. write the report; runs before the status is final
+    rundir: RunDir | None = None
+    testbed: Testbed | None = None
+
+    # -- entry points ------------------------------------------------------------------------------
+
+    def run(self) -> RunDir:
+        """Measure the whole matrix into a new run directory; returns it."""
+        plan = self.plan
+        fio, testbed = self._prepare_checks()
+        cells = expand(plan)
+        self.rundir = rundir = RunDir.create(self.results_root, plan.name, {
+            "status": "running", "phase": "starting", "plan_source": self.source,
+            "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text,
+            "provenance": provenance(fio.version(), fio.engines(), fio.path), "started": now(), "ended": None,
+            "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
+            "sessions": [],
+        })
+        return self._session(rundir, testbed, cells)
+
+    def resume(self, rundir: RunDir, force: bool = False) -> RunDir:
+        """Measure the pairs ``rundir`` lacks or holds as failed, in the plan's order (see run.resume)."""
+        from .resume import check_same
+
+        fio, testbed = self._prepare_checks()
+        check_same(rundir, self.plan, fio.version(), testbed.describe(), force)
+        self.rundir = rundir
+        done = {r.cell_id for r in rundir.records() if not r.failed}
+        todo = [c for c in expand(self.plan) if c.id not in done]
+        return self._session(rundir, testbed, todo)
+
+    def _prepare_checks(self) -> tuple[Fio, Testbed]:
+        """Pre-flight and overwrite checks: everything that can refuse, before anything is created."""
+        fio = self.fio = self.fio or Fio.locate(self.runner)
+        testbed = make_testbed(self.plan, fio, self.runner, self.progress, self.lab_workdir)
+        workdir = getattr(testbed, "workdir", None)
+        preflight(self.plan, self.source, Environment.of_machine(fio.engines(), workdir))
+        testbed.check()
+        self.testbed = testbed
+        return fio, testbed
+
+    # -- the session -------------------------------------------------------------------------------
+
+    def _session(self, rundir: RunDir, testbed: Testbed, cells: list[Cell]) -> RunDir:
+        m = rundir.manifest()
+        sessions = list(m.get("sessions", []))
+        number = len(sessions) + 1
+        fio = testbed.fio
+        sessions.append({"session": number, "started": now(), "ended": None, "how": "running",
+                         "cells_planned": len(cells), "cells_measured": 0,
+                         "provenance": provenance(fio.version(), fio.engines(), fio.path)})
+        rundir.update_manifest(status="running", sessions=sessions, ended=None)
+        phase = lambda p: rundir.update_manifest(phase=p)  # noqa: E731
+        how, error = "complete", None
+        measured = 0
+        try:
+            phase("testbed up")
+            testbed.on_agents = lambda agents: rundir.update_manifest(agents=agents)
+            rundir.update_manifest(testbed=testbed.up(rundir.path))
+            proc = Procedure(self.plan, testbed, rundir, self.progress, phase)
+            rundir.update_manifest(targets={c.name: testbed.access(c, 0, 0).describe()
+                                            for c in self.plan.configurations})
+            method = self.plan.method
+            if method.prepare:
+                proc.prepare()
+            if method.initialise is not None:
+                rundir.update_manifest(initialised={"workload": method.initialise.workload,
+                                                    "duration_s": method.initialise.duration,
+                                                    "iops": proc.initialise(), "session": number})
+            if method.restore or method.initialise is not None:
+                testbed.snapshot()  # every cell restores to this state (only the lab can)
+                rundir.update_manifest(snapshot=now())
+            for measured, _ in enumerate(self._cells(rundir, testbed, proc, cells, number), 1):
+                pass
+        except KeyboardInterrupt:
+            how = "interrupted"
+            raise
+        except ProtolabError as e:
+            how, error = "failed", str(e)
+            raise ProtolabError(f"{e} ({rundir.path}: {len(rundir.records())} cells measured so far are kept; "
+                                f"'protolab resume {rundir.path}' measures the rest)") from None
+        finally:
+            with self.protect():
+                try:
+                    phase("teardown")
+                except ProtolabError:
+                    pass
+                testbed.down(keep_logs_in=rundir.path / "lab-logs")
+                if how != "complete" or self.finish is None:
+                    self._end(rundir, number, how, error, measured)
+        if self.finish is not None:
+            rundir.update_manifest(phase="report")
+            try:
+                self.finish(rundir)
+            except KeyboardInterrupt:
+                self._end(rundir, number, "interrupted", None, measured)
+                raise
+            except ProtolabError as e:
+                self._end(rundir, number, "failed", str(e), measured)
+                raise
+            self._end(rundir, number, "complete", None, measured)
+        return rundir
+
+    def _end(self, rundir: RunDir, number: int, how: str, error: str | None, measured: int | None) -> None:
+        """Write how the session ended (when the disk lets us)."""
+        try:
+            m = rundir.manifest()
+            sessions = list(m.get("sessions", []))
+            if sessions and sessions[-1].get("session") == number:
+                s = dict(sessions[-1])
+                s.update(ended=now(), how=how)
+                if measured is not None:
+                    s["cells_measured"] = measured
+                sessions[-1] = s
+            fields: dict[str, Any] = {"status": how, "ended": now(), "sessions": sessions}
+            if how == "complete":
+                fields["phase"] = "done"
+            if error is not None:
+                fields["error"] = error
+            rundir.update_manifest(**fields)
+        except ProtolabError:
+            pass  # the disk refused; the error that brought us here names the path
+
+    def _cells(self, rundir: RunDir, testbed: Testbed, proc: Procedure, cells: list[Cell], session: int):
+        """Measure ``cells`` in order; yields after each stored record."""
+        m = self.plan.method
+        self.progress.start(len(cells), m.warmup + m.duration)
+        window = testbed.window()
+        seq = int(rundir.manifest().get("last_seq", 0))
+        for i, cell in enumerate(cells, 1):
+            seq += 1
+            self.progress.cell(i, cell)
+            self._hook("start", cell)
+            if m.restore:
+                testbed.restore()
+            testbed.set_link(cell.configuration)
+            hosts = proc.hosts(cell)
+            self._hook("ready", cell)
+            warm = proc.warmup(cell, hosts, seq)
+            win = proc.measure(cell, hosts, window)
+            self._hook("done", cell)
+            rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
+                                    hosts=hosts, window=win, warmup=warm,
+                                    steadiness=proc.steadiness(win.measurement.series))
+            rundir.add_series(rows)
+            rundir.add_record(rec, figures(rec).csv_fields())
+            self.progress.done(rec)
+            yield rec
+            if rec.failed:
+                raise ToolError(f"cell {cell.id}: {'; '.join(rec.result.error_messages[:3])}")
+            if win.measurement.op_errors:  # kept and measured on; the report lists the window as having errors
+                self.progress.note(f"cell {cell.id}: {len(win.measurement.op_errors)} failed I/O operations "
+                                   "(see report)")
+
+    def _hook(self, stage: str, cell: Cell) -> None:
+        if self.on_cell is not None:
+            self.on_cell(stage, cell, self.testbed)

@@ -1,0 +1,171 @@
+"""Testbeds: the system under test a session drives, behind one interface.
+
+A testbed answers what the cell loop needs and nothing else: bring up; where
+stream *s* of host *h* reaches a configuration's target (`access`) and where that
+host's fio runs (`host`); set the link for a cell; snapshot and restore; which
+processes, interfaces and cgroups telemetry watches (`window`); tear down. Two
+kinds exist today — this machine and the user's hosts (`Testbed`), and the
+embedded lab (`run.labbed.LabTestbed`) — and the session never asks which one
+it drives.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+from ..engine.agents import Agent, ExistingAgent, LocalAgent, SshAgent
+from ..engine.fio import Fio
+from ..engine.jobfile import Stream
+from ..engine.measure import HostRun
+from ..engine.targets import Access, check_overwrite, resolve
+from ..plan.expand import Cell
+from ..plan.model import Configuration, Plan
+from ..proc import Runner
+from ..safepath import inside
+from ..telemetry.cgroups import RoleCgroups
+from ..telemetry.window import Window
+from .progress import Progress
+
+
+class Testbed:
+    """This machine, or the plan's [[hosts]]: targets are paths and URLs the plan names.
+
+    Lifecycle: `check()` (before anything is created), `up(run_path)`, then cells, then `down()`.
+    """
+
+    kind = "local"
+
+    def __init__(self, plan: Plan, fio: Fio, runner: Runner, progress: Progress):
+        self.plan, self.fio, self.runner, self.progress = plan, fio, runner, progress
+        self.kind = "hosts" if plan.hosts else "local"
+        self.run_path: Path | None = None
+        self.cgroups: RoleCgroups | None = None
+        self.agents: dict[str, Agent] = {}
+        self.sockets: Path | None = None
+        self._local: dict[str, Access] = {}
+        self.on_agents: Callable[[list[str]], None] | None = None  # told when the set of agents changes
+
+    # -- before anything is created ----------------------------------------------------------------
+
+    def check(self) -> None:
+        """Refuse targets that hold data the plan did not opt in to overwrite (creates nothing)."""
+        for c in self.plan.configurations:
+            t = self.plan.target_of(c)
+            if t.url.startswith("lab:"):
+                continue
+            a = resolve(t.url, size=t.size or self.plan.method.data_size, ioengine=c.ioengine, direct=c.direct)
+            check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=self.runner,
+                            label=f"configuration {c.name!r}")
+            self._local[c.name] = a
+
+    # -- life --------------------------------------------------------------------------------------
+
+    def up(self, run_path: Path) -> dict[str, Any]:
+        """Bring the testbed up for a run writing to ``run_path``; returns what the manifest records."""
+        self.run_path = run_path
+        self.sockets = Path(tempfile.mkdtemp(prefix="pl-agents-"))
+        self.cgroups = self._make_cgroups(run_path)
+        self.fio = replace(self.fio, cgroups=self.cgroups)
+        return self.describe()
+
+    def _make_cgroups(self, run_path: Path) -> RoleCgroups | None:
+        cg = RoleCgroups(f"run-{run_path.name}")
+        return cg if cg.available and cg.create() else None
+
+    def describe(self) -> dict[str, Any]:
+        """The testbed as the manifest records it (compared on resume)."""
+        hosts = [h.name for h in self.plan.hosts] or ["this machine"]
+        return {"kind": self.kind, "hosts": hosts}
+
+    def stop_agents(self) -> None:
+        """Stop every fio server this testbed started."""
+        for agent in self.agents.values():
+            agent.stop()
+        self.agents.clear()
+
+    def down(self, keep_logs_in: Path | None = None) -> None:
+        """Stop agents and remove what `up` made. Safe to call twice, and after a failed `up`."""
+        self.stop_agents()
+        if self.sockets is not None:
+            shutil.rmtree(self.sockets, ignore_errors=True)
+            self.sockets = None
+        if self.cgroups is not None:
+            self.cgroups.remove()
+            self.cgroups = None
+
+    # -- cells -------------------------------------------------------------------------------------
+
+    def access(self, c: Configuration, host: int, stream: int) -> Access:
+        """How stream ``stream`` of host ``host`` reaches configuration ``c``'s target."""
+        return self._local[c.name]
+
+    def set_link(self, c: Configuration) -> None:
+        """Make the links what configuration ``c`` asks for (nothing to do on real hosts)."""
+
+    def snapshot(self) -> None:
+        """Keep the targets' state to restore before each cell (only the lab can)."""
+
+    def restore(self) -> None:
+        """Bring the targets back to the snapshot (only the lab can)."""
+
+    def window(self) -> Window:
+        """The telemetry window: what is sampled around each measured window."""
+        return Window(self.runner, cgroups=self.cgroups)
+
+    def host(self, c: Configuration, h: int, total_hosts: int, streams: list[Stream]) -> HostRun:
+        """Host ``h`` of a cell: where its fio runs (directly, or through its fio server)."""
+        if self.plan.hosts:
+            spec = self.plan.hosts[h]
+            if spec.agent == "local" and total_hosts == 1:
+                return HostRun(spec.name, None, None, streams)
+            if spec.agent == "local":
+                make = lambda: LocalAgent(spec.name, self.fio.path, self._socket(spec.name), self.runner,
+                                          log=self._agent_log(spec.name), cgroups=self.cgroups)
+            elif spec.agent.startswith("ssh://"):
+                make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
+                                                  extra_options=tuple(spec.ssh_options))
+            else:
+                make = lambda: ExistingAgent.from_url(spec.name, spec.agent)
+            return HostRun(spec.name, self._agent(spec.name, make), None, streams)
+        return self._namespace_host(f"local{h + 1}", streams[0].access.netns, total_hosts, streams)
+
+    def _namespace_host(self, name: str, netns: str | None, total_hosts: int, streams: list[Stream]) -> HostRun:
+        if total_hosts == 1:
+            return HostRun(name, None, netns, streams)
+        key = f"{name}@{netns or 'host'}"
+        make = lambda: LocalAgent(name, self.fio.path, self._socket(f"{name}-{netns or 'host'}"), self.runner,
+                                  netns=netns, log=self._agent_log(key), cgroups=self.cgroups)
+        return HostRun(name, self._agent(key, make), netns, streams)
+
+    def _socket(self, name: str) -> Path:
+        assert self.sockets is not None, "testbed is not up"
+        return self.sockets / f"{name}.sock"
+
+    def _agent_log(self, key: str) -> Path:
+        assert self.run_path is not None, "testbed is not up"
+        return inside(self.run_path, "agents", f"{key}.log")
+
+    def _agent(self, key: str, make: Callable[[], Agent]) -> Agent:
+        agent = self.agents.get(key)
+        if agent is None:
+            agent = make()
+            self.progress.note(f"starting {agent.describe()}")
+            self.agents[key] = agent
+            agent.start()
+            if self.on_agents is not None:
+                self.on_agents([a.describe() for a in self.agents.values()])
+        agent.check()
+        return agent
+
+    def check_agents(self) -> None:
+        """Raise (one line, which agent and why) if a fio server this run uses has died."""
+        for agent in self.agents.values():
+            agent.check()
+
+    def storage_ports(self) -> list[str]:
+        """Interfaces ('netns/ifname') on the storage side of the wire (none off the lab)."""
+        return []
