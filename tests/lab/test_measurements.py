@@ -11,6 +11,7 @@ from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 from protolab.analysis.wire import ceiling
 from protolab.lab import down_all
 from protolab.plan.load import load_plan_text
+from protolab.results.rundir import RunDir
 from protolab.run import Study
 
 pytestmark = pytest.mark.lab
@@ -108,7 +109,7 @@ def test_a_second_run_on_a_held_prefix_is_refused_and_the_first_completes(workdi
     [rundir] = list((tmp_path / "r1").iterdir())
     manifest = json.loads((rundir / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["cells_done"] == 4
-    assert all(c["iops"] > 0 for c in manifest["cells"])
+    assert all(r.result.iops > 0 for r in RunDir.open(rundir).records())
     assert holder.read(PREFIX) is None, "the holder is released at teardown"
     assert not workdir.exists(), "the lab's workdir is cleaned at teardown"
     assert sorted(p.name for p in (rundir / "lab-logs").iterdir()) >= ["nbdkit-parent.log", "tgtd.log"]

@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 import pytest
+
+from protolab.analysis.derived import figures as derived
 from conftest import leftovers
 from test_study import PREFIX, config, plan_text, study, workdir  # noqa: F401  (fixture)
 
@@ -44,10 +46,10 @@ def test_a_cpu_burner_outside_the_lab_leaves_role_cpu_per_io_alone(workdir, tmp_
             p.kill()
             p.wait()
     recs = rundir.records()
-    assert len(recs) == 8 and all(r.result.extra["cpu_source"] == "cgroup" for r in recs)
+    assert len(recs) == 8 and all(derived(r).cpu_source == "cgroup" for r in recs)
     by = {True: [], False: []}
     for r in recs:
-        by[burned.get(r.repeat, False)].append(r.result.extra)
+        by[burned.get(r.repeat, False)].append(derived(r).model_dump())
     assert len(by[True]) == 4
     figures = {}
     for key in ("cpu_us_per_io_server", "cpu_us_per_io_loadgen", "cpu_us_per_io_total", "machine_other_share"):

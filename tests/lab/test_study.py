@@ -19,6 +19,7 @@ from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 from protolab.engine.parse import load_json
 from protolab.lab import down_all
 from protolab.plan.load import load_plan_text
+from protolab.analysis.derived import figures
 from protolab.run import Study
 
 pytestmark = pytest.mark.lab
@@ -96,8 +97,9 @@ def test_a_signal_during_run_tears_everything_down(workdir, tmp_path, sig):
             p.kill()
     assert p.returncode == 128 + sig, err
     run = next((tmp_path / "r").iterdir())
-    assert err.strip().splitlines()[-1] == (f"protolab: interrupted by {sig.name}; the lab was torn down and cells "
-                                            f"measured so far stay in the run directory in {run}")
+    assert err.strip().splitlines()[-1] == (f"protolab: interrupted by {sig.name}; the testbed was torn down; cells "
+                                            f"measured so far stay in {run} — 'protolab resume {run}' measures "
+                                            "the rest")
     assert "Traceback" not in err
     manifest = json.loads(next((tmp_path / "r").glob("*/manifest.json")).read_text())
     assert manifest["status"] == "interrupted"
@@ -150,7 +152,9 @@ def test_jumbo_frames_take_fewer_packets_per_io(workdir, tmp_path):
                      lab="[lab.link]\nrate = \"1GbE\"\noffloads = false",
                      workload='{ name = "tr3808-8k", read_pct = 100 }', load="streams = 2\noio = 4")
     rundir = study(text, workdir, tmp_path).run()
-    by = {r.configuration: r.result.extra for r in rundir.records()}
+    series = rundir.series()
+    by = {r.configuration: figures(r).model_dump() | {"iops_series": series.get(r.seq, {}).get("all", []),
+                                                      "warmup": r.warmup.mode} for r in rundir.records()}
     small, jumbo = by["nbd-1500"]["packets_per_io"], by["nbd-9000"]["packets_per_io"]
     assert jumbo < small
     # reply: 8192 B + 16 B NBD header in 6 frames at MSS 1448 vs 1 frame; request 28 B; plus ACKs
@@ -162,7 +166,7 @@ def test_jumbo_frames_take_fewer_packets_per_io(workdir, tmp_path):
         assert e["packets_counted_as"] == "frames" and e["frames_per_io"] == e["packets_per_io"]
         assert e["cpu_source"] == "cgroup" and e["role_cpu_s"]["servers"] > 0 and e["role_cpu_s"]["loadgen"] > 0
         assert e["wire_bytes_per_io"] > 8192
-        assert len(e["iops_series"]) >= 1 and e["steady"]["warmup"]["mode"] == "fixed"
+        assert len(e["iops_series"]) >= 1 and e["warmup"] == "fixed"
 
 
 def test_restore_gives_every_cell_the_same_data(workdir, tmp_path):
@@ -191,7 +195,7 @@ def test_multipath_policies(workdir, tmp_path, policy, check):
                      lab="nics_per_host = 2\nstorage_ports = 2\n[lab.link]\nrate = \"1GbE\"",
                      workload='{ name = "tr3808-8k", read_pct = 100 }', load="streams = 4\noio = 4")
     rundir = study(text, workdir, tmp_path).run()
-    extra = rundir.records()[0].result.extra
+    extra = figures(rundir.records()[0]).model_dump()
     shares = list(extra["share_by_port"].values())
     assert len(shares) == 2, extra["share_by_port"]
     assert check(shares), extra["share_by_port"]
@@ -214,4 +218,4 @@ def test_eight_hosts_twenty_streams_against_one_export(workdir, tmp_path):
     all_clients = next(j for j in doc["client_stats"] if j["jobname"] == "All clients")
     assert abs(all_clients["read"]["iops"] / r.iops - 1) < 0.01
     assert len(json.loads((rundir.path / "manifest.json").read_text())["agents"]) == 8
-    assert r.extra["cpu_us_per_io_loadgen"] > 0 and r.extra["packets_per_io"] > 0
+    assert figures(rec).cpu_us_per_io_loadgen > 0 and figures(rec).packets_per_io > 0

@@ -59,7 +59,7 @@ class Study:
     protect: Callable[[], Any] = contextlib.nullcontext  # a context in which signals wait (teardown)
     finish: Callable[[RunDir], None] | None = None  # e.g. write the report; runs before the status is final
     rundir: RunDir | None = None
-    testbed: Testbed | None = None
+    testbed: Testbed | None = None  # made from the plan unless given (tests give a fake)
 
     # -- entry points ------------------------------------------------------------------------------
 
@@ -91,7 +91,7 @@ class Study:
     def _prepare_checks(self) -> tuple[Fio, Testbed]:
         """Pre-flight and overwrite checks: everything that can refuse, before anything is created."""
         fio = self.fio = self.fio or Fio.locate(self.runner)
-        testbed = make_testbed(self.plan, fio, self.runner, self.progress, self.lab_workdir)
+        testbed = self.testbed or make_testbed(self.plan, fio, self.runner, self.progress, self.lab_workdir)
         workdir = getattr(testbed, "workdir", None)
         preflight(self.plan, self.source, Environment.of_machine(fio.engines(), workdir))
         testbed.check()
@@ -112,6 +112,8 @@ class Study:
         phase = lambda p: rundir.update_manifest(phase=p)  # noqa: E731
         how, error = "complete", None
         measured = 0
+        if not cells:  # e.g. a run stopped while its report was written: only the report is left to do
+            return self._finished(rundir, number, measured)
         try:
             phase("testbed up")
             testbed.on_agents = lambda agents: rundir.update_manifest(agents=agents)
@@ -145,8 +147,12 @@ class Study:
                 except ProtolabError:
                     pass
                 testbed.down(keep_logs_in=rundir.path / "lab-logs")
-                if how != "complete" or self.finish is None:
+                if how != "complete":
                     self._end(rundir, number, how, error, measured)
+        return self._finished(rundir, number, measured)
+
+    def _finished(self, rundir: RunDir, number: int, measured: int) -> RunDir:
+        """Every cell measured: the caller's last step (the report), then the session is complete."""
         if self.finish is not None:
             rundir.update_manifest(phase="report")
             try:
@@ -157,7 +163,7 @@ class Study:
             except ProtolabError as e:
                 self._end(rundir, number, "failed", str(e), measured)
                 raise
-            self._end(rundir, number, "complete", None, measured)
+        self._end(rundir, number, "complete", None, measured)
         return rundir
 
     def _end(self, rundir: RunDir, number: int, how: str, error: str | None, measured: int | None) -> None:

@@ -1,0 +1,82 @@
+"""SIGTERM at each phase of a lab run, then `protolab resume`: nothing left behind, every cell once, a report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import leftovers
+
+from protolab.results.rundir import RunDir
+from test_study import PREFIX, config, plan_text, workdir  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.lab
+
+PHASES = ["testbed up", "prepare", "warm-up", "measure", "report"]
+
+
+def _cli(*args: str, **kw) -> subprocess.Popen:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.Popen([sys.executable, "-m", "protolab.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, **kw)
+
+
+def _wait_for_phase(results: Path, phase: str, proc: subprocess.Popen, limit: float = 120) -> Path:
+    end = time.monotonic() + limit
+    while time.monotonic() < end and proc.poll() is None:
+        for m in results.glob("*/manifest.json"):
+            try:
+                if json.loads(m.read_text()).get("phase") == phase:
+                    return m.parent
+            except ValueError:
+                pass  # being replaced
+        time.sleep(0.02)
+    raise AssertionError(f"the run never reached phase {phase!r} (exit {proc.poll()})")
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_sigterm_at_each_phase_then_resume_completes(workdir, tmp_path, phase):
+    text = plan_text(config("nbd", "lab:nbd") + config("nfs", "lab:nfs"),
+                     method='warmup = "2s"\nduration = "3s"\nrepeats = 2')
+    plan = tmp_path / "p.toml"
+    plan.write_text(text)
+    results = tmp_path / "r"
+    p = _cli("run", str(plan), "--results", str(results), "--lab-workdir", str(workdir))
+    try:
+        run = _wait_for_phase(results, phase, p)
+        if phase in ("warm-up", "measure"):
+            time.sleep(0.5)  # inside the fio run, not between
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == (f"protolab: interrupted by SIGTERM; the testbed was torn down; cells "
+                                            f"measured so far stay in {run} — 'protolab resume {run}' measures "
+                                            "the rest")
+    assert "Traceback" not in err
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == "interrupted" and m["sessions"][0]["how"] == "interrupted"
+    assert leftovers(PREFIX) == []  # no namespace, link, mount, loop device or process of the run
+    before = len(RunDir.open(run).all_records())
+
+    r = _cli("resume", str(run), "--lab-workdir", str(workdir))
+    out, err = r.communicate(timeout=300)
+    assert r.returncode == 0, err
+    rd = RunDir.open(run)
+    recs = rd.all_records()
+    ids = [x.cell_id for x in recs]
+    assert len(ids) == len(set(ids)) == m["cells_total"] == 4, ids  # every (cell, repeat) exactly once
+    assert all(x.status == "ok" and x.result.iops > 0 for x in recs)
+    assert {x.session for x in recs} == ({1, 2} if 0 < before < 4 else {1} if before == 4 else {2})
+    m = rd.manifest()
+    assert m["status"] == "complete" and [s["how"] for s in m["sessions"]] == ["interrupted", "complete"]
+    assert (run / "report.html").is_file() and "resume" not in err
+    assert leftovers(PREFIX) == []

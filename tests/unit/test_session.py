@@ -1,0 +1,263 @@
+"""The session with a fake testbed and a fake fio: order of cells, resume, and what a signal does, in order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from protolab.errors import ProtolabError, ToolError
+from protolab.plan.load import load_plan_text
+from protolab.results.rundir import RunDir
+from protolab.run import Study
+from protolab.run.resume import resumable
+from protolab.run.signals import Stopper
+from protolab.run.testbed import Testbed as _Testbed
+
+DATA = Path(__file__).parent.parent / "data"
+FIO_JSON = (DATA / "fio-local-2streams-randrw.json").read_text()
+ENGINES = ["psync", "io_uring", "libaio", "libiscsi", "nfs", "nbd", "sync", "null"]
+
+PLAN = """
+name = "fake"
+baseline = "a"
+workloads = ["tr3808-4k"]
+[targets.t]
+url = "{dir}/data.dat"
+[[configurations]]
+name = "a"
+target = "t"
+[[configurations]]
+name = "b"
+target = "t"
+ioengine = "psync"
+[[load_points]]
+streams = 1
+oio = 1
+[[load_points]]
+streams = 2
+oio = 1
+[method]
+warmup = 0
+duration = "1s"
+repeats = 3
+prepare = false
+"""
+
+
+class FakeFio:
+    """fio that answers every window with a captured json+ document; it can fail or be 'signalled'."""
+
+    path = "/fake/fio"
+    cgroups = None
+
+    def __init__(self, events: list[str], fail: set[str] = frozenset(), interrupt_at: int | None = None,
+                 version: str = "fio-3.33"):
+        self.events, self.fail, self.interrupt_at, self._version = events, fail, interrupt_at, version
+        self.runs = 0
+        self.op_errors: list[str] = []
+
+    def version(self):
+        return self._version
+
+    def engines(self):
+        return ENGINES
+
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label):
+        self.runs += 1
+        cell = Path(job).name.split(".")[0]
+        if self.interrupt_at is not None and self.runs == self.interrupt_at:
+            self.events.append("fio stopped")  # what the real adapter does when KeyboardInterrupt reaches it
+            raise KeyboardInterrupt("SIGTERM")
+        if cell in self.fail:
+            self.fail = self.fail - {cell}
+            raise ToolError(f"{label}: fio failed: connection reset")
+        self.events.append(f"measure {cell}")
+        Path(output).write_text(FIO_JSON)
+        return FIO_JSON
+
+
+class FakeAgent:
+    def __init__(self, events):
+        self.events = events
+
+    def stop(self):
+        self.events.append("agents stopped")
+
+    def check(self):
+        pass
+
+
+class FakeTestbed(_Testbed):
+    """A testbed whose life is a list of events; targets are the plan's own (a temp file)."""
+
+    def __init__(self, plan, fio, events):
+        from protolab.proc import SubprocessRunner
+        from protolab.run.progress import Silent
+
+        super().__init__(plan, fio, SubprocessRunner(), Silent())
+        self.events = events
+        self.kind = "fake"
+
+    def describe(self):
+        return {"kind": "fake"}
+
+    def up(self, run_path):
+        self.events.append("up")
+        self.run_path = run_path
+        self.agents = {"h": FakeAgent(self.events)}
+        return self.describe()
+
+    def down(self, keep_logs_in=None):
+        self.stop_agents()
+        self.events.append("down")
+
+    def window(self):
+        class W:
+            def sample(self_):
+                return None
+        return W()
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    from protolab.telemetry.window import Window
+
+    monkeypatch.setattr(Window, "delta", staticmethod(lambda a, b: {"elapsed_s": 1.0}))
+    text = PLAN.format(dir=tmp_path)
+    plan = load_plan_text(text)
+
+    def make(events, **fio_kw):
+        fio = FakeFio(events, **fio_kw)
+        return Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+                     testbed=FakeTestbed(plan, fio, events))
+    return make
+
+
+def _order(events):
+    return [e.removeprefix("measure ") for e in events if e.startswith("measure ")]
+
+
+def test_cells_are_interleaved_configurations_within_each_repeat(setup):
+    events: list[str] = []
+    rd = setup(events).run()
+    ids = _order(events)
+    assert len(ids) == 2 * 3 * 2
+    assert ids[:4] == ["tr3808-4k__a__h1s1q1__r1", "tr3808-4k__b__h1s1q1__r1",
+                       "tr3808-4k__a__h1s1q1__r2", "tr3808-4k__b__h1s1q1__r2"]
+    assert ids[6] == "tr3808-4k__a__h1s2q1__r1"
+    assert [r.cell_id for r in rd.records()] == ids and [r.seq for r in rd.records()] == list(range(1, 13))
+    assert events[0] == "up" and events[-2:] == ["agents stopped", "down"]
+    m = rd.manifest()
+    assert m["status"] == "complete" and m["sessions"][0]["how"] == "complete" and m["cells_done"] == 12
+
+
+def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
+    events: list[str] = []
+    # the 5th window fails: the run stops there, with 4 cells stored
+    with pytest.raises(ProtolabError) as e:
+        setup(events, fail={"tr3808-4k__a__h1s1q1__r3"}).run()
+    assert "'protolab resume " in str(e.value) and "4 cells measured so far are kept" in str(e.value)
+    run = next(iter((Path(e.value.args[0].split(": 4 cells")[0].split("(")[-1])).parent.iterdir()))
+    rd = RunDir.open(run)
+    assert rd.manifest()["status"] == "failed" and len(rd.records()) == 4
+    first = set(_order(events))
+    # a stored failed record (status failed) is measured again too
+    plan, text, source = resumable(rd)
+    events2: list[str] = []
+    fio = FakeFio(events2)
+    study = Study(plan, text, source, results_root=run.parent, fio=fio, testbed=FakeTestbed(plan, fio, events2))
+    study.resume(rd)
+    again = _order(events2)
+    assert not first & set(again), "nothing measured twice"
+    assert len(first) + len(again) == 12
+    assert again[0] == "tr3808-4k__a__h1s1q1__r3" and again[1] == "tr3808-4k__b__h1s1q1__r3"  # order kept
+    rd = RunDir.open(run)
+    m = rd.manifest()
+    assert m["status"] == "complete" and [s["how"] for s in m["sessions"]] == ["failed", "complete"]
+    assert [s["cells_measured"] for s in m["sessions"]] == [4, 8]
+    recs = rd.records()
+    assert len(recs) == 12 and len({r.cell_id for r in recs}) == 12
+    assert {r.session for r in recs} == {1, 2} and max(r.seq for r in recs) == 12
+
+
+def test_a_failed_record_is_measured_again_on_resume(setup, tmp_path):
+    events: list[str] = []
+    rd = setup(events).run()
+    # mark one stored record failed (as a window whose job ended with an error is stored)
+    lines = (rd.path / "records.jsonl").read_text().splitlines()
+    doc = json.loads(lines[2])
+    doc["status"] = "failed"
+    lines[2] = json.dumps(doc)
+    (rd.path / "records.jsonl").write_text("\n".join(lines) + "\n")
+    rd.update_manifest(status="failed")
+    rd = RunDir.open(rd.path)
+    plan, text, source = resumable(rd)
+    events2: list[str] = []
+    fio = FakeFio(events2)
+    Study(plan, text, source, results_root=rd.path.parent, fio=fio, testbed=FakeTestbed(plan, fio, events2)).resume(rd)
+    assert _order(events2) == [doc["cell_id"]]
+    rd = RunDir.open(rd.path)
+    assert len(rd.all_records()) == 13 and len(rd.records()) == 12
+    assert next(r for r in rd.records() if r.cell_id == doc["cell_id"]).status == "ok"
+
+
+def test_a_signal_stops_fio_then_agents_then_tears_down_then_marks_the_manifest(setup, monkeypatch):
+    events: list[str] = []
+    study = setup(events, interrupt_at=3)
+    rd_path = {}
+    orig = RunDir.update_manifest
+
+    def spy(self, **fields):
+        if fields.get("status") == "interrupted":
+            events.append("manifest interrupted")
+            rd_path["p"] = self.path
+        return orig(self, **fields)
+
+    monkeypatch.setattr(RunDir, "update_manifest", spy)
+    with pytest.raises(KeyboardInterrupt):
+        study.run()
+    tail = events[events.index("fio stopped"):]
+    assert tail == ["fio stopped", "agents stopped", "down", "manifest interrupted"]
+    m = RunDir.open(rd_path["p"]).manifest()
+    assert m["status"] == "interrupted" and m["sessions"][0]["how"] == "interrupted" and m["phase"] == "teardown"
+
+
+def test_a_signal_during_teardown_waits_for_it():
+    stop = Stopper()
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with stop.protect():
+            stop._handler(15, None)  # SIGTERM arrives during the teardown: held
+            done.append("teardown finished")
+    assert done == ["teardown finished"] and stop.exit_code == 143 and stop.name == "SIGTERM"
+    stop._handler(2, None)  # a later signal is ignored
+    assert stop.exit_code == 143
+
+
+def test_resume_refuses_when_fio_differs_unless_forced(setup):
+    events: list[str] = []
+    with pytest.raises(ProtolabError):
+        setup(events, fail={"tr3808-4k__b__h1s1q1__r1"}).run()
+    [run] = list((Path(setup(events).results_root)).iterdir())
+    rd = RunDir.open(run)
+    plan, text, source = resumable(rd)
+    fio = FakeFio([], version="fio-3.39")
+    study = Study(plan, text, source, results_root=run.parent, fio=fio, testbed=FakeTestbed(plan, fio, []))
+    with pytest.raises(ProtolabError) as e:
+        study.resume(rd)
+    assert str(e.value) == (f"resume {run}: fio version (fio-3.33 then, fio-3.39 now) differ from the run's first "
+                            "session; numbers would not be comparable — use --force to resume anyway")
+    assert len(RunDir.open(run).all_records()) == 1  # refused: nothing measured
+    study.resume(rd, force=True)
+    assert len(RunDir.open(run).records()) == 12
+
+
+def test_a_complete_or_old_run_is_not_resumable(setup):
+    rd = setup([]).run()
+    with pytest.raises(ProtolabError, match="the run is complete"):
+        resumable(rd)
+    v1 = RunDir.open(DATA / "v1-run")
+    with pytest.raises(ProtolabError, match=r"schema 1\); it can be reported and compared, not resumed"):
+        resumable(v1)
