@@ -180,6 +180,35 @@ def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
     recs = rd.records()
     assert len(recs) == 12 and len({r.cell_id for r in recs}) == 12
     assert {r.session for r in recs} == {1, 2} and max(r.seq for r in recs) == 12
+    from protolab.report.commands import write_report
+
+    write_report(rd, figures=False)
+    md = (rd.path / "report.md").read_text()
+    assert "## Sessions" in md and "- session 1: " in md and "ended failed, 4 cells in this report" in md
+    assert "ended complete, 8 cells in this report" in md
+
+
+def test_a_write_error_fails_the_run_in_one_line_naming_the_path(setup, monkeypatch):
+    from protolab.results import files
+
+    real = files.append_lines
+
+    def full(path, lines):
+        if path.name == "records.jsonl":
+            path.mkdir(exist_ok=True)  # the real append then fails as a full or read-only disk would: OSError
+        return real(path, lines)
+
+    monkeypatch.setattr(files, "append_lines", full)
+    monkeypatch.setattr("protolab.results.rundir.append_lines", full)
+    events: list[str] = []
+    with pytest.raises(ProtolabError) as e:
+        setup(events).run()
+    msg = str(e.value)
+    assert msg.startswith("cannot write ") and "records.jsonl: Is a directory — free space or fix permissions" in msg
+    assert "\n" not in msg
+    run = Path(msg.split("cannot write ")[1].split("/records.jsonl")[0])
+    m = RunDir.open(run).manifest()
+    assert m["status"] == "failed" and "Is a directory" in m["error"] and events[-1] == "down"
 
 
 def test_a_failed_record_is_measured_again_on_resume(setup, tmp_path):
