@@ -80,3 +80,36 @@ def test_sigterm_at_each_phase_then_resume_completes(workdir, tmp_path, phase):
     assert m["status"] == "complete" and [s["how"] for s in m["sessions"]] == ["interrupted", "complete"]
     assert (run / "report.html").is_file() and "resume" not in err
     assert leftovers(PREFIX) == []
+
+
+def test_a_server_that_dies_fails_its_cell_in_one_line_and_resume_measures_it(workdir, tmp_path):
+    from protolab.errors import ProtolabError
+    from protolab.plan.load import load_plan_text
+    from protolab.run import Study
+    from protolab.run.resume import resumable
+
+    text = plan_text(config("nbd", "lab:nbd"), method='warmup = 0\nduration = "2s"\nrepeats = 2')
+    killed = []
+
+    def on_cell(stage, cell, testbed):
+        if stage == "ready" and cell.repeat == 2 and not killed:
+            pid = testbed.lab.server_pids()["nbdkit"]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    study = Study(load_plan_text(text), text, "test", results_root=tmp_path / "r", lab_workdir=workdir,
+                  on_cell=on_cell)
+    with pytest.raises(ProtolabError) as e:
+        study.run()
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"storage server nbdkit (pid {killed[0]}) is not running"), msg
+    assert "cell tr3808-4k__nbd__h1s1q4__r2" in msg and "'protolab resume " in msg
+    assert leftovers(PREFIX) == []
+    rd = RunDir.open(study.rundir.path)
+    assert [r.repeat for r in rd.records()] == [1] and rd.manifest()["status"] == "failed"
+    plan, text2, source = resumable(rd)
+    Study(plan, text2, source, results_root=rd.path.parent, lab_workdir=workdir).resume(rd)
+    rd = RunDir.open(rd.path)
+    assert [(r.repeat, r.session) for r in rd.all_records()] == [(1, 1), (2, 2)]
+    assert all(r.result.iops > 0 and r.status == "ok" for r in rd.records())
+    assert leftovers(PREFIX) == []

@@ -290,6 +290,13 @@ class Lab:
         return {r.name: r.extra["pid"] for r in self._record.find("process")
                 if not r.name.endswith("-parent") and self._procs.running(r)}
 
+    def dead_servers(self) -> list[str]:
+        """The lab's servers that should run and do not: 'nbdkit (pid 123)'."""
+        if self._record is None or self._procs is None:
+            return []
+        return [f"{r.name} (pid {r.extra.get('pid')})" for r in self._record.find("process")
+                if not r.name.endswith("-parent") and not self._procs.running(r)]
+
     def interfaces(self) -> list[tuple[str, str]]:
         """(namespace, interface) of every link end."""
         return [(e.netns, e.ifname) for l in self.names.links() for e in (l.near, l.switch)]

@@ -95,6 +95,10 @@ class LabTestbed(Testbed):
         return Window(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces(),
                       cgroups=self.cgroups, offload_ports=storage)
 
+    def problems(self) -> list[str]:
+        dead = [f"storage server {d} is not running" for d in (self.lab.dead_servers() if self.lab else [])]
+        return dead + super().problems()
+
     def storage_ports(self) -> list[str]:
         ns = self.lab.names.storage_ns
         return [f"{n}/{i}" for n, i in self.lab.interfaces() if n == ns]

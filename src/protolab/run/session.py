@@ -137,6 +137,9 @@ class Study:
             how = "interrupted"
             raise
         except ProtolabError as e:
+            why = [p for p in self._problems(testbed) if p not in str(e)]
+            if why:
+                e = ProtolabError(f"{'; '.join(why)}: {e}")
             how, error = "failed", str(e)
             raise ProtolabError(f"{e} ({rundir.path}: {len(rundir.records())} cells measured so far are kept; "
                                 f"'protolab resume {rundir.path}' measures the rest)") from None
@@ -212,10 +215,18 @@ class Study:
             self.progress.done(rec)
             yield rec
             if rec.failed:
-                raise ToolError(f"cell {cell.id}: {'; '.join(rec.result.error_messages[:3])}")
+                why = self._problems(testbed)  # say which part died, when one did, before fio's own words
+                raise ToolError(f"cell {cell.id}: {'; '.join([*why, *rec.result.error_messages[:3]])}")
             if win.measurement.op_errors:  # kept and measured on; the report lists the window as having errors
                 self.progress.note(f"cell {cell.id}: {len(win.measurement.op_errors)} failed I/O operations "
                                    "(see report)")
+
+    @staticmethod
+    def _problems(testbed: Testbed) -> list[str]:
+        try:
+            return testbed.problems()
+        except Exception:  # noqa: BLE001 — a diagnosis must never hide the error it explains
+            return []
 
     def _hook(self, stage: str, cell: Cell) -> None:
         if self.on_cell is not None:

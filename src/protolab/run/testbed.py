@@ -22,6 +22,7 @@ from ..engine.fio import Fio
 from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, check_overwrite, resolve
+from ..errors import ProtolabError
 from ..plan.expand import Cell
 from ..plan.model import Configuration, Plan
 from ..proc import Runner
@@ -165,6 +166,16 @@ class Testbed:
         """Raise (one line, which agent and why) if a fio server this run uses has died."""
         for agent in self.agents.values():
             agent.check()
+
+    def problems(self) -> list[str]:
+        """What is broken in the testbed right now (a dead fio server, a dead storage server), one phrase each."""
+        out = []
+        for agent in self.agents.values():
+            try:
+                agent.check()
+            except ProtolabError as e:
+                out.append(str(e))
+        return out
 
     def storage_ports(self) -> list[str]:
         """Interfaces ('netns/ifname') on the storage side of the wire (none off the lab)."""
