@@ -62,16 +62,19 @@ class RichProgress:
         self.bar.stop()
 
 
-def _load(plan: Optional[Path], builtin: Optional[str]):
+def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = None):
     from .plan.load import load_builtin, load_plan_text, read_plan_file
 
     if (plan is None) == (builtin is None):
         raise ProtolabError("give a plan file or --builtin NAME (one of them); see 'protolab plans'")
     if builtin:
-        p, text = load_builtin(builtin)
+        p, text = load_builtin(builtin, scale)
         return p, text, f"builtin:{builtin}"
     text = read_plan_file(plan)  # once: the text checked is the text stored with the run
-    return load_plan_text(text, source=str(plan)), text, str(plan)
+    return load_plan_text(text, source=str(plan), scale=scale), text, str(plan)
+
+
+SCALE_HELP = "The plan's [scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the seed's own)."
 
 
 def _environment(p, lab_workdir: Optional[Path]):
@@ -147,6 +150,7 @@ def run(
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
         "(default /var/tmp/protolab-lab/PREFIX)."),
+    scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
 ):
     """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report.
 
@@ -155,8 +159,10 @@ def run(
     """
     from .run import Study
 
-    p, text, source = _load(plan, builtin)
+    p, text, source = _load(plan, builtin, scale)
     _lab_allowed(p, source)
+    if p.scale:
+        out.print(f"{source}: scale {p.scale}", highlight=False)
     study = Study(p, text, source, results_root=results, progress=RichProgress(out), lab_workdir=lab_workdir)
     _measure(study, study.run)
 
@@ -189,6 +195,7 @@ def validate(
     plan: Path = typer.Argument(..., help="The plan file (TOML)."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="The lab directory `run` would use (its disk must hold the pool)."),
+    scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
 ):
     """Check a plan as `run` would before it creates anything, and show the matrix it expands to."""
     from .plan.expand import expand
@@ -196,7 +203,7 @@ def validate(
 
     from .plan.warnings import machine_memory, plan_warnings
 
-    p, _text, source = _load(plan, None)
+    p, _text, source = _load(plan, None, scale)
     preflight(p, source, _environment(p, lab_workdir))
     _overwrite_checks(p)
     cells = expand(p)
@@ -225,11 +232,13 @@ def _overwrite_checks(p) -> None:
 
 @app.command()
 def plans():
-    """List the built-in studies, one line each."""
-    from .plan.library import builtin_studies, study_description
+    """List the built-in studies: name, description, the seed study they reproduce, runtime at each scale."""
+    from .plan.library import builtin_studies, study_description, study_runtimes
 
     for name, text in builtin_studies().items():
-        out.print(f"{name:<16} {study_description(text)}", highlight=False)
+        seed, times = study_runtimes(name)
+        extra = "; ".join(x for x in (f"seed: {seed}" if seed else "", times) if x)
+        out.print(f"{name:<16} {study_description(text)}" + (f" [{extra}]" if extra else ""), highlight=False)
 
 
 @app.command()

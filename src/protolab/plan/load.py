@@ -63,25 +63,27 @@ def load_plan(path: str | Path) -> Plan:
     return load_plan_text(read_plan_file(path), source=str(Path(path)))
 
 
-def load_builtin(name: str) -> tuple[Plan, str]:
-    """A built-in study by name, and its TOML text."""
+def load_builtin(name: str, scale: str | None = None) -> tuple[Plan, str]:
+    """A built-in study by name (at ``scale``), and its TOML text."""
     studies = builtin_studies()
     if name not in studies:
         raise PlanError(
             f"--builtin {name}: no such built-in study; choose one of: {', '.join(studies)} (see 'protolab plans')"
         )
-    return load_plan_text(studies[name], source=f"<builtin:{name}>"), studies[name]
+    return load_plan_text(studies[name], source=f"<builtin:{name}>", scale=scale), studies[name]
 
 
-def load_plan_text(text: str, *, source: str = "<plan>") -> Plan:
-    """Parse and validate plan TOML ``text``; ``source`` names it in error messages."""
+def load_plan_text(text: str, *, source: str = "<plan>", scale: str | None = None) -> Plan:
+    """Parse and validate plan TOML ``text`` at ``scale`` (see plan.scales); ``source`` names it in errors."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{source}: invalid TOML: {e}; fix the syntax at that line") from None
     except RecursionError:
         raise PlanError(f"{source}: invalid TOML: nested too deeply; a plan is a few flat tables") from None
-    return load_plan_data(data, source=source, text=text)
+    from .scales import apply_scale
+
+    return load_plan_data(apply_scale(data, scale, source), source=source, text=text)
 
 
 def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "") -> Plan:
@@ -97,6 +99,13 @@ def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = 
         )
     if "lab" in data:
         data["lab"] = _validate_lab(data["lab"], source, text)
+    if "hypervisor" in data:
+        from .hypervisor import Hypervisor
+
+        try:
+            data["hypervisor"] = Hypervisor.model_validate(data["hypervisor"])
+        except ValidationError as e:
+            raise PlanError(_one_line(e, source, text, prefix=("hypervisor",))) from None
     try:
         plan = Plan.model_validate(data)
     except ValidationError as e:

@@ -143,6 +143,8 @@ class Configuration(_Model):
         default_factory=dict,
         description="fio options that tune how the engine submits and completes I/O (an allow-list, see README)",
     )
+    controller: Literal["virtio-blk", "virtio-scsi", "lsi", "megasas", "pvscsi"] | None = Field(
+        default=None, description="the VMs' virtual disk controller ([hypervisor] plans; default hypervisor.controller)")
     path_policy: Literal["fixed", "round-robin"] = Field(
         default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
     )
@@ -319,6 +321,7 @@ class Plan(_Model):
 
     name: str = Field(description=safety.NAME_RULE)
     description: Description = ""
+    seed: Description = Field("", description="the study in ../shared/STUDIES.md this plan reproduces (built-ins)")
     baseline: str
     workloads: list[Workload] = Field(min_length=1)
     targets: dict[str, TargetSpec] = Field(default_factory=dict)
@@ -327,6 +330,8 @@ class Plan(_Model):
     method: Method = Method()
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
+    hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
+    scale: str | None = Field(None, description="the [scale.NAME] the plan was loaded at (set by the loader)")
 
     @field_validator("name", mode="before")
     @classmethod

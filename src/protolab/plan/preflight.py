@@ -101,9 +101,31 @@ def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
             raise PlanError(f"{source}: targets.{name}.url: {e}") from None
     _method(plan, source, refs)
     _lab(plan, source, refs, env)
+    _hypervisor(plan, source, refs)
     _engines(plan, source, refs, env)
     _regions(plan, source, refs)
     _local_space(plan, source, refs, env)
+
+
+def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
+    """VMs are the lab's load hosts: every target is a lab export they reach over the network."""
+    hv = plan.hypervisor
+    if hv is None:
+        for c in plan.configurations:
+            if c.controller is not None:
+                raise PlanError(f"{source}: configuration {c.name!r}: controller applies to virtual machines; add a "
+                                "[hypervisor] section or remove controller")
+        return
+    if plan.hosts:
+        raise PlanError(f"{source}: hypervisor: VMs run on the embedded lab's hosts, not on [[hosts]]; remove one")
+    for c, r in zip(plan.configurations, refs):
+        url = plan.target_of(c).url
+        if url not in ("lab:iscsi", "lab:nfs", "lab:nbd"):
+            raise PlanError(f"{source}: configuration {c.name!r}: target {url} cannot be a VM's disk; with "
+                            "[hypervisor] every target is lab:iscsi, lab:nfs or lab:nbd")
+        if c.controller is not None and hv.queues is not None and c.controller not in ("virtio-blk", "virtio-scsi"):
+            raise PlanError(f"{source}: configuration {c.name!r}: hypervisor.queues applies to virtio controllers "
+                            f"only, not {c.controller}; remove queues or use virtio-blk/virtio-scsi")
 
 
 def _local_space(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:

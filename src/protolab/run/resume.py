@@ -30,7 +30,8 @@ def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
     if not isinstance(text, str) or not text:
         raise ProtolabError(f"{where}: the manifest holds no plan text; run the plan again")
     source = str(m.get("plan_source", "plan"))
-    return load_plan_text(text, source=f"{source} (stored in {rundir.path.name})"), text, source
+    scale = (m.get("plan") or {}).get("scale")
+    return load_plan_text(text, source=f"{source} (stored in {rundir.path.name})", scale=scale), text, source
 
 
 def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any]) -> list[str]:
