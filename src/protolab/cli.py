@@ -238,7 +238,8 @@ def plans():
     for name, text in builtin_studies().items():
         seed, times = study_runtimes(name)
         extra = "; ".join(x for x in (f"seed: {seed}" if seed else "", times) if x)
-        out.print(f"{name:<16} {study_description(text)}" + (f" [{extra}]" if extra else ""), highlight=False)
+        out.print(f"{name:<16} {study_description(text)}" + (f" [{extra}]" if extra else ""), highlight=False,
+                  markup=False)
 
 
 @app.command()

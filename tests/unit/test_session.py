@@ -117,14 +117,14 @@ class FakeTestbed(_Testbed):
         class W:
             def sample(self_):
                 return None
+
+            def delta(self_, a, b):
+                return {"elapsed_s": 1.0}
         return W()
 
 
 @pytest.fixture
 def setup(tmp_path, monkeypatch):
-    from protolab.telemetry.window import Window
-
-    monkeypatch.setattr(Window, "delta", staticmethod(lambda a, b: {"elapsed_s": 1.0}))
     text = PLAN.format(dir=tmp_path)
     plan = load_plan_text(text)
 

@@ -69,6 +69,13 @@ def derive(ios: int, loadgen_cpu_s: float | None, telemetry: dict[str, Any] | No
             out |= {"server_cpu_s": roles["servers"], "cpu_us_per_io_server": per_io(roles["servers"], ios, 1e6)}
         if roles.get("loadgen"):
             out |= {"loadgen_cpu_s": roles["loadgen"], "cpu_us_per_io_loadgen": per_io(roles["loadgen"], ios, 1e6)}
+    hv = telemetry.get("hypervisor_cpu_s") or {}
+    if hv:  # VMs as load hosts: fio's own CPU is the guests'; the hypervisor's is QEMU's threads
+        hv_s = roles.get("hypervisors") or sum(hv.values())
+        out |= {"cpu_us_per_io_guest": per_io(loadgen_cpu_s, ios, 1e6),
+                "hypervisor_cpu_s": hv_s, "cpu_us_per_io_hypervisor": per_io(hv_s, ios, 1e6),
+                "cpu_us_per_io_hv_vcpu": per_io(hv.get("vcpu"), ios, 1e6),
+                "cpu_us_per_io_hv_io": per_io(hv.get("io"), ios, 1e6)}
     busy, total = telemetry.get("machine_busy_s"), telemetry.get("machine_total_s")
     if busy is not None and total:
         ours = sum(roles.values()) if roles else (server_s or 0.0) + (loadgen_cpu_s or 0.0)
@@ -120,6 +127,11 @@ class Figures(BaseModel):
     segments_per_io: float | None = None
     packets_per_io: float | None = None
     wire_bytes_per_io: float | None = None
+    cpu_us_per_io_guest: float | None = None
+    hypervisor_cpu_s: float | None = None
+    cpu_us_per_io_hypervisor: float | None = None
+    cpu_us_per_io_hv_vcpu: float | None = None
+    cpu_us_per_io_hv_io: float | None = None
     bytes_by_port: dict[str, int] = {}
     share_by_port: dict[str, float] = {}
 

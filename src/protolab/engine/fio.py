@@ -107,10 +107,14 @@ class Fio:
         cwd: Path | None = None,
         timeout: float | None = None,
         label: str = "fio",
+        netns: str | None = None,
     ) -> str:
-        """One `fio --client` run over several servers: (client argument, job file) per host."""
+        """One `fio --client` run over several servers: (client argument, job file) per host.
+
+        ``netns``: where the client runs (a guest's fio server is forwarded on 127.0.0.1 of its host's namespace).
+        """
         args = [a for arg, job in clients for a in (f"--client={arg}", str(job))]
-        return self.run(args, output, cwd=cwd, timeout=timeout, label=label)
+        return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label)
 
     def run(
         self,

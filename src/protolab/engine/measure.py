@@ -102,6 +102,10 @@ def measure(
         if missing:
             raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
         clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
-        text = fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label)
+        # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
+        where = {getattr(h.agent, "client_netns", None) for h in hosts}
+        netns = where.pop() if len(where) == 1 else None
+        text = fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label,
+                               **({"netns": netns} if netns else {}))
     series, by_host = read_series(folder, name)
     return Measurement(text, series, by_host, list(getattr(fio, "op_errors", [])))

@@ -118,6 +118,9 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
         return
     if plan.hosts:
         raise PlanError(f"{source}: hypervisor: VMs run on the embedded lab's hosts, not on [[hosts]]; remove one")
+    if any(lp.hosts != 1 for lp in plan.load_points):
+        raise PlanError(f"{source}: load_points: with [hypervisor] a load point runs on one lab host (hosts = 1) "
+                        "with hypervisor.vms_per_host VMs on it; several hosts of VMs are not supported yet")
     for c, r in zip(plan.configurations, refs):
         url = plan.target_of(c).url
         if url not in ("lab:iscsi", "lab:nfs", "lab:nbd"):

@@ -19,7 +19,8 @@ from .tables import ReportData, is_closed_loop
 ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
 #: Short column names for the tables (the full titles are in the HTML report).
 SHORT = {"iops": "IOPS", "lat_mean_us": "avg µs", "lat_p99_us": "p99 µs", "cpu_us_per_io_loadgen": "LG CPU µs/IO",
-         "cpu_us_per_io_server": "srv CPU µs/IO", "packets_per_io": "pkts/IO"}
+         "cpu_us_per_io_server": "srv CPU µs/IO", "packets_per_io": "pkts/IO",
+         "cpu_us_per_io_hypervisor": "HV CPU µs/IO", "cpu_us_per_io_guest": "guest CPU µs/IO"}
 
 
 def rel_cell(relative: float | None, v: Verdict | None) -> str:
@@ -115,6 +116,9 @@ def report_markdown(data: ReportData) -> str:
     if missing:
         out += ["", f"Not measured in this run: {', '.join(missing)}."]
     out += sessions_lines(data)
+    from .vmnote import vm_lines
+
+    out += vm_lines(data)
     out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
             "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference; "
             "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "

@@ -77,6 +77,8 @@ class Telemetry(_Record):
     interfaces: dict[str, Traffic] = Field(default_factory=dict, description="'netns/ifname' → counters")
     offloads: dict[str, bool | None] = Field(default_factory=dict, description="segmentation offloads per port")
     storage_ports: list[str] = Field(default_factory=list, description="interfaces on the storage side of the wire")
+    hypervisor_cpu_s: dict[str, float] = Field(default_factory=dict, description="QEMU threads of the VMs: "
+                                               "'vcpu' (guest code) and 'io' (device emulation, initiators)")
 
 
 class Steadiness(_Record):

@@ -61,7 +61,7 @@ class Procedure:
         """One configuration per distinct target (several configurations may share one)."""
         out: dict[tuple, Configuration] = {}
         for c in self.plan.configurations:
-            a = self.testbed.access(c, 0, 0)
+            a = self.testbed.data_access(c)
             out.setdefault((a.kind, a.filename, a.options.get("uri"), a.options.get("nfs_url"), a.netns), c)
         return {c.name: c for c in out.values()}
 
@@ -69,7 +69,7 @@ class Procedure:
         """Fill each distinct target once, so that reads touch real data."""
         self.phase("prepare")
         for name, c in self.distinct_targets().items():
-            a = self.testbed.access(c, 0, 0)
+            a = self.testbed.data_access(c)
             self.progress.note(f"preparing {a.describe()}")
             if a.kind == "file" and a.local_path is not None:
                 create_file(a.local_path, a.size)
@@ -88,7 +88,7 @@ class Procedure:
         for name, c in self.distinct_targets().items():
             self.progress.note(f"initialising the target of {name!r}: {init.workload} for {init.duration:g}s")
             cell = Cell(c, workload, LoadPoint(streams=init.streams), -1, 0)
-            streams = [s for h in layout(cell, lambda h, g: self.testbed.access(c, 0, g)) for s in h]
+            streams = [s for h in layout(cell, lambda h, g: self.testbed.data_access(c)) for s in h]
             m = measure(self.fio, cell, [HostRun("init", None, streams[0].access.netns, streams)],
                         runtime=init.duration, folder=self.rundir.path / "raw", tag="initialise",
                         timeout=init.duration + FIO_MARGIN_S, label=f"initialising {name!r}")
@@ -99,7 +99,7 @@ class Procedure:
         """Where each host of the cell runs its streams."""
         c = cell.configuration
         per_host = layout(cell, lambda h, g: self.testbed.access(c, h, g))
-        return [self.testbed.host(c, h, len(per_host), s) for h, s in enumerate(per_host)]
+        return [run for h, s in enumerate(per_host) for run in self.testbed.host_runs(c, h, len(per_host), s)]
 
     def _run(self, cell: Cell, hosts: list[HostRun], runtime: float, tag: str, label: str) -> Measurement:
         return measure(self.fio, cell, hosts, runtime=runtime, folder=self.rundir.path / "raw", tag=tag,
@@ -140,7 +140,7 @@ class Procedure:
         before = window.sample()
         meas = self._run(cell, hosts, self.plan.method.duration, "measure", f"cell {cell.id}")
         after = window.sample()
-        delta = Window.delta(before, after)
+        delta = window.delta(before, after)
         telemetry = Telemetry(**delta, storage_ports=self.testbed.storage_ports())
         return Window_(meas, telemetry, started)
 

@@ -35,6 +35,11 @@ Hook = Callable[[str, Cell, Testbed], None]  # (stage: start | ready | done, cel
 
 def make_testbed(plan: Plan, fio: Fio, runner: Runner, progress: Progress, lab_workdir: Path | None) -> Testbed:
     """The testbed a plan asks for."""
+    if plan.hypervisor is not None:
+        from ..lab import default_workdir
+        from .vmbed import VmTestbed
+
+        return VmTestbed(plan, fio, runner, progress, lab_workdir or default_workdir(plan.lab.prefix))
     if plan.uses_lab():
         from ..lab import default_workdir
         from .labbed import LabTestbed
@@ -119,8 +124,7 @@ class Study:
             testbed.on_agents = lambda agents: rundir.update_manifest(agents=agents)
             rundir.update_manifest(testbed=testbed.up(rundir.path))
             proc = Procedure(self.plan, testbed, rundir, self.progress, phase)
-            rundir.update_manifest(targets={c.name: testbed.access(c, 0, 0).describe()
-                                            for c in self.plan.configurations})
+            rundir.update_manifest(targets={c.name: testbed.target_label(c) for c in self.plan.configurations})
             method = self.plan.method
             if method.prepare:
                 proc.prepare()
@@ -157,7 +161,7 @@ class Study:
     def _finished(self, rundir: RunDir, number: int, measured: int) -> RunDir:
         """Every cell measured: the caller's last step (the report), then the session is complete."""
         if self.finish is not None:
-            rundir.update_manifest(phase="report")
+            rundir.update_manifest(phase="report", status="complete")  # every cell is measured; the report says so
             try:
                 self.finish(rundir)
             except KeyboardInterrupt:

@@ -104,6 +104,18 @@ class Testbed:
         """How stream ``stream`` of host ``host`` reaches configuration ``c``'s target."""
         return self._local[c.name]
 
+    def data_access(self, c: Configuration) -> Access:
+        """How protolab itself reaches ``c``'s data to prepare or initialise it (the load path, by default)."""
+        return self.access(c, 0, 0)
+
+    def target_label(self, c: Configuration) -> str:
+        """``c``'s target in one line, for the manifest."""
+        return self.access(c, 0, 0).describe()
+
+    def host_runs(self, c: Configuration, h: int, total_hosts: int, streams: list[Stream]) -> list[HostRun]:
+        """Where host ``h``'s streams run: one fio per host here; a VM testbed has one per VM."""
+        return [self.host(c, h, total_hosts, streams)]
+
     def set_link(self, c: Configuration) -> None:
         """Make the links what configuration ``c`` asks for (nothing to do on real hosts)."""
 
