@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what protolab needs, idempotently, on Debian bookworm as root:
 #   1. Debian packages (protocol servers, tools, fio's build dependencies);
-#   2. fio built from Debian's source package (pinned) with the libiscsi, nfs
+#   2. fio built from Debian's source package (pinned), with protolab's patches (patches/fio), the libiscsi, nfs
 #      and nbd engines, into .deps/fio — apt is pointed at a private sources
 #      list and state directory, so the machine's apt configuration is untouched;
 #   3. a virtualenv .venv with pinned Python dependencies and protolab itself.
@@ -19,7 +19,7 @@ APT_PACKAGES=(
   # network, storage and process tools
   iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-server openssh-client
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
-  build-essential dpkg-dev pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
+  build-essential dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
   # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers, the guest's kernel and tools
   qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio
   # python
@@ -50,11 +50,16 @@ install_apt() {
   say "Debian packages: done"
 }
 
+# protolab's patches to fio (patches/fio/*.patch, each explained in its header); a change to
+# them rebuilds fio, so a machine never runs an engine without its fixes.
+fio_patches_stamp() { cat patches/fio/*.patch 2>/dev/null | sha256sum | cut -d' ' -f1; }
+
 build_fio() {
-  local fio="$DEPS/fio/bin/fio"
+  local fio="$DEPS/fio/bin/fio" stamp="$DEPS/fio/.protolab-patches"
   if [ -x "$fio" ] && "$fio" --enghelp 2>/dev/null | grep -qw libiscsi \
-     && "$fio" --enghelp | grep -qw nfs && "$fio" --enghelp | grep -qw nbd; then
-    say "fio: $("$fio" --version) with libiscsi, nfs, nbd already built"; return
+     && "$fio" --enghelp | grep -qw nfs && "$fio" --enghelp | grep -qw nbd \
+     && [ "$(cat "$stamp" 2>/dev/null)" = "$(fio_patches_stamp)" ]; then
+    say "fio: $("$fio" --version) with libiscsi, nfs, nbd and protolab's patches already built"; return
   fi
   say "fio: building Debian's $FIO_VERSION with libiscsi, nfs and nbd engines"
   local apt="$DEPS/apt" src="$DEPS/src"
@@ -73,11 +78,18 @@ build_fio() {
   (cd "$src" && apt-get "${opts[@]}" source -qq "fio=$FIO_VERSION" >/dev/null)
   local dir
   dir=$(find "$src" -maxdepth 1 -type d -name 'fio-*' | head -1)
+  local p
+  for p in patches/fio/*.patch; do
+    [ -f "$p" ] || continue
+    say "fio: applying $(basename "$p")"
+    patch -s -p1 -d "$dir" < "$p" || { echo "fio: $p does not apply to $dir" >&2; exit 1; }
+  done
   (cd "$dir" && ./configure --prefix="$DEPS/fio" --enable-libiscsi --enable-libnfs --enable-libnbd >"$src/configure.log" \
      && make -j"$(nproc)" >"$src/make.log" 2>&1 && make install >/dev/null)
   for e in libiscsi nfs nbd io_uring; do
     "$fio" --enghelp | grep -qw "$e" || { echo "fio built without the $e engine; see $src/configure.log" >&2; exit 1; }
   done
+  fio_patches_stamp > "$stamp"
   say "fio: $("$fio" --version) built into $DEPS/fio"
 }
 

@@ -51,6 +51,40 @@ def parse_eta_iops(line: str) -> float | None:
     return total
 
 
+STOP_GRACE_S = 5.0  # a fio that ignores SIGTERM this long is killed
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """Stop fio and every process it forked (its job processes share its process group): SIGTERM, then
+    SIGKILL after ``grace`` seconds (at once when ``grace`` is 0)."""
+    import os
+    import signal
+
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if sig == signal.SIGTERM and grace <= 0:
+            continue
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=wait)
+            if sig == signal.SIGKILL or not _group_alive(proc.pid):
+                return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _group_alive(pgid: int) -> bool:
+    import os
+
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 @dataclass
 class Fio:
     """One fio binary, called through an injected runner."""
@@ -157,12 +191,11 @@ class Fio:
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise ToolError(f"{label}: fio did not finish within {timeout:g} s; see {output.parent}") from None
+            stop_group(proc, grace=STOP_GRACE_S)
+            raise ToolError(f"{label}: fio did not finish within {timeout:g} s and was killed; see "
+                            f"{output.parent}") from None
         except BaseException:
-            proc.kill()
-            proc.wait()
+            stop_group(proc, grace=0)  # a signal stops the run: no grace, the teardown waits
             raise
         reader.join(timeout=5)
         text = output.read_text() if output.exists() else ""

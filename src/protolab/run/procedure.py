@@ -25,7 +25,7 @@ from ..telemetry.window import Window
 from .progress import Progress
 from .testbed import Testbed
 
-FIO_MARGIN_S = 120.0  # time fio may take beyond its runtime (connect, lay out, exit)
+FIO_MARGIN_S = 60.0  # time fio may take beyond its runtime (connect, lay out, exit); then it is killed
 
 
 @dataclass

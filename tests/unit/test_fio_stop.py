@@ -1,0 +1,47 @@
+"""A fio that ignores SIGTERM, and the job processes it forked, are all gone after a bounded grace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from protolab.engine.fio import stop_group
+
+# a parent and a forked child (fio's job process), both ignoring SIGTERM, the child outliving the parent
+STUBBORN = """
+import os, signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pid = os.fork()
+print(os.getpid() if pid else 0, flush=True)
+if pid:
+    print(pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_stop_group_kills_a_process_group_that_ignores_sigterm():
+    p = subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    pids = [int(p.stdout.readline()), int(p.stdout.readline())]
+    pids = [x for x in pids if x] + [p.pid]
+    child = next(x for x in pids if x != p.pid)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    stop_group(p, grace=0.5)
+    took = time.monotonic() - t0
+    time.sleep(0.2)
+    assert p.poll() is not None and not _alive(child)
+    assert took >= 0.5  # SIGTERM was tried first, for the grace
