@@ -81,13 +81,14 @@ def load_plan_text(text: str, *, source: str = "<plan>", scale: str | None = Non
         raise PlanError(f"{source}: invalid TOML: {e}; fix the syntax at that line") from None
     except RecursionError:
         raise PlanError(f"{source}: invalid TOML: nested too deeply; a plan is a few flat tables") from None
+    return load_plan_data(data, source=source, text=text, scale=scale)
+
+
+def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "", scale: str | None = None) -> Plan:
+    """Validate parsed plan data (a TOML document as a dict) at ``scale``; any problem is a one-line PlanError."""
     from .scales import apply_scale
 
-    return load_plan_data(apply_scale(data, scale, source), source=source, text=text)
-
-
-def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "") -> Plan:
-    """Validate parsed plan data (a TOML document as a dict); any problem is a one-line PlanError."""
+    data = apply_scale(data, scale, source)
     workloads = _resolve_workloads(data.get("workloads"), source, text)
     data = {**data, "workloads": workloads} if workloads is not None else data
     if "baseline" not in data:

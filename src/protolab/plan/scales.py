@@ -36,6 +36,8 @@ def scales_of(data: dict[str, Any]) -> list[str]:
 def apply_scale(data: dict[str, Any], scale: str | None, source: str) -> dict[str, Any]:
     """The plan data at ``scale`` (its `scale` key set to the chosen name), or as written when it has none."""
     scales = data.get("scale")
+    if isinstance(scales, str) and scale in (None, scales):
+        return data  # already at its scale (a plan stored by a run)
     if scales is None:
         if scale is not None:
             raise PlanError(f"{source}: --scale {scale}: this plan has no [scale.*] tables; run it without --scale")
