@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -19,8 +20,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-# Not a terminal (CI logs, pipes): wide enough that tables keep their columns.
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 132)
+# Not a terminal (CI logs, pipes): $COLUMNS, or wide enough that tables keep their columns.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 132)
 err = Console(stderr=True)
 
 
@@ -106,7 +107,7 @@ def _interrupted(stop, rundir) -> Interrupted:
 def _measure(study, go) -> None:
     """Run ``go()`` (a study's run or resume) with the signals handled and the report written at its end."""
     from .analysis.relative import relative_rows
-    from .report.terminal import relative_table
+    from .report.terminal import print_table, relative_table
     from .run.signals import Stopper
 
     stop = Stopper()
@@ -118,7 +119,7 @@ def _measure(study, go) -> None:
         progress.stop()
         rows = relative_rows(rundir.records(), study.plan.baseline)
         for w in study.plan.workloads:
-            out.print(relative_table(rows, w.name, study.plan.baseline))
+            print_table(out, relative_table(rows, w.name, study.plan.baseline))
         html = write_report(rundir)
         out.print(f"run directory: {rundir.path}  (manifest.json, records.jsonl, series.csv, cells.csv, raw/)")
         out.print(f"report: {html}  (and report.md, figures/, tables/)")

@@ -159,7 +159,9 @@ def run_limits(
         else:
             notes.append(f"FCoE is not shown: it needs an MTU of at least {FCOE_MIN_MTU}.")
     rows = limits_rows(protocols, link, mtu, size, reads)
-    console.print(_table(rows, link, size, reads))
+    from ..report.terminal import print_table
+
+    print_table(console, _table(rows, link, size, reads))
     console.print(" ".join([f"Access spec: {label} ({_describe(size, reads)})."] + notes))
     return rows
 
@@ -186,4 +188,6 @@ def limits_command(
     ),
 ) -> None:
     """Show the wire's ceiling in IOPS and MB/s for a protocol, link, MTU and workload."""
-    run_limits(protocol, link, mtu, workload, block_size, read_pct, Console())
+    from ..report.terminal import make_console
+
+    run_limits(protocol, link, mtu, workload, block_size, read_pct, make_console())

@@ -26,7 +26,7 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
     from ..results.rundir import RunDir, atomic_write  # noqa: F401
     from . import tables  # noqa: F401
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import plain_table  # noqa: F401
+    from .terminal import make_console, plain_table, print_table  # noqa: F401
     from .html import render
 
     records = rundir.records()
@@ -54,12 +54,12 @@ def print_summary(rundir: RunDir, console: Console | None = None) -> None:
     from ..results.rundir import RunDir, atomic_write  # noqa: F401
     from . import tables  # noqa: F401
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import plain_table  # noqa: F401
-    console = console or Console()
+    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    console = console or make_console()
     data = tables.build(rundir.manifest(), rundir.records(), series=rundir.series())
     for w in data.workloads:
         title, headers, rows = summary_table(data, w)
-        console.print(plain_table(title, headers, rows))
+        print_table(console, plain_table(title, headers, rows))
     for f in data.findings:
         if f.kind != "outlier":
             console.print(f"• {f.text}", highlight=False, markup=False)
@@ -74,8 +74,8 @@ def report_command(
     from ..results.rundir import RunDir, atomic_write  # noqa: F401
     from . import tables  # noqa: F401
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import plain_table  # noqa: F401
-    console = Console()
+    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    console = make_console()
     rundir = RunDir.open(run)
     path = write_report(rundir, figures=not no_figures)
     print_summary(rundir, console)
@@ -95,15 +95,16 @@ def compare_command(
     from ..results.rundir import RunDir, atomic_write  # noqa: F401
     from . import tables  # noqa: F401
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import plain_table  # noqa: F401
-    console = Console()
+    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    console = make_console()
     path, rows, text = run_compare(run_a, run_b, force=force, out=out)
     headers, table = compare_rows(rows)
     console.print(f"A = {run_a}\nB = {run_b}\nWhat differs:", highlight=False, markup=False)
     for line in text.split("## B relative to A")[0].splitlines():
         if line.startswith("- ") or line.startswith("Compared anyway"):
             console.print(line, highlight=False, markup=False)
-    console.print(plain_table(f"B relative to A (A = 100): {Path(run_a).name} → {Path(run_b).name}", headers, table))
+    print_table(console, plain_table(f"B relative to A (A = 100): {Path(run_a).name} → {Path(run_b).name}", headers,
+                                     table))
     called = sum(1 for r in rows if r.significant)
     console.print(f"{called} of {len(rows)} comparisons called; the rest: no clear difference. "
                   f"Written: {path} and compare.csv beside it", highlight=False, markup=False)
@@ -116,7 +117,7 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     from ..results.rundir import RunDir, atomic_write  # noqa: F401
     from . import tables  # noqa: F401
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import plain_table  # noqa: F401
+    from .terminal import make_console, plain_table, print_table  # noqa: F401
     a, b = RunDir.open(run_a), RunDir.open(run_b)
     ma, mb = a.manifest(), b.manifest()
     ra, rb = a.records(), b.records()

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..analysis.relative import Row
 
@@ -45,3 +50,39 @@ def plain_table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
     for row in rows:
         t.add_row(*(escape(c) for c in row))
     return t
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for tables: the terminal's width, or $COLUMNS, or (a pipe without COLUMNS) 132 columns."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else 132
+    return Console(stderr=stderr, width=width, soft_wrap=False)
+
+
+def _plain(cell) -> str:
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table``; when it is wider than the console, print each row as 'column: value' lines instead,
+    so that no number is ever cut (rich would shorten cells to "14,2…")."""
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update_width(100_000), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    if table.title:
+        console.print(_plain(table.title), highlight=False, markup=False)
+    headers = [_plain(c.header) for c in table.columns]
+    cells = [[_plain(x) for x in c._cells] for c in table.columns]
+    rows = len(cells[0]) if cells else 0
+    for i in range(rows):
+        values = [col[i] for col in cells]
+        console.print(f"- {values[0]}" + (f" · {values[1]}" if len(values) > 1 and headers[1] != "%" else ""),
+                      highlight=False, markup=False, soft_wrap=True)
+        start = 2 if len(values) > 1 and headers[1] != "%" else 1
+        for j in range(start, len(values)):
+            name = headers[j] if headers[j] != "%" else f"{headers[j - 1]} %"
+            if values[j] not in ("", "–"):
+                console.print(f"    {name}: {values[j]}", highlight=False, markup=False, soft_wrap=True)
