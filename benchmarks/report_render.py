@@ -23,8 +23,9 @@ import numpy as np
 
 from protolab.report import figures, html, markdown, tables
 from protolab.report.commands import write_report
-from protolab.results.records import CellRecord, CellResult, DirectionResult
+from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
 from protolab.results.rundir import RunDir
+from protolab.results.synthetic import telemetry_for
 
 BUDGET_S = 10.0
 CONFIGS = [("iscsi-1500", "lab:iscsi", {}), ("iscsi-9000", "lab:iscsi", {"mtu": 9000}),
@@ -37,19 +38,23 @@ REPEATS = 3
 SECONDS = 30
 
 
-def make_run(root: Path) -> RunDir:
-    """A run directory holding the synthetic study's 126 records."""
-    plan = {"name": "bench", "description": "synthetic 7×2×3×3", "baseline": CONFIGS[0][0], "workloads": WORKLOADS,
+def make_run(root: Path, windows: int = 0) -> RunDir:
+    """A run directory holding the synthetic study (through protolab's own store, schema 2).
+
+    ``windows`` > 0 grows the load ladder until the study has about that many windows (7 configurations ×
+    2 workloads × 3 repeats per load point).
+    """
+    loads = LOADS if windows <= 0 else [{"streams": 4 + i} for i in range(max(1, round(windows / (7 * 2 * 3))))]
+    plan = {"name": "bench", "description": "synthetic study", "baseline": CONFIGS[0][0], "workloads": WORKLOADS,
             "configurations": [{"name": n, "target": t, "link": link} for n, t, link in CONFIGS],
-            "load_points": LOADS, "method": {"warmup": "5m", "duration": "5m", "repeats": REPEATS},
+            "load_points": loads, "method": {"warmup": "5m", "duration": "5m", "repeats": REPEATS},
             "lab": {"link": {"rate": "10GbE", "mtu": 1500}}}
     rd = RunDir.create(root, "bench", {"plan": plan, "plan_text": "", "status": "complete",
                                        "provenance": {"protolab": "0.1.0", "kernel": "6.1", "fio_version": "fio-3.33"}})
     rng = np.random.default_rng(0)
     seq = 0
-    records = []
     for w in WORKLOADS:
-        for li, lp in enumerate(LOADS):
+        for li, lp in enumerate(loads):
             for rep in range(1, REPEATS + 1):
                 for ci, (name, _, _) in enumerate(CONFIGS):
                     seq += 1
@@ -58,25 +63,26 @@ def make_run(root: Path) -> RunDir:
                     lat = 1e6 * oio / iops
                     bins = {int(lat * 1000 * f): int(c) for f, c in
                             zip(np.geomspace(0.3, 20, 60), rng.integers(1, 5000, 60))}
-                    series = [float(v) for v in rng.normal(iops, iops * 0.02, SECONDS)]
-                    extra = {"cpu_us_per_io_loadgen": float(rng.normal(6 + ci * 0.3, 0.1)),
-                             "cpu_us_per_io_server": float(rng.normal(9 - ci * 0.2, 0.1)),
-                             "cpu_us_per_io_total": float(rng.normal(16, 0.2)),
-                             "packets_per_io": 3.0 + (ci % 2) * 0.5, "wire_bytes_per_io": 4400.0 + ci,
-                             "iops_series": series, "steady": {"steady": True}}
-                    d = DirectionResult(ios=int(iops * 300), iops=iops, bins_ns=bins)
+                    ios = int(iops * 300)
+                    tel = telemetry_for(ios, cpu_us_per_io_loadgen=float(rng.normal(6 + ci * 0.3, 0.1)),
+                                        cpu_us_per_io_server=float(rng.normal(9 - ci * 0.2, 0.1)),
+                                        cpu_us_per_io_total=float(rng.normal(16, 0.2)),
+                                        packets_per_io=3.0 + (ci % 2) * 0.5, wire_bytes_per_io=4400.0 + ci,
+                                        window_s=300.0)
+                    d = DirectionResult(ios=ios, iops=iops, bins_ns=bins)
                     res = CellResult(iops=iops, mbps=iops * w["block_size"] / 1e6, read=d, write=DirectionResult(),
                                      lat_mean_us=lat, percentiles_us={"p99": lat * 4}, jobs=lp["streams"],
-                                     runtime_s=300.0, errors=0, extra=extra)
-                    records.append(CellRecord(
-                        run_id=rd.run_id, seq=seq, cell_id=f"{w['name']}__{name}__{li}__r{rep}", workload=w["name"],
-                        configuration=name, baseline=ci == 0, load_index=li, hosts=1,
-                        streams_per_host=lp["streams"], oio_per_stream=4, total_oio=oio, repeat=rep, started="",
-                        ended="", result=res, raw_output="", job_file=""))
-    for rec in records[:-1]:  # add_record rewrites cells.csv each time; store the rest directly, then once
-        from protolab.results.rundir import write_json
-        write_json(rd.path / "records" / f"{rec.cell_id}.json", rec.model_dump(mode="json"))
-    rd.add_record(records[-1])
+                                     runtime_s=300.0, errors=0)
+                    cell_id = f"{w['name']}__{name}__{li}__r{rep}"
+                    rd.add_series([SeriesRow(seq=seq, cell_id=cell_id, phase="measure", host="all", t_s=i + 1.0,
+                                             iops=float(v)) for i, v in enumerate(rng.normal(iops, iops * 0.02,
+                                                                                            SECONDS))])
+                    rd.add_record(CellRecord(
+                        run_id=rd.run_id, seq=seq, cell_id=cell_id, workload=w["name"], configuration=name,
+                        baseline=ci == 0, load_index=li, hosts=1, streams_per_host=lp["streams"], oio_per_stream=4,
+                        total_oio=oio, repeat=rep, started="", ended="", result=res, telemetry=tel,
+                        steady=Steadiness(steady=True, range_pct=5.0, excursion_pct=2.0, window_start=0, window=5,
+                                          reason="steady"), raw_output="", job_file=""))
     return rd
 
 
@@ -86,20 +92,46 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
     return time.perf_counter() - t, out
 
 
+def whole_process(out: Path, windows: int) -> int:
+    """Write the run directory under ``out``, then time `protolab report DIR` (wall time and peak RSS)."""
+    import resource
+    import subprocess
+
+    t0 = time.perf_counter()
+    rd = make_run(out, windows)
+    made = time.perf_counter() - t0
+    n = len(rd.records())
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "report", str(rd.path)], capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if p.returncode != 0:
+        print(p.stderr, file=sys.stderr)
+        return 1
+    print(f"{n} windows written to {rd.path} in {made:.1f} s; 'protolab report {rd.path}': {took:.1f} s, "
+          f"peak RSS {rss:.0f} MiB (budget 10 s, 300 MiB)")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """Run the benchmark and print the measured times and ratios."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3, help="repeat each measurement this many times (median shown)")
+    ap.add_argument("--windows", type=int, default=0, help="grow the study to about this many windows")
+    ap.add_argument("--out", type=Path, default=None, help="write the synthetic run directory here and time "
+                    "'protolab report DIR' as a whole process (re-time it yourself with the same command)")
     args = ap.parse_args(argv)
+    if args.out is not None:
+        return whole_process(args.out, args.windows)
     with tempfile.TemporaryDirectory() as tmp:
-        rd = make_run(Path(tmp))
+        rd = make_run(Path(tmp), args.windows)
         records, manifest = rd.records(), rd.manifest()
         phases: dict[str, list[float]] = {k: [] for k in
                                           ("build (stats, findings)", "HTML", "figures PNG+SVG", "CSV + Markdown",
                                            "write_report, with figures", "write_report, without figures")}
         n_charts = 0
         for _ in range(args.rounds):
-            t, data = timed(tables.build, manifest, records)
+            t, data = timed(tables.build, manifest, records, series=rd.series())
             phases["build (stats, findings)"].append(t)
             n_charts = len(data.charts)
             phases["HTML"].append(timed(html.render, data)[0])

@@ -106,3 +106,28 @@ def test_sigterm_during_a_vm_study_leaves_no_qemu(workdir, tmp_path):
     assert RunDir.open(run).manifest()["status"] == "interrupted"
     assert qemus() == [], "a QEMU survived the signal"
     assert leftovers(PREFIX) == []  # no namespace, mount, loop device or process of the run
+
+
+def test_builtin_tr3916_vm_at_quick_scale(workdir, tmp_path):
+    """The built-in study, as `protolab run --builtin tr3916-vm --scale quick` runs it (on this test's prefix)."""
+    import csv
+
+    from protolab.plan.library import builtin_studies
+
+    text = builtin_studies()["tr3916-vm"].replace('prefix = "plvm"', f'prefix = "{PREFIX}"')
+    assert f'prefix = "{PREFIX}"' in text
+    plan = tmp_path / "tr3916-vm.toml"
+    plan.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--scale", "quick", "--results",
+                        str(tmp_path / "r"), "--lab-workdir", str(workdir)], capture_output=True, text=True,
+                       timeout=900, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    [run] = list((tmp_path / "r").iterdir())
+    rows = list(csv.DictReader((run / "cells.csv").open()))
+    assert len(rows) == 4 * 3 and all(float(r["iops"]) > 0 and r["errors"] == "0" for r in rows)
+    md = (run / "report.md").read_text()
+    assert "## Virtual machines as load hosts" in md and "Accelerator: **" in md
+    assert "Seed: S2 TR-3916 use case B" in md and "Measured here (relative to lsi-iscsi)" in md
+    pv = next(ln for ln in md.splitlines() if ln.startswith("| 1×2×4=8 | pvscsi-iscsi |"))
+    assert pv.count("(") >= 6  # every metric with its interval against LSI, hypervisor CPU included
+    assert qemus() == [] and leftovers(PREFIX) == []
