@@ -22,6 +22,7 @@ from ..analysis.latency import PERCENTILES, merge_bins, percentiles
 from ..analysis.relative import Row
 from ..analysis.stats import Verdict
 from ..analysis.derived import busy_note, figures
+from ..analysis.pairs import pair_findings
 from ..analysis.wire import TCP_PROTOCOLS, ceiling
 from ..errors import ProtolabError
 from ..plan.model import Plan
@@ -311,7 +312,8 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
     configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
     data = ReportData(str(manifest.get("run_id", "")), manifest, plan, baseline, workloads + [w for w in seen_w
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
-                      rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise),
+                      rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
+                      + pair_findings(rows, plan, alpha=alpha, noise=noise),
                       records=records, series=series or {})
     for w in data.workloads:
         data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
