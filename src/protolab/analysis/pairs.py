@@ -34,13 +34,21 @@ def mtu_pairs(plan: Any) -> list[tuple[str, str, int, int]]:
     """(a, b, mtu a, mtu b): configurations identical but for the link's MTU (a has the smaller)."""
     if plan is None or plan.lab is None:
         return []
+    lab = plan.lab
+    if isinstance(lab, dict):  # a plan read back from a manifest keeps the lab as data
+        from ..plan.topology import LabSpec
+
+        try:
+            lab = LabSpec.model_validate(lab)
+        except ValueError:
+            return []
     out = []
     configs = list(plan.configurations)
     for i, a in enumerate(configs):
         for b in configs[i + 1:]:
             if _settings(plan, a) != _settings(plan, b):
                 continue
-            la, lb = plan.lab.link.merged(a.link), plan.lab.link.merged(b.link)
+            la, lb = lab.link.merged(a.link), lab.link.merged(b.link)
             if la.model_copy(update={"mtu": lb.mtu}) != lb or la.mtu == lb.mtu:
                 continue
             out.append((a.name, b.name, la.mtu, lb.mtu) if la.mtu < lb.mtu else (b.name, a.name, lb.mtu, la.mtu))
