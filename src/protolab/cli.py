@@ -197,6 +197,7 @@ def validate(
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="The lab directory `run` would use (its disk must hold the pool)."),
     scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (errors stay one line, exit 2)."),
 ):
     """Check a plan as `run` would before it creates anything, and show the matrix it expands to."""
     from .plan.expand import expand
@@ -209,9 +210,18 @@ def validate(
     _overwrite_checks(p)
     cells = expand(p)
     cached = p.uses_lab() or any(not c.direct for c in p.configurations)
-    for w in plan_warnings(p, machine_memory() if cached else None):
-        err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
+    warnings = plan_warnings(p, machine_memory() if cached else None)
     m = p.method
+    if as_json:
+        import json
+
+        print(json.dumps({"plan": str(plan), "name": p.name, "valid": True, "scale": p.scale,
+                          "configurations": len(p.configurations), "workloads": len(p.workloads),
+                          "load_points": len(p.load_points), "repeats": m.repeats, "cells": len(cells),
+                          "measurement_s": len(cells) * (m.warmup + m.duration), "warnings": warnings}, indent=2))
+        return
+    for w in warnings:
+        err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
               f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {m.repeats} repeats "
               f"= {len(cells)} cells, about {len(cells) * (m.warmup + m.duration) / 60:.1f} min of measurement")
@@ -253,7 +263,7 @@ def workloads():
 
 
 @app.command()
-def doctor():
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON.")):
     """Show what is installed (fio, its engines), whether this machine allows the embedded lab,
     and whether it can run virtual machines as load hosts (QEMU, guest image, KVM or TCG and why)."""
     from .doctor import fio_checks, lab_checks, vm_checks
@@ -262,8 +272,20 @@ def doctor():
     runner = SubprocessRunner()
     bad = 0
     # VMs are optional: what they lack is reported, but does not fail the doctor
-    for title, checks, needed in (("fio", fio_checks(runner), True), ("embedded lab", lab_checks(runner), True),
-                                  ("virtual machines (optional)", vm_checks(runner), False)):
+    sections = (("fio", fio_checks(runner), True), ("embedded lab", lab_checks(runner), True),
+                ("virtual machines (optional)", vm_checks(runner), False))
+    if as_json:
+        import json
+
+        doc = [{"section": t, "required": need, "checks": [{"item": c.item, "ok": c.ok, "detail": c.detail,
+                                                             "fix": None if c.ok else c.fix} for c in checks]}
+               for t, checks, need in sections]
+        ok = all(c["ok"] for sec in doc if sec["required"] for c in sec["checks"])
+        print(json.dumps({"ok": ok, "sections": doc}, indent=2))
+        if not ok:
+            raise typer.Exit(1)
+        return
+    for title, checks, needed in sections:
         out.print(f"[bold]{title}[/bold]")
         for c in checks:
             mark = "[green]ok[/green]     " if c.ok else "[red]missing[/red]"

@@ -46,10 +46,10 @@ streams = 1
 def test_expansion_interleaves_configurations_at_each_load_point():
     plan, _ = load_builtin("demo")
     cells = expand(plan)
-    assert len(cells) == 2 * 1 * 3 * 2
-    order = [(c.load_index, c.repeat, c.configuration.name) for c in cells[:6]]
+    assert len(cells) == 2 * 1 * 3 * 3
+    order = [(c.load_index, c.repeat, c.configuration.name) for c in cells[:8]]
     assert order == [(0, 1, "psync"), (0, 1, "io_uring"), (0, 2, "psync"), (0, 2, "io_uring"),
-                     (1, 1, "psync"), (1, 1, "io_uring")]
+                     (0, 3, "psync"), (0, 3, "io_uring"), (1, 1, "psync"), (1, 1, "io_uring")]
     assert len({c.id for c in cells}) == len(cells)
     assert cells[-1].total_oio == 4 * 8
 

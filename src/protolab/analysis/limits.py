@@ -136,6 +136,7 @@ def run_limits(
     block_size: Optional[str],
     read_pct: Optional[float],
     console: Console,
+    as_json: bool = False,
 ) -> list[Ceiling]:
     """Resolve the workload, print the table of ceilings to `console`, and return the rows.
 
@@ -159,6 +160,14 @@ def run_limits(
         else:
             notes.append(f"FCoE is not shown: it needs an MTU of at least {FCOE_MIN_MTU}.")
     rows = limits_rows(protocols, link, mtu, size, reads)
+    if as_json:
+        import dataclasses
+        import json
+
+        doc = {"link": str(link), "mtu": mtu, "access_spec": _describe(size, reads), "notes": notes,
+               "ceilings": [dataclasses.asdict(r) for r in rows]}
+        print(json.dumps(doc, indent=2, default=str))
+        return rows
     from ..report.terminal import print_table
 
     print_table(console, _table(rows, link, size, reads))
@@ -186,8 +195,9 @@ def limits_command(
     read_pct: Optional[float] = typer.Option(
         None, "--read-pct", help="Share of I/Os that read, 0-100; overrides the workload's. Default 100."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the ceilings as JSON (every field of the model)."),
 ) -> None:
     """Show the wire's ceiling in IOPS and MB/s for a protocol, link, MTU and workload."""
     from ..report.terminal import make_console
 
-    run_limits(protocol, link, mtu, workload, block_size, read_pct, make_console())
+    run_limits(protocol, link, mtu, workload, block_size, read_pct, make_console(), as_json)

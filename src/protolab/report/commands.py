@@ -45,7 +45,25 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
     atomic_write(rundir.path / "report.md", report_markdown(data))
     path = rundir.path / "report.html"
     atomic_write(path, render(data))
+    rundir.report_data = data  # built once: the summary and --json reuse it
     return path
+
+
+def report_json(rundir: RunDir, path: Path) -> dict:
+    """The report as data: where it is, the findings, and every row's medians and % of the baseline."""
+    data = getattr(rundir, "report_data", None)
+    if data is None:
+        from . import tables
+
+        data = tables.build(rundir.manifest(), rundir.records(), series=rundir.series())
+    return {
+        "run": str(rundir.path), "report": str(path), "baseline": data.baseline,
+        "findings": [{"kind": f.kind, "text": f.text, "metric": f.metric, "workload": f.workload,
+                      "configurations": list(f.configurations)} for f in data.findings],
+        "rows": [{"workload": r.workload, "load_index": r.load_index, "load": r.load_label,
+                  "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
+                  "percent_of_baseline": r.relative} for r in data.rows],
+    }
 
 
 def print_summary(rundir: RunDir, console: Console | None = None) -> None:
@@ -56,7 +74,8 @@ def print_summary(rundir: RunDir, console: Console | None = None) -> None:
     from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
     from .terminal import make_console, plain_table, print_table  # noqa: F401
     console = console or make_console()
-    data = tables.build(rundir.manifest(), rundir.records(), series=rundir.series())
+    data = getattr(rundir, "report_data", None) or tables.build(rundir.manifest(), rundir.records(),
+                                                                series=rundir.series())
     for w in data.workloads:
         title, headers, rows = summary_table(data, w)
         print_table(console, plain_table(title, headers, rows))
@@ -68,6 +87,8 @@ def print_summary(rundir: RunDir, console: Console | None = None) -> None:
 def report_command(
     run: Path = typer.Argument(..., help="A run directory, results/<run-id>."),
     no_figures: bool = typer.Option(False, "--no-figures", help="Skip the PNG/SVG figures (faster)."),
+    as_json: bool = typer.Option(False, "--json", help="After writing the report, print its findings and rows "
+                                 "as JSON instead of the tables."),
 ) -> None:
     """Regenerate a run's report (report.html, report.md, figures/, tables/) from its run directory."""
     from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
@@ -78,6 +99,11 @@ def report_command(
     console = make_console()
     rundir = RunDir.open(run)
     path = write_report(rundir, figures=not no_figures)
+    if as_json:
+        import json
+
+        print(json.dumps(report_json(rundir, path), indent=2, default=str))
+        return
     print_summary(rundir, console)
     console.print(f"report: {path}  (report.md, figures/, tables/ beside it)", highlight=False, markup=False)
 
@@ -89,6 +115,7 @@ def compare_command(
                                "load points differ."),
     out: Optional[Path] = typer.Option(None, "--out", help="Where compare.md and compare.csv go "
                                        "(default: compare-<A>-vs-<B> beside run B)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """The same study on two environments: A = 100, B relative, with 95 % CIs and corrected significance."""
     from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
@@ -98,6 +125,13 @@ def compare_command(
     from .terminal import make_console, plain_table, print_table  # noqa: F401
     console = make_console()
     path, rows, text = run_compare(run_a, run_b, force=force, out=out)
+    if as_json:
+        import dataclasses
+        import json
+
+        print(json.dumps({"a": str(run_a), "b": str(run_b), "written": str(path),
+                          "rows": [dataclasses.asdict(r) for r in rows]}, indent=2, default=str))
+        return
     headers, table = compare_rows(rows)
     console.print(f"A = {run_a}\nB = {run_b}\nWhat differs:", highlight=False, markup=False)
     for line in text.split("## B relative to A")[0].splitlines():

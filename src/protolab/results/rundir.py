@@ -86,6 +86,7 @@ class RunDir:
     path: Path
     _manifest: dict[str, Any] | None = field(default=None, repr=False)
     _v1: Any = field(default=None, repr=False)  # a migrated schema-1 directory, read once
+    report_data: Any = field(default=None, repr=False)  # the report's data once built (report.tables.ReportData)
 
     @property
     def run_id(self) -> str:
