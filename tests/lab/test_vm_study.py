@@ -75,6 +75,10 @@ def test_a_vm_plan_measures_every_protocol_with_hypervisor_cpu(workdir, tmp_path
         # the VM's disk traffic crossed the lab's storage port: at least the 8 KiB of data per I/O
         assert f.packets_counted_as == "frames" and f.wire_bytes_per_io > 8192, (r.cell_id, f.wire_bytes_per_io)
     m = rundir.manifest()
+    assert not workdir.exists(), "teardown leaves nothing in the lab's work directory (guests' logs included)"
+    assert sorted(p.name for p in (rundir.path / "lab-logs").glob("*.console.log")) == [
+        f"{PREFIX}-lsi-iscsi-h1-vm1.console.log", f"{PREFIX}-pvscsi-nfs-h1-vm1.console.log",
+        f"{PREFIX}-vblk-nbd-h1-vm1.console.log"]
     assert m["testbed"]["kind"] == "vm" and m["testbed"]["hypervisor"]["accel"] == "tcg"
     assert len(m["agents"]) == 3 and all(a.startswith("guest ") for a in m["agents"])
     assert qemus() == [] and leftovers(PREFIX) == []

@@ -128,7 +128,7 @@ class Lab:
         return removed
 
     #: What a lab writes in its workdir besides recorded resources (logs, server configs, mount points).
-    WORKDIR_FILES = ("logs", "ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log")
+    WORKDIR_FILES = ("logs", "ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log", "vm")  # vm: guests (run/vmbed.py)
 
     def clean_workdir(self, keep_logs_in: Path | None = None) -> None:
         """Copy the servers' logs to ``keep_logs_in`` (a run directory), then remove what the lab wrote.
@@ -137,6 +137,7 @@ class Lab:
         (a --lab-workdir may be a directory the user keeps other things in).
         """
         logs = [p for p in (self.workdir / "logs").glob("*.log")] + [self.workdir / "ganesha.nfsd.log"]
+        logs += list((self.workdir / "vm").glob("*.log"))  # the guests' consoles and QEMU output
         if keep_logs_in is not None:
             keep_logs_in.mkdir(parents=True, exist_ok=True)
             for log in logs:
