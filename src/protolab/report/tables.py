@@ -131,13 +131,19 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
     closed = is_closed_loop(data.plan, workload)
     rows = [r for r in data.rows if r.workload == workload]
     loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
+    ref = _reference(data, rows, metric)  # the baseline, or the first configuration that has the metric
     series, table = [], []
     for c in [c for c in data.configurations if any(r.configuration == c for r in rows)]:
         vals, lo, hi = [], [], []
         for li, label in loads:
             r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
-            v = data.verdicts.get((metric, workload, li, c))
+            v = data.verdicts.get((metric, workload, li, c)) if ref == data.baseline else None
             rel = r.relative.get(metric) if r else None
+            if ref != data.baseline:
+                base = next((x.values.get(metric) for x in rows if x.configuration == ref and x.load_index == li),
+                            None)
+                mine = r.values.get(metric) if r else None
+                rel = 100.0 * mine / base if mine is not None and base else None
             vals.append(rel)
             lo.append(100 * v.ci_low if v else None)
             hi.append(100 * v.ci_high if v else None)
@@ -151,9 +157,21 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
     order = [label for _, label in loads]
     table.sort(key=lambda row: order.index(row["load point"]))  # stable: configurations stay in plan order
     title = metric_title(metric, closed)
+    if ref != data.baseline:  # the baseline lacks it (e.g. no server or no wire on a direct path)
+        note = (f"{data.baseline} has no {m.noun}: {ref} = 100 instead (ratio of medians; no test was run against "
+                f"{ref}); above 100 = {_above(metric)}")
+        return Chart(slug(metric, workload), "relative", "metrics", workload, f"{workload} — {title}", note,
+                     f"% of {ref}", [label for _, label in loads], series, table)
     return Chart(slug(metric, workload), "relative", "metrics", workload, f"{workload} — {title}",
                  f"{data.baseline} = 100 at every load point; above 100 = {_above(metric)}; whiskers: 95 % CI",
                  f"% of {data.baseline}", [label for _, label in loads], series, table)
+
+
+def _reference(data: ReportData, rows: list, metric: str) -> str:
+    """The baseline when it has the metric somewhere, else the first configuration (plan order) that has it."""
+    have = [c for c in [data.baseline, *data.configurations] if any(r.configuration == c and r.values.get(metric)
+                                                                     for r in rows)]
+    return have[0] if have else data.baseline
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
