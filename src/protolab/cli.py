@@ -325,7 +325,12 @@ def main() -> None:
         rv = app(standalone_mode=False)
     except Interrupted as e:
         sys.stderr.write(f"protolab: {e}\n")
-        sys.exit(e.exit_code)
+        # The teardown and the manifest are done and every file is written atomically; leave at once, so
+        # that nothing in the interpreter's shutdown can turn the exit code into another (a late
+        # KeyboardInterrupt there made Python end itself with SIGINT, -2, once in CI).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.exit_code)
     except ProtolabError as e:
         sys.stderr.write(f"protolab: error: {one_line(str(e))}\n")
         sys.exit(e.exit_code)
