@@ -16,7 +16,7 @@ from ..errors import ProtolabError
 from ..results.records import CellRecord
 from .findings import METRICS
 from .relative import load_label
-from .stats import HIGHER, LOWER, compare, decide
+from .stats import HIGHER, LOWER, compare_many, decide
 
 #: Workload fields that make two access specs the same workload.
 WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops")
@@ -147,7 +147,7 @@ def compare_runs(records_a: list[CellRecord], records_b: list[CellRecord], metri
         cells = [c for c in sa if c in sb and sa[c] and sb[c]]
         if not cells:
             continue
-        comps = [compare(sa[c], sb[c], label=" ".join(c)) for c in cells]
+        comps = compare_many([(sa[c], sb[c]) for c in cells], labels=[" ".join(c) for c in cells])
         for c, comp, v in zip(cells, comps, decide(comps, alpha=alpha, noise=noise, method=method)):
             out.append(CompareRow(c[0], c[1], c[2], m, comp.n_base, comp.n_other, median(sa[c]), median(sb[c]),
                                   100 * comp.ratio, 100 * comp.ci_low, 100 * comp.ci_high, comp.p_value,

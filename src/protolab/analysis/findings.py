@@ -21,7 +21,7 @@ from ..results.records import CellRecord
 from . import relative
 from .derived import figures
 from .relative import Row, relative_rows
-from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare, decide,
+from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare_many, decide,
                     outlier_advice)
 
 _QUIET = "quiet"  # a per-metric "no clear difference" before it is merged into one sentence per workload
@@ -138,7 +138,7 @@ def verdicts(rows: list[Row], baseline: str, metrics: Iterable[str] = METRICS, *
     base = {(r.workload, r.load_index): r for r in rows if r.configuration == baseline}
     out: dict[Key, Verdict] = {}
     for m in metrics:
-        keys, comps = [], []
+        keys, pairs, labels = [], [], []
         for r in rows:
             b = base.get((r.workload, r.load_index))
             if r.configuration == baseline or b is None:
@@ -147,8 +147,9 @@ def verdicts(rows: list[Row], baseline: str, metrics: Iterable[str] = METRICS, *
             if not bs or not os_:
                 continue
             keys.append((m, r.workload, r.load_index, r.configuration))
-            comps.append(compare(bs, os_, label=f"{r.workload} {r.load_label} {r.configuration} {m}", seed=seed,
-                                 noise=noise))
+            pairs.append((bs, os_))
+            labels.append(f"{r.workload} {r.load_label} {r.configuration} {m}")
+        comps = compare_many(pairs, labels=labels, seed=seed, noise=noise)
         for k, v in zip(keys, decide(comps, alpha=alpha, noise=noise, method=method) if comps else []):
             out[k] = v
     return out

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from .findings import METRICS, TABLE_ONLY, Finding, pct
 from .relative import Row
-from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, compare, decide
+from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, compare_many, decide
 
 PAIR_METRICS = ("packets_per_io", "cpu_us_per_io_server", "cpu_us_per_io_total", "iops")
 _WORDS = {"packets_per_io": ("more", "fewer", "packets per I/O"),
@@ -66,7 +66,7 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
     for metric in metrics:
         if metric not in METRICS and metric not in TABLE_ONLY:
             continue
-        keys, comps = [], []
+        keys, samples = [], []
         for a, b, ma, mb in pairs:
             for (w, li, c), ra in by.items():
                 rb = by.get((w, li, b))
@@ -76,7 +76,8 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
                 if not sa or not sb:
                     continue
                 keys.append((a, b, ma, mb, w, li, ra.load_label))
-                comps.append(compare(sa, sb, label=f"{b} vs {a}", noise=noise))
+                samples.append((sa, sb))
+        comps = compare_many(samples, labels=[f"{k[1]} vs {k[0]}" for k in keys], noise=noise)
         if not comps:
             continue
         more, less, noun = _WORDS[metric]

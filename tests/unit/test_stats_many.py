@@ -1,0 +1,56 @@
+"""compare_many gives exactly what compare gives, pair by pair (it only vectorises the work)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from protolab.analysis.stats import compare, compare_many
+
+FIELDS = ("ratio", "ci_low", "ci_high", "p_value", "p_equivalence", "median_base", "median_other", "n_base", "n_other")
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-9 * max(1.0, abs(a))
+
+
+def _pairs(seed: int) -> list[tuple[list[float], list[float]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(200):
+        nb, no = int(rng.integers(1, 8)), int(rng.integers(1, 8))
+        b = list(rng.normal(100, 5, nb))
+        o = list(rng.normal(100 * float(rng.choice([0.9, 1.0, 1.1])), 5, no))
+        if i % 17 == 0:
+            b = [5.0] * nb  # no spread
+        if i % 23 == 0:
+            b = [0.0] * nb  # zero median: no ratio
+        if i % 29 == 0:
+            o = [-1.0] + o[1:]  # not positive: Mann–Whitney fallback
+        out.append((b, o))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_compare_many_equals_compare_for_every_pair(seed):
+    pairs = _pairs(seed)
+    many = compare_many(pairs, labels=[str(i) for i in range(len(pairs))], noise=0.02)
+    assert len(many) == len(pairs)
+    for i, ((b, o), m) in enumerate(zip(pairs, many)):
+        one = compare(b, o, label=str(i), noise=0.02)
+        assert m.label == str(i)
+        for f in FIELDS:
+            assert _same(float(getattr(one, f)), float(getattr(m, f))), (i, f, getattr(one, f), getattr(m, f))
+
+
+def test_compare_many_of_nothing_is_empty():
+    assert compare_many([]) == []
+
+
+def test_ten_percent_shift_has_an_interval_around_it():
+    (c,) = compare_many([([100.0, 101.0, 99.0, 100.5, 99.5], [110.0, 111.0, 109.0, 110.5, 109.5])])
+    assert c.ratio == pytest.approx(1.10)
+    assert 1.08 < c.ci_low < 1.10 < c.ci_high < 1.12
+    assert c.p_value < 1e-5
