@@ -71,17 +71,32 @@ LAB = [{"name": "iscsi-1500", "target": "lab:iscsi"}, {"name": "iscsi-9000", "ta
 
 
 class Charts(HTMLParser):
-    """Collects data-chart elements and counts data-series elements inside each."""
+    """Collects data-chart elements, the series drawn inside each (name → colours), and every URL."""
 
     def __init__(self):
         super().__init__()
-        self.charts, self.stack, self.urls = {}, [], []
+        self.charts, self.urls, self.current, self.series = {}, [], None, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self.urls += [v for k, v in attrs if k in ("src", "href") and v]
         if "data-chart" in a:
-            self.charts[a["data-chart"]] = {"expected": int(a["data-expected-series"]), "kind": a["data-kind"]}
+            self.current = a["data-chart"]
+            self.charts[self.current] = {"expected": int(a["data-expected-series"]), "kind": a["data-kind"],
+                                         "series": {}}
+        if "data-series" in a and self.current:
+            self.series = self.charts[self.current]["series"].setdefault(a["data-series"], set())
+        elif self.series is not None and tag in ("path", "use"):
+            style = a.get("style", "")
+            m = re.search(r"(?:stroke|fill): (#[0-9a-f]{6})", style)
+            if m:
+                self.series.add(m.group(1))
+
+    def handle_endtag(self, tag):
+        if tag == "g":
+            self.series = None
+        if tag == "figure":
+            self.current = None
 
 
 @pytest.fixture(scope="module")
@@ -107,21 +122,30 @@ def test_files_written_for_every_chart(local_run):
     assert (p / "tables" / "summary.csv").is_file() and (p / "tables" / "findings.csv").is_file()
 
 
-def test_html_declares_series_per_chart_and_fetches_nothing(local_run):
+def test_html_draws_every_series_in_one_colour_per_configuration_and_fetches_nothing(local_run):
     text = (local_run.path / "report.html").read_text()
     parser = Charts()
     parser.feed(text)
-    payload = json.loads(re.search(r'<script type="application/json" id="protolab-data">(.*?)</script>', text,
-                                   re.S).group(1))
-    by_id = {c["id"]: c for c in payload["charts"]}
-    assert set(parser.charts) == set(by_id) and len(by_id) == 10
+    data = build(local_run.manifest(), local_run.records(), series=local_run.series())
+    assert set(parser.charts) == {c.id for c in data.charts} and len(parser.charts) == 10
+    colours: dict[str, set[str]] = {}
     for cid, chart in parser.charts.items():
-        assert chart["expected"] == len(by_id[cid]["series"]) == 3
-    rel = by_id["iops-w4k"]
-    assert [s["name"] for s in rel["series"]] == ["psync", "io_uring", "libaio"]
-    assert rel["series"][0]["values"] == [100.0, 100.0]
-    assert rel["series"][1]["values"][0] == pytest.approx(125, abs=2)
-    assert rel["series"][1]["low"][0] < rel["series"][1]["values"][0] < rel["series"][1]["high"][0]
+        assert chart["expected"] == len(chart["series"]) == 3, cid  # every series drawn, inline SVG
+        for name, seen in chart["series"].items():
+            assert seen, (cid, name)
+            colours.setdefault(name, set()).update(seen)
+    assert set(colours) == {"psync", "io_uring", "libaio"}
+    assert all(len(c) == 1 for c in colours.values()), colours  # one colour per configuration, every chart
+    assert len({next(iter(c)) for c in colours.values()}) == 3
+    # the page's picture is the saved figure: the same SVG, named series included
+    svg = (local_run.path / "figures" / "iops-w4k.svg").read_text()
+    assert svg[svg.index("<svg"):].strip() in text
+    rel = next(c for c in data.charts if c.id == "iops-w4k")
+    assert [s.name for s in rel.series] == ["psync", "io_uring", "libaio"]
+    assert rel.series[0].values == [100.0, 100.0]
+    assert rel.series[1].values[0] == pytest.approx(125, abs=2)
+    assert rel.series[1].low[0] < rel.series[1].values[0] < rel.series[1].high[0]
+    assert "<script" not in text.split("</head>")[1]  # no drawing code: the charts are the SVG
     assert not [u for u in parser.urls if re.match(r"(?i)^(https?:)?//", u)]
     assert "default-src 'none'" in text  # the page's CSP forbids every fetch
     assert "above 100 = more IOPS" in text and "above 100 = more latency" in text

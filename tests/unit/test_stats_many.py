@@ -27,13 +27,15 @@ def _pairs(seed: int) -> list[tuple[list[float], list[float]]]:
             b = [5.0] * nb  # no spread
         if i % 23 == 0:
             b = [0.0] * nb  # zero median: no ratio
+        if i % 13 == 0 and nb > 1:
+            b[0] = 0.0  # some resamples' median is zero: their ratios are dropped, as compare drops them
         if i % 29 == 0:
             o = [-1.0] + o[1:]  # not positive: Mann–Whitney fallback
         out.append((b, o))
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_compare_many_equals_compare_for_every_pair(seed):
     pairs = _pairs(seed)
     many = compare_many(pairs, labels=[str(i) for i in range(len(pairs))], noise=0.02)
@@ -54,3 +56,18 @@ def test_ten_percent_shift_has_an_interval_around_it():
     assert c.ratio == pytest.approx(1.10)
     assert 1.08 < c.ci_low < 1.10 < c.ci_high < 1.12
     assert c.p_value < 1e-5
+
+
+def test_all_percentiles_in_one_pass_equal_each_percentile():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from protolab.analysis.latency import PERCENTILES, percentile, percentiles
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.integers(1, 10**9), st.integers(0, 1000), max_size=60))
+    def check(bins):
+        got = percentiles(bins)
+        assert got == {f"p{p:g}": percentile(bins, p) for p in PERCENTILES}
+
+    check()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from statistics import median
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ..results.records import CellRecord
 from . import relative
@@ -32,9 +32,22 @@ MIN_OUTLIER_REPEATS = 5
 #: "within X %" sentences are written only when every interval lies inside this bound.
 
 
+_FIGURES: dict[int, tuple[CellRecord, Any]] = {}
+
+
+def _figures(r: CellRecord) -> Any:
+    """`derived.figures(r)`, computed once per record (every metric of every row reads it)."""
+    hit = _FIGURES.get(id(r))
+    if hit is None or hit[0] is not r:
+        if len(_FIGURES) > 200_000:
+            _FIGURES.clear()
+        hit = _FIGURES[id(r)] = (r, figures(r))
+    return hit[1]
+
+
 def _extra(key: str) -> Callable[[CellRecord], float | None]:
     def get(r: CellRecord) -> float | None:
-        v = getattr(figures(r), key)
+        v = getattr(_figures(r), key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
     return get
 

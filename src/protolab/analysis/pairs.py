@@ -81,20 +81,58 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
         if not comps:
             continue
         more, less, noun = _WORDS[metric]
+        grouped: dict[tuple, list[tuple[int, str, Any]]] = {}
         for (a, b, ma, mb, w, li, label), v in zip(keys, decide(comps, alpha=alpha, noise=noise)):
-            head = f"{w}: at {label}, MTU {mb} ({b}) against MTU {ma} ({a}):"
-            if v.verdict in (HIGHER, LOWER):
-                shift = (v.ratio - 1, v.ci_low - 1, v.ci_high - 1) if v.verdict == HIGHER else \
-                    (1 - v.ratio, 1 - v.ci_high, 1 - v.ci_low)
-                text = (f"{head} {pct(100 * shift[0])} % ({pct(100 * shift[1])}–{pct(100 * shift[2])} %) "
-                        f"{more if v.verdict == HIGHER else less} {noun}.")
-            elif v.verdict == NOT_TESTED and v.ratio != v.ratio:  # NaN: the reference's median is zero
-                text = f"{head} {noun} not tested (MTU {ma} has no value to compare with)."
-            elif v.verdict == NOT_TESTED:
-                text = f"{head} {noun} not tested ({v.n_min} repeats; {MIN_REPEATS} needed)."
-            elif v.equivalent:
-                text = f"{head} {noun} within ±{100 * noise:.0f} % (equivalence test)."
-            else:
-                text = f"{head} no clear difference in {noun}."
-            out.append(Finding("pair", text, metric, w, (a, b)))
+            grouped.setdefault((a, b, ma, mb, w), []).append((li, label, v))
+        for (a, b, ma, mb, w), found in grouped.items():
+            out.append(Finding("pair", _sentence(a, b, ma, mb, w, found, more, less, noun, noise), metric, w, (a, b)))
     return out
+
+
+#: A sentence names at most this many load points; beyond, it counts them ("at 120 of 238 load points").
+MAX_NAMED_LOADS = 6
+
+
+def _where(labels: list[str], total: int) -> str:
+    if len(labels) == total and total > 1:
+        return "at every load point"
+    if len(labels) <= MAX_NAMED_LOADS:
+        return "at " + ", ".join(labels)
+    return f"at {len(labels)} of {total} load points ({labels[0]} … {labels[-1]})"
+
+
+def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, less: str, noun: str,
+              noise: float) -> str:
+    """One sentence for a pair, workload and metric over all its load points."""
+    total = len(found)
+    head = (f"{w}: at {found[0][1]}, " if total == 1 else f"{w}: ") + f"MTU {mb} ({b}) against MTU {ma} ({a}):"
+    parts, tails = [], []
+    for direction, word in ((HIGHER, more), (LOWER, less)):
+        at = [(label, v) for _, label, v in found if v.verdict == direction]
+        if not at:
+            continue
+        shifts = [(v.ratio - 1, v.ci_low - 1, v.ci_high - 1) if direction == HIGHER else
+                  (1 - v.ratio, 1 - v.ci_high, 1 - v.ci_low) for _, v in at]
+        head_pct = sorted(s[0] for s in shifts)[len(shifts) // 2] if len(shifts) % 2 else \
+            sum(sorted(s[0] for s in shifts)[len(shifts) // 2 - 1:len(shifts) // 2 + 1]) / 2
+        claim = (f"{pct(100 * head_pct)} % ({pct(100 * min(s[1] for s in shifts))}–"
+                 f"{pct(100 * max(s[2] for s in shifts))} %) {word} {noun}")
+        parts.append(claim if total == 1 else f"{claim} {_where([lb for lb, _ in at], total)}")
+    zero = [label for _, label, v in found if v.verdict == NOT_TESTED and v.ratio != v.ratio]
+    untested = [(label, v) for _, label, v in found if v.verdict == NOT_TESTED and v.ratio == v.ratio]
+    within = [label for _, label, v in found if v.verdict not in (HIGHER, LOWER, NOT_TESTED) and v.equivalent]
+    quiet = [label for _, label, v in found if v.verdict not in (HIGHER, LOWER, NOT_TESTED) and not v.equivalent]
+    single = total == 1
+    if zero:
+        tails.append(f"{noun} not tested (MTU {ma} has no value to compare with)" +
+                     ("" if single else f" {_where(zero, total)}"))
+    if untested:
+        n = min(v.n_min for _, v in untested)
+        tails.append(f"{noun} not tested ({n} repeats; {MIN_REPEATS} needed)" +
+                     ("" if single else f" {_where([lb for lb, _ in untested], total)}"))
+    if within:
+        tails.append(f"{noun} within ±{100 * noise:.0f} % (equivalence test)" +
+                     ("" if single else f" {_where(within, total)}"))
+    if quiet:
+        tails.append(f"no clear difference in {noun}" + ("" if single else f" {_where(quiet, total)}"))
+    return f"{head} " + "; ".join(parts + tails) + "."

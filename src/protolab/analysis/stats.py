@@ -232,8 +232,10 @@ def compare(
         nan = math.nan
         return Comparison(nan, nan, nan, p, base.size, other.size, med_b, med_o, label, test, p_eq)
     rng = np.random.default_rng(seed)
-    boot_b = np.median(rng.choice(base, size=(resamples, base.size), replace=True), axis=1)
-    boot_o = np.median(rng.choice(other, size=(resamples, other.size), replace=True), axis=1)
+    # resampling a sorted copy is the same bootstrap; it lets `compare_many` read each resample's median
+    # from the drawn positions alone, and so give exactly these numbers
+    boot_b = np.median(rng.choice(np.sort(base), size=(resamples, base.size), replace=True), axis=1)
+    boot_o = np.median(rng.choice(np.sort(other), size=(resamples, other.size), replace=True), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = boot_o / boot_b
     ratios = ratios[np.isfinite(ratios)]
@@ -275,25 +277,52 @@ def compare_many(
         med_b, med_o = np.median(base, axis=1), np.median(other, axis=1)
         p, p_eq = _tests(base, other, test, noise)
         rng = np.random.default_rng(seed)
-        draw_b = rng.integers(0, nb, size=(resamples, nb))
-        draw_o = rng.integers(0, no, size=(resamples, no))
-        for start in range(0, len(idx), 256):  # bounded memory: 256 pairs × resamples × n at a time
-            sl = slice(start, start + 256)
-            boot_b = np.median(base[sl][:, draw_b], axis=2)
-            boot_o = np.median(other[sl][:, draw_o], axis=2)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratios = boot_o / boot_b
-            for k, i in enumerate(idx[sl], start=start):
-                mb, mo = float(med_b[k]), float(med_o[k])
-                if mb == 0.0:
-                    nan = math.nan
-                    out[i] = Comparison(nan, nan, nan, float(p[k]), nb, no, mb, mo, labels[i], test, float(p_eq[k]))
-                    continue
-                r = ratios[k - start]
-                r = r[np.isfinite(r)]
-                lo, hi = np.percentile(r, [tail, 100.0 - tail])
-                out[i] = Comparison(mo / mb, float(lo), float(hi), float(p[k]), nb, no, mb, mo, labels[i], test,
-                                    float(p_eq[k]))
+        # the draws of `compare` (positions in each sorted sample); a resample's median is the value at the
+        # middle drawn position(s), so one sort of the draws serves every pair of these sizes
+        mid_b = np.sort(rng.integers(0, nb, size=(resamples, nb)), axis=1)[:, [(nb - 1) // 2, nb // 2]]
+        mid_o = np.sort(rng.integers(0, no, size=(resamples, no)), axis=1)[:, [(no - 1) // 2, no // 2]]
+        base.sort(axis=1)
+        other.sort(axis=1)
+        # Every resample is one of a few (baseline middle positions, other middle positions) combinations, the
+        # same for all pairs of these sizes: count them once, then each pair's percentiles are order statistics
+        # of a weighted handful of ratios — exactly np.percentile's over the `resamples` ratios of `compare`.
+        key = (mid_b[:, 0] * nb + mid_b[:, 1]) * (no * no) + mid_o[:, 0] * no + mid_o[:, 1]
+        combos, counts = np.unique(key, return_counts=True)
+        ub, uo = combos // (no * no), combos % (no * no)
+        vals_b = (base[:, ub // nb] + base[:, ub % nb]) / 2.0
+        vals_o = (other[:, uo // no] + other[:, uo % no]) / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = vals_o / vals_b
+        finite = np.isfinite(ratios).all(axis=1)
+        order = np.argsort(ratios, axis=1, kind="stable")
+        ranked = np.take_along_axis(ratios, order, axis=1)
+        cum = np.cumsum(counts[order], axis=1)
+        virtual = np.true_divide([tail, 100.0 - tail], 100) * (resamples - 1)
+        below = np.floor(virtual).astype(int)
+        frac = virtual - below
+        rows = np.arange(len(idx))
+        bounds = []
+        for lo_pos, t in zip(below, frac):
+            a_ = ranked[rows, (cum <= lo_pos).sum(axis=1).clip(max=ranked.shape[1] - 1)]
+            b_ = ranked[rows, (cum <= min(lo_pos + 1, resamples - 1)).sum(axis=1).clip(max=ranked.shape[1] - 1)]
+            diff = b_ - a_
+            bounds.append(b_ - diff * (1 - t) if t >= 0.5 else a_ + diff * t)  # numpy's own _lerp
+        for k, i in enumerate(idx):
+            mb, mo = float(med_b[k]), float(med_o[k])
+            if mb == 0.0:
+                nan = math.nan
+                out[i] = Comparison(nan, nan, nan, float(p[k]), nb, no, mb, mo, labels[i], test, float(p_eq[k]))
+                continue
+            if finite[k]:
+                lo, hi = bounds[0][k], bounds[1][k]
+            else:  # a zero among the resampled baselines: the slow way, dropping the non-finite ratios
+                boot_b = (base[k, mid_b[:, 0]] + base[k, mid_b[:, 1]]) / 2.0
+                boot_o = (other[k, mid_o[:, 0]] + other[k, mid_o[:, 1]]) / 2.0
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    r = boot_o / boot_b
+                lo, hi = np.percentile(r[np.isfinite(r)], [tail, 100.0 - tail])
+            out[i] = Comparison(mo / mb, float(lo), float(hi), float(p[k]), nb, no, mb, mo, labels[i], test,
+                                float(p_eq[k]))
     return out  # type: ignore[return-value]
 
 

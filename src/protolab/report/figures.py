@@ -1,13 +1,20 @@
-"""Every chart of the report as a static figure: figures/<chart id>.png and .svg (matplotlib, Agg backend).
+"""Every chart of the report, drawn once by matplotlib: the SVG inlined in report.html, figures/<id>.svg and .png.
 
+One renderer for every output, so the page, the SVG and the PNG show the same picture.
+Each configuration keeps its colour in every chart (its place in the plan picks it).
 Uses matplotlib's object API (Figure + FigureCanvasAgg), never pyplot, so no global
-figure state is kept and nothing needs a display.
+figure state is kept and nothing needs a display. Many charts are drawn by two worker
+processes (this machine has two cores).
 """
 
 from __future__ import annotations
 
+import html
 import io
 import math
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -17,19 +24,24 @@ matplotlib.use("Agg")
 from matplotlib import rc_context  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..results.rundir import atomic_write  # noqa: E402
+from ..results.files import atomic_write  # noqa: E402
 from .tables import Chart  # noqa: E402
 
-#: Colour-blind-safe palette (Okabe & Ito), repeated when there are more series.
+#: Colour-blind-safe palette (Okabe & Ito), repeated when there are more configurations.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 DASHES = ["-", "--", ":", "-."]  # repeats of one configuration in a per-second chart
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "protolab", "font.size": 8, "axes.titlesize": 9,
-       "axes.spines.top": False, "axes.spines.right": False}
+       "axes.spines.top": False, "axes.spines.right": False, "path.simplify": True}
+#: More groups than this on a relative or ceiling chart: lines with markers instead of bars (still readable).
+MAX_BAR_GROUPS = 24
+MAX_XTICKS = 12
+_GID = re.compile(r'id="plser-(\d+)"')
 
 
 def colour(i: int) -> str:
-    """The i-th series' colour (shared with the HTML charts)."""
+    """The i-th configuration's colour."""
     return PALETTE[i % len(PALETTE)]
 
 
@@ -44,7 +56,25 @@ def _num(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _bars(ax, chart: Chart) -> None:
+class _Palette:
+    """Colour per configuration: its index in the plan's configurations (then in order of appearance)."""
+
+    def __init__(self, configurations: list[str]):
+        self.order = list(configurations)
+
+    def __call__(self, name: str) -> str:
+        if name not in self.order:
+            self.order.append(name)
+        return colour(self.order.index(name))
+
+
+def _xticks(ax, xs: list[int], labels: list[str]) -> None:
+    step = max(1, math.ceil(len(xs) / MAX_XTICKS))
+    ax.set_xticks(xs[::step], labels[::step], rotation=0 if step == 1 and len(xs) <= 6 else 30,
+                  ha="center" if step == 1 and len(xs) <= 6 else "right")
+
+
+def _bars(ax, chart: Chart, paint: _Palette) -> None:
     groups, n = len(chart.x), max(1, len(chart.series))
     width = 0.8 / n
     for i, s in enumerate(chart.series):
@@ -52,49 +82,63 @@ def _bars(ax, chart: Chart) -> None:
         ys = [_num(v) for v in s.values]
         err = None
         if s.low and s.high:
-            lo = [y - _num(l) if l is not None else 0.0 for y, l in zip(ys, s.low)]
+            lo = [y - _num(lw) if lw is not None else 0.0 for y, lw in zip(ys, s.low)]
             hi = [_num(h) - y if h is not None else 0.0 for y, h in zip(ys, s.high)]
             err = [[max(0.0, v) if math.isfinite(v) else 0.0 for v in lo],
                    [max(0.0, v) if math.isfinite(v) else 0.0 for v in hi]]
-        ax.bar(xs, ys, width * 0.92, label=s.name, color=colour(i), yerr=err, capsize=2,
-               error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+        bars = ax.bar(xs, ys, width * 0.92, label=s.name, color=paint(s.name), yerr=err, capsize=2,
+                      error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+        for patch in bars.patches:
+            patch.set_gid(f"plser-{i}")
     ax.axhline(100, color="#555555", linewidth=0.8, linestyle="--")
-    ax.set_xticks(range(groups), chart.x)
+    _xticks(ax, list(range(groups)), chart.x)
 
 
-def _lines(ax, chart: Chart) -> None:
+def _lines(ax, chart: Chart, paint: _Palette) -> None:
     xs = list(range(len(chart.x)))
     groups = series_groups(chart)
-    names = list(dict.fromkeys(groups))
     drawn: dict[str, int] = {}
-    for s, group in zip(chart.series, groups):
+    many = len(xs) > MAX_BAR_GROUPS
+    for i, (s, group) in enumerate(zip(chart.series, groups)):
         nth = drawn.get(group, 0)
         drawn[group] = nth + 1
-        ax.plot(xs, [_num(v) for v in s.values], label=group if nth == 0 else "_nolegend_",
-                color=colour(names.index(group)), linewidth=1.1,
-                linestyle=DASHES[nth % len(DASHES)] if chart.kind == "series" else "-",
-                marker="o" if chart.kind == "percentiles" else None, markersize=3)
-    if chart.kind == "percentiles":
-        ax.set_xticks(xs, chart.x)
-    else:
-        step = max(1, len(xs) // 10)
-        ax.set_xticks(xs[::step], chart.x[::step])
+        ys = [_num(v) for v in s.values]
+        marker = None if chart.kind == "series" or many else "o"
+        if len([y for y in ys if math.isfinite(y)]) == 1 and marker is None:
+            marker = "o"  # a single value still shows
+        (line,) = ax.plot(xs, ys, label=group if nth == 0 else "_nolegend_", color=paint(group), linewidth=1.1,
+                          linestyle=DASHES[nth % len(DASHES)] if chart.kind == "series" else "-",
+                          marker=marker, markersize=3)
+        line.set_gid(f"plser-{i}")
+        if s.low and s.high and chart.kind in ("relative", "ceiling"):
+            ax.fill_between(xs, [_num(v) for v in s.low], [_num(v) for v in s.high], color=paint(group),
+                            alpha=0.15, linewidth=0)
+    if chart.kind in ("relative", "ceiling"):
+        ax.axhline(100, color="#555555", linewidth=0.8, linestyle="--")
+    if chart.kind == "series":
+        _xticks(ax, xs, chart.x)
         ax.set_xlabel("second of the measured window")
+    else:
+        _xticks(ax, xs, chart.x)
     if chart.log_y:
         ax.set_yscale("log")
+        # plain numbers, not mathtext (10^3): mathtext parsing was most of a log chart's cost
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def figure(chart: Chart) -> Figure:
+def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     """A matplotlib Figure of one chart: title, axis meaning (e.g. 'above 100 = more IOPS'), legend."""
     # A fixed layout (legend to the right) instead of "constrained": it is most of the cost of a figure.
     fig = Figure(figsize=(8.0, 3.4), dpi=100)
-    fig.subplots_adjust(left=0.08, right=0.78, top=0.84, bottom=0.16)
+    fig.subplots_adjust(left=0.09, right=0.78, top=0.84, bottom=0.2)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    if chart.kind in ("relative", "ceiling"):
-        _bars(ax, chart)
+    paint = _Palette(configurations or [])
+    if chart.kind in ("relative", "ceiling") and len(chart.x) <= MAX_BAR_GROUPS:
+        _bars(ax, chart, paint)
     else:
-        _lines(ax, chart)
+        _lines(ax, chart, paint)
     ax.set_title(f"{chart.title}\n{chart.note}", loc="left")
     ax.set_ylabel(chart.ylabel)
     if chart.series:
@@ -103,23 +147,63 @@ def figure(chart: Chart) -> Figure:
     return fig
 
 
-def save(chart: Chart, folder: Path) -> list[Path]:
-    """Write figures/<id>.png and figures/<id>.svg atomically; returns both paths."""
-    paths = []
+def _tag(svg: str, chart: Chart) -> str:
+    """Name each drawn series in the SVG: class="series" data-series="<name>" (tests and readers find them)."""
+    names = [s.name for s in chart.series]
+    return _GID.sub(lambda m: f'class="series" data-series="{html.escape(names[int(m.group(1))], quote=True)}"',
+                    svg)
+
+
+@dataclass
+class Drawn:
+    """One chart drawn: its SVG text (also inlined in the page) and where its files are."""
+
+    id: str
+    svg: str
+    paths: list[Path]
+
+
+def draw(chart: Chart, folder: Path | None, configurations: list[str] | None = None,
+         png: bool = True) -> Drawn:
+    """Draw one chart; write figures/<id>.svg (and .png) into ``folder`` unless it is None."""
     with rc_context(_RC):
-        fig = figure(chart)
-        for ext in ("png", "svg"):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=ext, metadata={"Date": None} if ext == "svg" else None)
-            path = folder / f"{chart.id}.{ext}"
-            atomic_write(path, buf.getvalue())
-            paths.append(path)
-    return paths
+        fig = figure(chart, configurations)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        svg = _tag(buf.getvalue().decode("utf-8"), chart)
+        paths = []
+        if folder is not None:
+            paths.append(folder / f"{chart.id}.svg")
+            atomic_write(paths[-1], svg)
+            if png:
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png")
+                paths.append(folder / f"{chart.id}.png")
+                atomic_write(paths[-1], buf.getvalue())
+    return Drawn(chart.id, svg, paths)
 
 
-def save_all(charts: list[Chart], folder: Path) -> list[Path]:
+def _draw_args(args: tuple) -> Drawn:
+    return draw(*args)
+
+
+def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
+             png: bool = True) -> dict[str, Drawn]:
+    """Every chart, by id; two worker processes when there are many (each chart is independent)."""
+    jobs = [(c, folder, configurations, png) for c in charts]
+    workers = min(2, os.cpu_count() or 1)
+    if len(jobs) >= 6 and workers > 1:
+        import multiprocessing as mp
+
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                done = pool.map(_draw_args, jobs, chunksize=1)
+            return {d.id: d for d in done}
+        except OSError:  # no fork here (or no resources): draw in this process
+            pass
+    return {d.id: d for d in map(_draw_args, jobs)}
+
+
+def save_all(charts: list[Chart], folder: Path, configurations: list[str] | None = None) -> list[Path]:
     """Every chart as PNG and SVG under `folder`."""
-    out = []
-    for c in charts:
-        out.extend(save(c, folder))
-    return out
+    return [p for d in draw_all(charts, folder, configurations).values() for p in d.paths]

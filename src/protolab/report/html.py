@@ -1,12 +1,12 @@
-"""The HTML report: one self-contained file (inline CSS, inline JS, data embedded) that fetches nothing.
+"""The HTML report: one self-contained file (inline CSS, inline SVG charts) that fetches nothing.
 
-Charts are drawn in the browser from the JSON embedded in the page by `static/report.js`
-(SVG, no library). The page's Content-Security-Policy forbids every network fetch.
+Each chart is the SVG that `figures.draw` made with matplotlib — the same picture as
+figures/<id>.svg and .png — inlined in the page. The page's Content-Security-Policy
+forbids every network fetch; its only script reports errors (none are expected).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from importlib import resources
 from typing import Any
@@ -18,6 +18,8 @@ from .tables import Chart, ReportData
 
 _STATIC = resources.files("protolab.report") / "static"
 _TEMPLATES = resources.files("protolab.report") / "templates"
+#: A chart's table shows at most this many rows on the page (the page stays quick to open); the CSV has all.
+HTML_ROWS = 300
 _ENV_FIELDS = [("protolab", "protolab"), ("fio_version", "fio"), ("kernel", "kernel"), ("cpu_model", "CPU"),
                ("cpus", "CPUs"), ("machine", "machine"), ("hostname", "host"), ("python", "Python")]
 
@@ -90,8 +92,8 @@ def _method_text(data: ReportData) -> str:
             f"load point so that drift of the machine does not masquerade as a difference.")
 
 
-def render(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> str:
-    """The whole HTML page for one run."""
+def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, noise: float = 0.02) -> str:
+    """The whole HTML page for one run; ``drawn`` maps chart ids to their drawn SVG (drawn here when None)."""
     from ..analysis.findings import METRICS, TABLE_ONLY
 
     env = _environment()
@@ -99,10 +101,20 @@ def render(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> str
     numeric_words = ("median", "%", "IOPS", "MB/s", "(µs)", "I/Os", "repeats", "repeat", "seconds", "ceiling",
                      "packets", "bytes", "MTU", "p (corrected)")
 
+    if drawn is None:
+        from .figures import draw_all
+
+        drawn = draw_all(data.charts, None, data.configurations)
+
     def chart_block(c: Chart) -> Markup:
         columns = [col for col in (c.table[0] if c.table else []) if col != "workload"]  # the section says it
         numeric = {col for col in columns if any(w in col for w in numeric_words) and col != "limited by"}
-        return Markup(chart_tpl.render(c=c, columns=columns, rows=c.table, numeric=numeric,
+        svg = drawn[c.id].svg
+        svg = Markup(svg[svg.index("<svg"):])  # inline: without the XML prolog and doctype
+        rows = c.table[:HTML_ROWS]  # a long ladder's table lives whole in tables/<id>.csv
+        return Markup(chart_tpl.render(c=c, columns=columns, rows=rows, numeric=numeric, svg=svg,
+                                       cut=len(c.table) - len(rows),
+                                       series=len(c.series),
                                        baseline=data.baseline if c.kind == "relative" else None))
 
     by_section: dict[str, list[Chart]] = {"metrics": [], "percentiles": [], "series": [], "ceiling": []}
@@ -110,8 +122,6 @@ def render(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> str
         by_section.setdefault(c.section, []).append(c)
     prov = data.manifest.get("provenance") or {}
     titles = {**{k: m.title for k, m in METRICS.items()}, **{k: t[0] for k, t in TABLE_ONLY.items()}}
-    payload = json.dumps({"run_id": data.run_id, "charts": [c.to_json() for c in data.charts]},
-                         allow_nan=False, default=str)
     plan_name = data.plan.name if data.plan else (data.manifest.get("plan") or {}).get("name", data.run_id)
     page = env.from_string(_read(_TEMPLATES, "report.html.j2"))
     return page.render(
@@ -124,6 +134,5 @@ def render(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> str
         environment=[(label, prov.get(k)) for k, label in _ENV_FIELDS if prov.get(k) not in (None, "")],
         not_measured=[titles[m] for m in data.absent],
         charts_by_section=by_section, chart_block=chart_block,
-        chart_json=_script_safe(payload), errors_js=_script_safe(_read(_STATIC, "errors.js")),
-        report_js=_script_safe(_read(_STATIC, "report.js")), css=Markup(_read(_STATIC, "report.css")),
+        errors_js=_script_safe(_read(_STATIC, "errors.js")), css=Markup(_read(_STATIC, "report.css")),
     )

@@ -36,14 +36,28 @@ def rel_cell(relative: float | None, v: Verdict | None) -> str:
     return f"{relative:.0f} ({100 * v.ci_low:.0f}–{100 * v.ci_high:.0f}){ARROWS.get(v.verdict, '')}"
 
 
-def summary_table(data: ReportData, workload: str) -> tuple[str, list[str], list[list[str]]]:
-    """(title, headers, rows) for one workload: per load point and configuration, each metric's median and %."""
+def shown_loads(data: ReportData, workload: str, most: int | None) -> tuple[set[int], int]:
+    """The load points a summary shows (all, or ``most`` spread from the first to the last) and how many exist."""
+    loads = sorted({r.load_index for r in data.rows if r.workload == workload})
+    if most is None or len(loads) <= most:
+        return set(loads), len(loads)
+    picks = {loads[round(i * (len(loads) - 1) / (most - 1))] for i in range(most)}
+    return picks, len(loads)
+
+
+def summary_table(data: ReportData, workload: str,
+                  most_loads: int | None = None) -> tuple[str, list[str], list[list[str]]]:
+    """(title, headers, rows) for one workload: per load point and configuration, each metric's median and %.
+
+    ``most_loads``: show at most that many load points (the terminal's summary of a long ladder).
+    """
     closed = is_closed_loop(data.plan, workload)
     headers = ["load point", "configuration", "n"]
     for m in data.metrics:
         headers += [SHORT[m], "%"]
     rows = []
-    for r in (r for r in data.rows if r.workload == workload):
+    shown, total = shown_loads(data, workload, most_loads)
+    for r in (r for r in data.rows if r.workload == workload and r.load_index in shown):
         cells = [r.load_label, r.configuration + (" *" if r.baseline else ""), str(r.repeats)]
         for m in data.metrics:
             cells += [fmt_number(r.values.get(m)),
@@ -53,6 +67,8 @@ def summary_table(data: ReportData, workload: str) -> tuple[str, list[str], list
     title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI (with fewer than "
              f"3 repeats on a side: [the repeats' range, not tested]), ↑↓ = called "
              f"difference; latency = {lat}")
+    if len(shown) < total:
+        title += f"; {len(shown)} of {total} load points shown (all in report.md and tables/summary.csv)"
     return title, headers, rows
 
 

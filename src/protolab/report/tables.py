@@ -58,20 +58,6 @@ class Chart:
     table: list[dict[str, Any]]
     log_y: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        """What the page's script needs to draw the chart."""
-        return {"id": self.id, "kind": self.kind, "title": self.title, "note": self.note, "ylabel": self.ylabel,
-                "x": self.x, "logY": self.log_y,
-                "series": [{"name": s.name, "values": _finite(s.values), "low": _finite(s.low),
-                            "high": _finite(s.high)} for s in self.series]}
-
-
-def _finite(values: list[float | None] | None) -> list[float | None] | None:
-    """JSON has no NaN: non-finite values become null (drawn as gaps)."""
-    if values is None:
-        return None
-    return [v if v is not None and math.isfinite(v) else None for v in values]
-
 
 @dataclass
 class ReportData:
@@ -92,6 +78,18 @@ class ReportData:
     notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
     records: list[CellRecord] = field(default_factory=list)
     series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
+    cells: dict[tuple[str, int, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
+
+    def index(self) -> None:
+        """Group the records by workload, load point and configuration (read once, used by every chart)."""
+        self.cells = {}
+        for r in self.records:
+            self.cells.setdefault((r.workload, r.load_index, r.configuration), []).append(r)
+
+
+#: Above this many load points a workload gets one chart per kind (load points on the x axis), not one
+#: chart per load point: a study of 100 load points is read from one chart with 100 groups, not 100 files.
+DETAIL_LOADS = 4
 
 
 def slug(*parts: str) -> str:
@@ -132,16 +130,17 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
     rows = [r for r in data.rows if r.workload == workload]
     loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
     ref = _reference(data, rows, metric)  # the baseline, or the first configuration that has the metric
+    by = {(r.configuration, r.load_index): r for r in rows}
     series, table = [], []
-    for c in [c for c in data.configurations if any(r.configuration == c for r in rows)]:
+    for c in [c for c in data.configurations if any((c, li) in by for li, _ in loads)]:
         vals, lo, hi = [], [], []
         for li, label in loads:
-            r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
+            r = by.get((c, li))
             v = data.verdicts.get((metric, workload, li, c)) if ref == data.baseline else None
             rel = r.relative.get(metric) if r else None
             if ref != data.baseline:
-                base = next((x.values.get(metric) for x in rows if x.configuration == ref and x.load_index == li),
-                            None)
+                x = by.get((ref, li))
+                base = x.values.get(metric) if x else None
                 mine = r.values.get(metric) if r else None
                 rel = 100.0 * mine / base if mine is not None and base else None
             vals.append(rel)
@@ -169,9 +168,8 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
 
 def _reference(data: ReportData, rows: list, metric: str) -> str:
     """The baseline when it has the metric somewhere, else the first configuration (plan order) that has it."""
-    have = [c for c in [data.baseline, *data.configurations] if any(r.configuration == c and r.values.get(metric)
-                                                                     for r in rows)]
-    return have[0] if have else data.baseline
+    have = {r.configuration for r in rows if r.values.get(metric)}
+    return next((c for c in [data.baseline, *data.configurations] if c in have), data.baseline)
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
@@ -183,51 +181,72 @@ def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None]
 def _percentile_charts(data: ReportData, workload: str) -> list[Chart]:
     closed = is_closed_loop(data.plan, workload)
     word = "service time" if closed else "latency"
-    out = []
     loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
-    for li, label in loads:
-        series, table = [], []
+    merged: dict[tuple[int, str], tuple[dict[str, float | None], int, int]] = {}
+    for li, _ in loads:
         for c in data.configurations:
-            recs = [r for r in data.records if r.workload == workload and r.load_index == li and r.configuration == c]
-            if not recs:
-                continue
-            pct, n = _merged_percentiles(recs)
-            if n == 0:  # no histogram stored: fall back to nothing rather than averaging percentiles
-                continue
-            series.append(Series(c, [pct[k] for k in PCT_KEYS]))
-            table.append({"workload": workload, "load point": label, "configuration": c, "repeats": len(recs),
-                          "I/Os": n, **{f"{k} (µs)": pct[k] for k in PCT_KEYS}})
+            recs = data.cells.get((workload, li, c))
+            if recs:
+                pct, n = _merged_percentiles(recs)
+                if n:  # no histogram stored: nothing, rather than averaging percentiles
+                    merged[(li, c)] = (pct, n, len(recs))
+    table = [{"workload": workload, "load point": label, "configuration": c, "repeats": merged[(li, c)][2],
+              "I/Os": merged[(li, c)][1], **{f"{k} (µs)": merged[(li, c)][0][k] for k in PCT_KEYS}}
+             for li, label in loads for c in data.configurations if (li, c) in merged]
+    if not merged:
+        return []
+    how = "all repeats and jobs merged from fio's histograms (never averaged); µs, log scale"
+    if len(loads) > DETAIL_LOADS:  # one chart: p99 at every load point; every percentile in the table
+        series = [Series(c, [merged[(li, c)][0]["p99"] if (li, c) in merged else None for li, _ in loads])
+                  for c in data.configurations if any((li, c) in merged for li, _ in loads)]
+        return [Chart(slug("percentiles", workload), "percentiles-by-load", "percentiles", workload,
+                      f"{workload} — p99 {word} at each load point", f"{how}; every percentile in the table",
+                      f"p99 {word} (µs)", [label for _, label in loads], series, table, log_y=True)]
+    out = []
+    for li, label in loads:
+        series = [Series(c, [merged[(li, c)][0][k] for k in PCT_KEYS]) for c in data.configurations
+                  if (li, c) in merged]
         if series:
             out.append(Chart(slug("percentiles", workload, str(li)), "percentiles", "percentiles", workload,
-                             f"{workload} — {word} percentiles at {label}",
-                             f"all repeats and jobs merged from fio's histograms (never averaged); µs, log scale",
-                             f"{word} (µs)", PCT_KEYS, series, table, log_y=True))
+                             f"{workload} — {word} percentiles at {label}", how, f"{word} (µs)", PCT_KEYS, series,
+                             [row for row in table if row["load point"] == label], log_y=True))
     return out
 
 
 def _series_charts(data: ReportData, workload: str) -> list[Chart]:
     out = []
     loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
-    for li, label in loads:
-        recs = [r for r in data.records if r.workload == workload and r.load_index == li
-                and data.series.get(r.seq, {}).get("all")]
+    shown = loads if len(loads) <= DETAIL_LOADS else loads[-1:]  # a long ladder: its highest load point
+    for li, label in shown:
+        recs = [r for c in data.configurations for r in data.cells.get((workload, li, c), [])
+                if data.series.get(r.seq, {}).get("all")]
         if not recs:
             continue
-        recs.sort(key=lambda r: (data.configurations.index(r.configuration)
-                                 if r.configuration in data.configurations else 99, r.repeat))
+        recs.sort(key=lambda r: (data.configurations.index(r.configuration), r.repeat))
         length = max(len(data.series[r.seq]["all"]) for r in recs)
         series, table = [], []
         for r in recs:
             vals = [float(v) for v in data.series[r.seq]["all"]]
             series.append(Series(f"{r.configuration} r{r.repeat}", vals + [None] * (length - len(vals))))
-            steady_txt = "–" if r.steady is None else ("yes" if r.steady.steady else "no")
             table.append({"workload": workload, "load point": label, "configuration": r.configuration,
                           "repeat": r.repeat, "seconds": len(vals), "mean IOPS": sum(vals) / len(vals),
-                          "min IOPS": min(vals), "max IOPS": max(vals), "steady state": steady_txt})
+                          "min IOPS": min(vals), "max IOPS": max(vals), "steady state": steady_word(r)})
+        note = "each repeat's measured window, one line per configuration and repeat"
+        if len(shown) < len(loads):
+            note += f"; the highest of {len(loads)} load points (every series is in series.csv)"
         out.append(Chart(slug("series", workload, str(li)), "series", "series", workload,
-                         f"{workload} — IOPS per second at {label}", "each repeat's measured window, one line per "
-                         "configuration and repeat", "IOPS", [str(i + 1) for i in range(length)], series, table))
+                         f"{workload} — IOPS per second at {label}", note, "IOPS",
+                         [str(i + 1) for i in range(length)], series, table))
     return out
+
+
+def steady_word(r: CellRecord) -> str:
+    """'yes', or 'no' with the reason (range or slope over the SNIA limit, window too short), or '–'."""
+    if r.steady is None:
+        return "– (window shorter than the steady-state test's window)"
+    if r.steady.steady:
+        return "yes"
+    return f"no: {r.steady.reason}" if r.steady.reason else "no"
 
 
 def protocol_of(url: str) -> str | None:
@@ -269,6 +288,7 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
     for w in (w for w in plan.workloads if w.name in data.workloads):
         rows = [r for r in data.rows if r.workload == w.name]
         loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
+        by = {(r.configuration, r.load_index): r for r in rows}
         series, table = [], []
         for c in (c for c in data.configurations if c not in local):
             link = link_of(plan, c)
@@ -284,7 +304,7 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
             frames_counted = link.get("offloads", True) is False
             vals = []
             for li, label in loads:
-                r = next((r for r in rows if r.configuration == c and r.load_index == li), None)
+                r = by.get((c, li))
                 iops = r.values.get("iops") if r else None
                 vals.append(100 * iops / ceil.iops if iops else None)
                 if r is None:
@@ -333,6 +353,7 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
                       rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
                       + pair_findings(rows, plan, alpha=alpha, noise=noise),
                       records=records, series=series or {})
+    data.index()
     for w in data.workloads:
         data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
     for w in data.workloads:

@@ -63,26 +63,37 @@ def _plain(cell) -> str:
     return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
 
 
+#: More rows than this: the table is written as aligned plain text (rich measures every cell of a big table,
+#: which took most of a 10,000-window report's time) — the same columns and numbers.
+PLAIN_ROWS = 200
+
+
 def print_table(console: Console, table: Table) -> None:
     """Print ``table``; when it is wider than the console, print each row as 'column: value' lines instead,
     so that no number is ever cut (rich would shorten cells to "14,2…")."""
-    from rich.measure import Measurement
-
-    natural = Measurement.get(console, console.options.update_width(100_000), table).maximum
-    if natural <= console.width:
-        console.print(table)
-        return
-    if table.title:
-        console.print(_plain(table.title), highlight=False, markup=False)
     headers = [_plain(c.header) for c in table.columns]
     cells = [[_plain(x) for x in c._cells] for c in table.columns]
     rows = len(cells[0]) if cells else 0
-    for i in range(rows):
-        values = [col[i] for col in cells]
-        console.print(f"- {values[0]}" + (f" · {values[1]}" if len(values) > 1 and headers[1] != "%" else ""),
-                      highlight=False, markup=False, soft_wrap=True)
-        start = 2 if len(values) > 1 and headers[1] != "%" else 1
-        for j in range(start, len(values)):
-            name = headers[j] if headers[j] != "%" else f"{headers[j - 1]} %"
-            if values[j] not in ("", "–"):
-                console.print(f"    {name}: {values[j]}", highlight=False, markup=False, soft_wrap=True)
+    widths = [max([len(h), *(len(x) for x in col)]) for h, col in zip(headers, cells)]
+    natural = sum(widths) + 3 * len(widths) + 1  # rich's "│ a │ b │"
+    if natural <= console.width and rows <= PLAIN_ROWS:
+        console.print(table)
+        return
+    lines = [_plain(table.title)] if table.title else []
+    if natural <= console.width:
+        right = [c.justify == "right" for c in table.columns]
+        fmt = lambda vals: "  ".join(v.rjust(w) if r else v.ljust(w)  # noqa: E731
+                                     for v, w, r in zip(vals, widths, right)).rstrip()
+        lines.append(fmt(headers))
+        lines.extend(fmt([col[i] for col in cells]) for i in range(rows))
+    else:
+        named = len(headers) > 1 and headers[1] != "%"
+        for i in range(rows):
+            values = [col[i] for col in cells]
+            lines.append(f"- {values[0]}" + (f" · {values[1]}" if named else ""))
+            for j in range(2 if named else 1, len(values)):
+                name = headers[j] if headers[j] != "%" else f"{headers[j - 1]} %"
+                if values[j] not in ("", "–"):
+                    lines.append(f"    {name}: {values[j]}")
+    console.file.write("\n".join(lines) + "\n")
+    console.file.flush()
