@@ -71,3 +71,28 @@ def test_all_percentiles_in_one_pass_equal_each_percentile():
         assert got == {f"p{p:g}": percentile(bins, p) for p in PERCENTILES}
 
     check()
+
+
+def test_welch_and_tost_without_scipy_stats_equal_scipy_stats():
+    """The report's tests use scipy.special (light to import); they equal scipy.stats' own functions."""
+    from scipy import stats
+
+    from protolab.analysis.stats import _t_sf, welch_log_p
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        a = rng.lognormal(0, 0.1, int(rng.integers(3, 9)))
+        b = rng.lognormal(0.05, 0.1, int(rng.integers(3, 9)))
+        want = float(stats.ttest_ind(np.log(a), np.log(b), equal_var=False).pvalue)
+        assert welch_log_p(a, b) == pytest.approx(want, rel=1e-10, abs=1e-15)
+    for t, df in ((0.5, 2.0), (3.0, 4.7), (-1.2, 10.0)):
+        assert float(_t_sf(t, df)) == pytest.approx(float(stats.t.sf(t, df)), rel=1e-12)
+
+
+def test_report_analysis_does_not_import_scipy_stats():
+    import subprocess
+    import sys
+
+    code = ("import sys; from protolab.report import tables; from protolab.analysis import pairs, compare; "
+            "print('scipy.stats' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

@@ -57,18 +57,19 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
     if not records:
         raise ProtolabError(f"{rundir.path}: no measured cells in this run directory; nothing to report "
                             "(run the study again, or resume it)")
-    data = tables.build(rundir.manifest(), records, series=rundir.series())
+    data = tables.build(rundir.manifest(), records, series=rundir.series)  # reads only the series it draws
     from ..analysis.derived import figures as derived
 
-    from .figures import draw_all
+    from .figures import start_drawing
 
+    # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/ (drawn by
+    # worker processes while the tables are written here)
+    drawn = start_drawing(data.charts, rundir.path / "figures" if figures else None, data.configurations)
     rundir.write_csv(records, lambda r: derived(r).csv_fields())  # today's formulas, also for old runs
     tables.write_csvs(data, rundir.path / "tables")
-    # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/
-    drawn = draw_all(data.charts, rundir.path / "figures" if figures else None, data.configurations)
     atomic_write(rundir.path / "report.md", report_markdown(data))
     path = rundir.path / "report.html"
-    atomic_write(path, render(data, drawn))
+    atomic_write(path, render(data, drawn()))
     rundir.report_data = data  # built once: the summary and --json reuse it
     return path
 

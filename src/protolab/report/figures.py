@@ -4,7 +4,8 @@ One renderer for every output, so the page, the SVG and the PNG show the same pi
 Each configuration keeps its colour in every chart (its place in the plan picks it).
 Uses matplotlib's object API (Figure + FigureCanvasAgg), never pyplot, so no global
 figure state is kept and nothing needs a display. Many charts are drawn by two worker
-processes (this machine has two cores).
+processes (this machine has two cores), started fresh (spawn): matplotlib is imported
+only where charts are drawn, so the process that builds the report stays small.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+from typing import TYPE_CHECKING, Any
 
-matplotlib.use("Agg")
+from ..results.files import atomic_write
 
-from matplotlib import rc_context  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-from ..results.files import atomic_write  # noqa: E402
-from .tables import Chart  # noqa: E402
+    from .tables import Chart
 
 #: Colour-blind-safe palette (Okabe & Ito), repeated when there are more configurations.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -121,6 +119,8 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
     else:
         _xticks(ax, xs, chart.x)
     if chart.log_y:
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_yscale("log")
         # plain numbers, not mathtext (10^3): mathtext parsing was most of a log chart's cost
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
@@ -129,6 +129,11 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
 
 def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     """A matplotlib Figure of one chart: title, axis meaning (e.g. 'above 100 = more IOPS'), legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     # A fixed layout (legend to the right) instead of "constrained": it is most of the cost of a figure.
     fig = Figure(figsize=(8.0, 3.4), dpi=100)
     fig.subplots_adjust(left=0.09, right=0.78, top=0.84, bottom=0.2)
@@ -166,6 +171,8 @@ class Drawn:
 def draw(chart: Chart, folder: Path | None, configurations: list[str] | None = None,
          png: bool = True) -> Drawn:
     """Draw one chart; write figures/<id>.svg (and .png) into ``folder`` unless it is None."""
+    from matplotlib import rc_context
+
     with rc_context(_RC):
         fig = figure(chart, configurations)
         buf = io.BytesIO()
@@ -189,19 +196,37 @@ def _draw_args(args: tuple) -> Drawn:
 
 def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
              png: bool = True) -> dict[str, Drawn]:
-    """Every chart, by id; two worker processes when there are many (each chart is independent)."""
+    """Every chart, by id; see `start_drawing` (this waits for them)."""
+    return start_drawing(charts, folder, configurations, png)()
+
+
+def start_drawing(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
+                  png: bool = True) -> Any:
+    """Start drawing every chart; returns a function that waits and gives {id: Drawn}.
+
+    Many charts go to two fresh worker processes, so the caller can write its tables meanwhile;
+    a few are drawn here, at once.
+    """
     jobs = [(c, folder, configurations, png) for c in charts]
     workers = min(2, os.cpu_count() or 1)
     if len(jobs) >= 6 and workers > 1:
         import multiprocessing as mp
 
         try:
-            with mp.get_context("fork").Pool(workers) as pool:
-                done = pool.map(_draw_args, jobs, chunksize=1)
-            return {d.id: d for d in done}
-        except OSError:  # no fork here (or no resources): draw in this process
+            pool = mp.get_context("spawn").Pool(workers)
+            pending = pool.map_async(_draw_args, jobs, chunksize=1)
+        except OSError:  # no processes to be had here: draw in this process
             pass
-    return {d.id: d for d in map(_draw_args, jobs)}
+        else:
+            def wait() -> dict[str, Drawn]:
+                try:
+                    return {d.id: d for d in pending.get()}
+                finally:
+                    pool.close()
+                    pool.join()
+            return wait
+    done = {d.id: d for d in map(_draw_args, jobs)}
+    return lambda: done
 
 
 def save_all(charts: list[Chart], folder: Path, configurations: list[str] | None = None) -> list[Path]:

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -213,10 +213,17 @@ def _percentile_charts(data: ReportData, workload: str) -> list[Chart]:
     return out
 
 
+def series_loads(data: ReportData, workload: str) -> list[int]:
+    """The load points whose per-second series are drawn: all, or a long ladder's highest."""
+    loads = sorted({r.load_index for r in data.rows if r.workload == workload})
+    return loads if len(loads) <= DETAIL_LOADS else loads[-1:]
+
+
 def _series_charts(data: ReportData, workload: str) -> list[Chart]:
     out = []
     loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
-    shown = loads if len(loads) <= DETAIL_LOADS else loads[-1:]  # a long ladder: its highest load point
+    wanted = set(series_loads(data, workload))
+    shown = [(li, label) for li, label in loads if li in wanted]
     for li, label in shown:
         recs = [r for c in data.configurations for r in data.cells.get((workload, li, c), [])
                 if data.series.get(r.seq, {}).get("all")]
@@ -336,8 +343,12 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
 
 
 def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
-          method: str = "holm", series: dict[int, dict[str, list[float]]] | None = None) -> ReportData:
-    """Assemble the whole report's data from a manifest, its records and their per-interval series."""
+          method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None) -> ReportData:
+    """Assemble the whole report's data from a manifest, its records and their per-interval series.
+
+    ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
+    (a long run's series.csv holds far more than the charts draw).
+    """
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
     present, absent = measured_metrics(records)
@@ -352,8 +363,11 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
                       rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
                       + pair_findings(rows, plan, alpha=alpha, noise=noise),
-                      records=records, series=series or {})
+                      records=records, series={} if callable(series) else (series or {}))
     data.index()
+    if callable(series):
+        data.series = series("measure", {r.seq for w in data.workloads for li in series_loads(data, w)
+                                         for c in data.configurations for r in data.cells.get((w, li, c), [])})
     for w in data.workloads:
         data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
     for w in data.workloads:

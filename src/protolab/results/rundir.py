@@ -19,7 +19,6 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cache
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -27,8 +26,6 @@ from typing import Any, Callable, NamedTuple
 from ..errors import ProtolabError
 from ..safepath import inside
 from .files import StoreError, append_lines, atomic_write, now, provenance, write_json  # noqa: F401 (re-exported)
-from pydantic import TypeAdapter
-
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
 
 MANIFEST_SCHEMA = 2
@@ -80,11 +77,6 @@ def _csv_text(rows: list[dict[str, Any]], columns: list[str], header: bool) -> s
     for row in rows:
         w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
     return buf.getvalue()
-
-
-@cache
-def _records_adapter() -> TypeAdapter:
-    return TypeAdapter(list[CellRecord])
 
 
 class _Point(NamedTuple):
@@ -216,21 +208,18 @@ class RunDir:
         if not path.is_file():
             return []
         out = []
-        lines = path.read_text().splitlines()
-        try:  # one parse of the whole file is much faster than one per line; a damaged line falls back below
-            whole = _records_adapter().validate_json("[" + ",".join(ln for ln in lines if ln.strip()) + "]")
-            return sorted(whole, key=lambda r: r.seq)
-        except ValueError:
-            pass
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                out.append(CellRecord.model_validate_json(line))
-            except ValueError:
-                if i == len(lines) - 1:
-                    break  # a line torn by a crash or a full disk: the window is measured again on resume
-                raise ProtolabError(f"{path}: line {i + 1} is not a record; the run directory is damaged") from None
+        damaged: int | None = None  # a bad line is fatal unless it is the last one (torn by a crash)
+        with path.open("rb") as f:  # line by line: a long run's file is never held whole in memory
+            for i, line in enumerate(f):
+                if damaged is not None:
+                    raise ProtolabError(f"{path}: line {damaged + 1} is not a record; the run directory is "
+                                        "damaged") from None
+                if not line.strip():
+                    continue
+                try:
+                    out.append(CellRecord.model_validate_json(line))
+                except ValueError:
+                    damaged = i
         return sorted(out, key=lambda r: r.seq)
 
     def records(self) -> list[CellRecord]:
@@ -240,10 +229,10 @@ class RunDir:
             latest[r.cell_id] = r
         return sorted(latest.values(), key=lambda r: r.seq)
 
-    def series(self, phase: str = "measure") -> dict[int, dict[str, list[float]]]:
-        """Per-interval IOPS by record seq: {seq: {host or 'all': [values in time order]}}."""
+    def series(self, phase: str = "measure", seqs: set[int] | None = None) -> dict[int, dict[str, list[float]]]:
+        """Per-interval IOPS by record seq: {seq: {host or 'all': [values in time order]}} (only ``seqs``, if given)."""
         if self.schema == 1:
-            rows = [r for r in self._migrated().series if r.phase == phase]
+            rows = [r for r in self._migrated().series if r.phase == phase and (seqs is None or r.seq in seqs)]
         else:
             rows = []
             path = self.path / "series.csv"
@@ -256,7 +245,7 @@ class RunDir:
                         i_seq, i_phase, i_host, i_t, i_iops = (at[k] for k in ("seq", "phase", "host", "t_s", "iops"))
                         for row in reader:
                             try:
-                                if row[i_phase] == phase:
+                                if row[i_phase] == phase and (seqs is None or int(row[i_seq]) in seqs):
                                     rows.append(_Point(int(row[i_seq]), row[i_host], float(row[i_t]),
                                                        float(row[i_iops])))
                             except (IndexError, ValueError):
