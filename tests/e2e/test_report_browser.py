@@ -70,53 +70,50 @@ def real_run(tmp_path_factory):
 
 
 class Dom(HTMLParser):
-    """Counts, for each data-chart element, the data-series elements drawn inside it."""
+    """For each data-chart figure: the series drawn inside its SVG (name → colours seen)."""
 
     def __init__(self):
         super().__init__()
-        self.stack: list[tuple[str, str | None]] = []
         self.charts: dict[str, dict] = {}
         self.root_attrs: dict[str, str] = {}
+        self.current: str | None = None
+        self.series: set | None = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "html":
             self.root_attrs = a
-        chart = a.get("data-chart")
-        if chart:
-            self.charts[chart] = {"expected": int(a["data-expected-series"]), "series": 0,
-                                  "drawn": a.get("data-drawn")}
-        inside = next((c for _, c in reversed(self.stack) if c), None)
-        if "data-series" in a and inside:
-            self.charts[inside]["series"] += 1
-        if tag not in ("rect", "line", "circle", "path", "i", "br", "meta", "input", "img") or chart:
-            self.stack.append((tag, chart))
+        if "data-chart" in a:
+            self.current = a["data-chart"]
+            self.charts[self.current] = {"expected": int(a["data-expected-series"]), "series": {}}
+        if "data-series" in a and self.current:
+            self.series = self.charts[self.current]["series"].setdefault(a["data-series"], set())
+        elif self.series is not None:
+            m = re.search(r"(?:stroke|fill): (#[0-9a-f]{6})", a.get("style", ""))
+            if m:
+                self.series.add(m.group(1))
 
-    def handle_startendtag(self, tag, attrs):
-        a = dict(attrs)
-        inside = next((c for _, c in reversed(self.stack) if c), None)
-        if "data-series" in a and inside:
-            self.charts[inside]["series"] += 1
+    handle_startendtag = handle_starttag
 
     def handle_endtag(self, tag):
-        for i in range(len(self.stack) - 1, -1, -1):
-            if self.stack[i][0] == tag:
-                del self.stack[i:]
-                break
+        if tag == "g":
+            self.series = None
+        elif tag == "figure":
+            self.current = None
 
 
-def chromium_dom(html: Path, profile: Path) -> tuple[str, str]:
+def chromium_dom(html: Path, profile: Path, *extra: str) -> tuple[str, str]:
     done = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-         "--dump-dom", html.as_uri()],
+         *extra, "--dump-dom", html.as_uri()],
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, done.stderr
 
 
-def test_every_chart_draws_its_series_without_errors(real_run, tmp_path):
+def test_every_chart_draws_its_series_in_one_colour_per_configuration_without_errors(real_run, tmp_path):
     dom_text, log = chromium_dom(real_run / "report.html", tmp_path / "profile")
     dom = Dom()
     dom.feed(dom_text)
@@ -127,14 +124,71 @@ def test_every_chart_draws_its_series_without_errors(real_run, tmp_path):
                 "percentiles-tr3808-4k-0": 2, "percentiles-tr3808-4k-1": 2,
                 "series-tr3808-4k-0": 4, "series-tr3808-4k-1": 4}  # 2 configurations × 2 repeats
     assert {k: c["expected"] for k, c in dom.charts.items()} == expected
+    colours: dict[str, set[str]] = {}
     for chart_id, c in dom.charts.items():
-        assert c["series"] == c["expected"], chart_id
-        assert c["drawn"] == str(c["expected"]), chart_id
+        assert len(c["series"]) == c["expected"] >= 1, chart_id  # every series drawn, none empty
+        for name, seen in c["series"].items():
+            assert seen, (chart_id, name)
+            colours.setdefault(name.rsplit(" r", 1)[0], set()).update(seen)
+    assert set(colours) == {"psync", "io_uring"}
+    assert all(len(c) == 1 for c in colours.values()), colours  # a configuration keeps its colour everywhere
+    assert colours["psync"] != colours["io_uring"]
     assert dom.root_attrs.get("data-errors") == "0"
-    assert dom.root_attrs.get("data-charts-drawn") == "8"
     console = [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == []
     assert 'id="error-banner" hidden' in dom_text
+
+
+_MEASURE = """<script>
+window.addEventListener("load", function () {
+  var bad = [], seen = 0;
+  document.querySelectorAll("th").forEach(function (th) {
+    if (th.textContent.trim() !== "verdict") { return; }
+    seen += 1;
+    var box = th.closest(".table"), r = th.getBoundingClientRect();
+    if (r.right > window.innerWidth || (box && box.scrollWidth > box.clientWidth + 1)) { bad.push(r.right); }
+  });
+  var labels = [];
+  document.querySelectorAll("figure.chart svg").forEach(function (svg) {
+    var b = svg.getBoundingClientRect();
+    svg.querySelectorAll("text").forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width && (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1)) {
+        labels.push(t.textContent);
+      }
+    });
+  });
+  document.documentElement.setAttribute("data-width", String(window.innerWidth));
+  document.documentElement.setAttribute("data-verdicts", String(seen));
+  document.documentElement.setAttribute("data-verdicts-hidden", String(bad.length));
+  document.documentElement.setAttribute("data-labels-clipped", labels.join("|"));
+});
+</script></body>"""
+
+
+def test_at_1366_px_the_verdict_column_is_in_view_and_no_label_is_clipped(real_run, tmp_path):
+    """Laid out by Chromium at 1366 px: every verdict column header inside the window (nothing scrolled off),
+    every chart label inside its SVG; and a screenshot of the page at that width."""
+    page = real_run / "report-1366.html"
+    page.write_text((real_run / "report.html").read_text().replace("</body>", _MEASURE, 1))
+    try:
+        dom_text, _ = chromium_dom(page, tmp_path / "profile", "--window-size=1366,900")
+    finally:
+        page.unlink()
+    root = Dom()
+    root.feed(dom_text)
+    a = root.root_attrs
+    assert a.get("data-width") == "1366"
+    assert int(a["data-verdicts"]) == 4  # the four relative charts' tables
+    assert a["data-verdicts-hidden"] == "0"
+    assert a["data-labels-clipped"] == ""
+    shot = tmp_path / "shot.png"
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           f"--user-data-dir={tmp_path / 'profile2'}", "--window-size=1366,2400",
+                           f"--screenshot={shot}", (real_run / "report.html").as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(shot.read_bytes()[16:20], "big") == 1366  # PNG width
 
 
 def test_figures_and_tables_exist_for_every_chart(real_run, tmp_path):
@@ -143,16 +197,19 @@ def test_figures_and_tables_exist_for_every_chart(real_run, tmp_path):
     assert len(ids) == 8
     for cid in ids:
         assert (real_run / "figures" / f"{cid}.png").stat().st_size > 1000
-        assert (real_run / "figures" / f"{cid}.svg").read_text().lstrip().startswith("<?xml")
+        svg = (real_run / "figures" / f"{cid}.svg").read_text()
+        assert svg.lstrip().startswith("<?xml")
+        assert svg[svg.index("<svg"):].strip() in dom_text or svg[svg.index("<svg"):svg.index("<svg") + 200] in \
+            (real_run / "report.html").read_text()  # the page shows the saved picture
         assert (real_run / "tables" / f"{cid}.csv").stat().st_size > 0
     assert (real_run / "report.md").read_text().startswith("# protolab: browser — run ")
 
 
 def test_page_reports_its_own_script_errors(real_run, tmp_path):
-    """The error hook works: a page whose drawing code throws shows the banner and counts the error."""
+    """The error hook works: a page whose script throws shows the banner and counts the error."""
     broken = tmp_path / "broken.html"
     broken.write_text((real_run / "report.html").read_text().replace(
-        "window.protolabDrawAll = function () {", "window.protolabDrawAll = function () { noSuchFunction();", 1))
+        "</body>", "<script>noSuchFunction();</script></body>", 1))
     dom_text, log = chromium_dom(broken, tmp_path / "profile")
     dom = Dom()
     dom.feed(dom_text)

@@ -217,8 +217,7 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
             at = [li for li, v in mine.items() if v.verdict == direction]
             if not at:
                 continue
-            where = ("at every load point" if len(at) == len(loads) and len(loads) > 1 else
-                     "at " + ", ".join(labels[(workload, li)] for li in at))
+            where = where_loads([labels[(workload, li)] for li in at], len(loads))
             parts.append(f"{pct_claim(mine, at)} {word} {m.noun} than {baseline} {where}")
         if not parts:
             if all(v.verdict == NOT_TESTED for v in mine.values()):
@@ -227,9 +226,11 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
                 quiet.append(c)
             continue
         rest = [li for li, v in mine.items() if v.verdict == NO_CLEAR_DIFFERENCE]
-        tail = ("; no clear difference at " + ", ".join(labels[(workload, li)] for li in rest)) if rest else ""
+        tail = ("; no clear difference " + where_loads([labels[(workload, li)] for li in rest], len(loads))
+                if rest else "")
         skipped = [li for li, v in mine.items() if v.verdict == NOT_TESTED]
-        tail += ("; not tested at " + ", ".join(labels[(workload, li)] for li in skipped)) if skipped else ""
+        tail += ("; not tested " + where_loads([labels[(workload, li)] for li in skipped], len(loads))
+                 if skipped else "")
         out.append(Finding("difference", f"{workload}: {c} had " + "; and ".join(parts) + tail + ".",
                            m.key, workload, (c,)))
     if quiet:
@@ -242,6 +243,19 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
             why = f" ({n} repeat{'s' if n != 1 else ''}; {MIN_REPEATS} needed)"
         out.append(Finding(_UNTESTED, why, m.key, workload, tuple(untested)))
     return out
+
+
+#: A sentence names at most this many load points; beyond, it counts them ("at 120 of 238 load points").
+MAX_NAMED_LOADS = 6
+
+
+def where_loads(labels: list[str], total: int) -> str:
+    """'at every load point', 'at 1×1×4=4, 1×2×4=8', or, for a long ladder, 'at 120 of 238 load points (a … b)'."""
+    if len(labels) == total and total > 1:
+        return "at every load point"
+    if len(labels) <= MAX_NAMED_LOADS:
+        return "at " + ", ".join(labels)
+    return f"at {len(labels)} of {total} load points ({labels[0]} … {labels[-1]})"
 
 
 def _sample_pairs(rows: list[Row], baseline: str, metric: str, workload: str,

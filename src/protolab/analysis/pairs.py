@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .findings import METRICS, TABLE_ONLY, Finding, pct
+from .findings import MAX_NAMED_LOADS, METRICS, TABLE_ONLY, Finding, pct, where_loads  # noqa: F401
 from .relative import Row
 from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, compare_many, decide
 
@@ -89,18 +89,6 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
     return out
 
 
-#: A sentence names at most this many load points; beyond, it counts them ("at 120 of 238 load points").
-MAX_NAMED_LOADS = 6
-
-
-def _where(labels: list[str], total: int) -> str:
-    if len(labels) == total and total > 1:
-        return "at every load point"
-    if len(labels) <= MAX_NAMED_LOADS:
-        return "at " + ", ".join(labels)
-    return f"at {len(labels)} of {total} load points ({labels[0]} … {labels[-1]})"
-
-
 def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, less: str, noun: str,
               noise: float) -> str:
     """One sentence for a pair, workload and metric over all its load points."""
@@ -117,7 +105,7 @@ def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, 
             sum(sorted(s[0] for s in shifts)[len(shifts) // 2 - 1:len(shifts) // 2 + 1]) / 2
         claim = (f"{pct(100 * head_pct)} % ({pct(100 * min(s[1] for s in shifts))}–"
                  f"{pct(100 * max(s[2] for s in shifts))} %) {word} {noun}")
-        parts.append(claim if total == 1 else f"{claim} {_where([lb for lb, _ in at], total)}")
+        parts.append(claim if total == 1 else f"{claim} {where_loads([lb for lb, _ in at], total)}")
     zero = [label for _, label, v in found if v.verdict == NOT_TESTED and v.ratio != v.ratio]
     untested = [(label, v) for _, label, v in found if v.verdict == NOT_TESTED and v.ratio == v.ratio]
     within = [label for _, label, v in found if v.verdict not in (HIGHER, LOWER, NOT_TESTED) and v.equivalent]
@@ -125,14 +113,14 @@ def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, 
     single = total == 1
     if zero:
         tails.append(f"{noun} not tested (MTU {ma} has no value to compare with)" +
-                     ("" if single else f" {_where(zero, total)}"))
+                     ("" if single else f" {where_loads(zero, total)}"))
     if untested:
         n = min(v.n_min for _, v in untested)
         tails.append(f"{noun} not tested ({n} repeats; {MIN_REPEATS} needed)" +
-                     ("" if single else f" {_where([lb for lb, _ in untested], total)}"))
+                     ("" if single else f" {where_loads([lb for lb, _ in untested], total)}"))
     if within:
         tails.append(f"{noun} within ±{100 * noise:.0f} % (equivalence test)" +
-                     ("" if single else f" {_where(within, total)}"))
+                     ("" if single else f" {where_loads(within, total)}"))
     if quiet:
-        tails.append(f"no clear difference in {noun}" + ("" if single else f" {_where(quiet, total)}"))
+        tails.append(f"no clear difference in {noun}" + ("" if single else f" {where_loads(quiet, total)}"))
     return f"{head} " + "; ".join(parts + tails) + "."
