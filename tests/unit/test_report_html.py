@@ -176,7 +176,7 @@ def test_lab_run_with_telemetry_has_cpu_series_and_ceiling(tmp_path):
     assert not (rd.path / "figures").exists()
     data = build(rd.manifest(), rd.records(), series=rd.series())
     kinds = [c.kind for c in data.charts]
-    assert kinds.count("relative") == 2 * 6  # IOPS, avg, p99, CPU load generator, CPU server, packets
+    assert kinds.count("relative") == 2 * 7  # IOPS, avg, p99, CPU: load generator, server, machine; packets
     assert kinds.count("series") == 4 and kinds.count("ceiling") == 2
     series = next(c for c in data.charts if c.kind == "series")
     assert len(series.series) == 4 * 4  # configurations × repeats
@@ -190,7 +190,7 @@ def test_lab_run_with_telemetry_has_cpu_series_and_ceiling(tmp_path):
     assert all(row["frames/I/O measured"] is None and row["offloads"] == "on" for row in ceiling.table)
     text = (rd.path / "report.html").read_text()
     assert "not measured in this run" not in text
-    assert "more CPU" in text and "server CPU per I/O" in text
+    assert "more CPU" in text and "server CPU per I/O" in text and "machine CPU per I/O" in text
 
 
 def test_protocol_of_target_urls():

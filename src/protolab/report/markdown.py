@@ -19,7 +19,8 @@ from .tables import ReportData, is_closed_loop
 ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
 #: Short column names for the tables (the full titles are in the HTML report).
 SHORT = {"iops": "IOPS", "lat_mean_us": "avg µs", "lat_p99_us": "p99 µs", "cpu_us_per_io_loadgen": "LG CPU µs/IO",
-         "cpu_us_per_io_server": "srv CPU µs/IO", "packets_per_io": "pkts/IO",
+         "cpu_us_per_io_server": "srv CPU µs/IO", "cpu_us_per_io_total": "machine CPU µs/IO",
+         "packets_per_io": "pkts/IO",
          "cpu_us_per_io_hypervisor": "HV CPU µs/IO", "cpu_us_per_io_guest": "guest CPU µs/IO"}
 
 
