@@ -2,6 +2,7 @@
 
 import csv
 import math
+import re
 import subprocess
 import sys
 
@@ -72,7 +73,17 @@ def test_compare_prints_and_writes_the_relative_table(runs):
     metrics = {row["metric"] for row in rows}
     # load points × configurations × metrics (IOPS, avg, p99, load-generator CPU/I/O, and role CPU when measured)
     assert len(rows) == len(body) == 2 * 2 * len(metrics) and len(metrics) >= 4
-    assert f"0 of {len(rows)} comparisons called" in done.stdout
+    assert (f"0 of {len(rows)} comparisons called; 0 no clear difference; {len(rows)} not tested (fewer than 3 "
+            "repeats on a side).") in done.stdout.replace("\n", " ")
+    # compare.html: one chart per workload and metric, drawn by the report's renderer, every configuration's series
+    page = (root / "ab" / "compare.html").read_text()
+    charts = re.findall(r'data-chart="(compare-[^"]+)"', page)
+    assert len(charts) == len(metrics)
+    for cid in charts:
+        block = page.split(f'data-chart="{cid}"')[1].split("</figure>")[0]
+        assert {"psync", "io_uring"} <= set(re.findall(r'data-series="([^"]+)"', block))
+        assert (root / "ab" / "figures" / f"{cid}.png").stat().st_size > 1000
+    assert "not tested (fewer than 3 repeats on a side)" in page and "default-src 'none'" in page
     for row in rows:
         # with 2 + 2 repeats nothing can be tested: the honest verdict, never "no clear difference"
         assert row["verdict"] == "not tested"

@@ -166,9 +166,18 @@ def compare_command(
             console.print(line, highlight=False, markup=False)
     print_table(console, plain_table(f"B relative to A (A = 100): {Path(run_a).name} → {Path(run_b).name}", headers,
                                      table))
+    console.print(f"{verdict_tally(rows)} Written: {path}, compare.html and compare.csv beside it",
+                  highlight=False, markup=False)
+
+
+def verdict_tally(rows: list) -> str:
+    """'3 of 12 comparisons called; 5 no clear difference; 4 not tested (fewer than 3 repeats on a side).'"""
+    from ..analysis.stats import NOT_TESTED
+
     called = sum(1 for r in rows if r.significant)
-    console.print(f"{called} of {len(rows)} comparisons called; the rest: no clear difference. "
-                  f"Written: {path} and compare.csv beside it", highlight=False, markup=False)
+    untested = sum(1 for r in rows if r.verdict == NOT_TESTED)
+    text = f"{called} of {len(rows)} comparisons called; {len(rows) - called - untested} no clear difference"
+    return text + (f"; {untested} not tested (fewer than 3 repeats on a side)." if untested else ".")
 
 
 def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
@@ -196,6 +205,13 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     folder = out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}"
     path = Path(folder) / "compare.md"
     atomic_write(path, text)
+    from .figures import draw_all
+    from .html import compare_charts, render_compare
+
+    charts = compare_charts(rows)
+    drawn = draw_all(charts, Path(folder) / "figures", [r.configuration for r in rows])
+    atomic_write(Path(folder) / "compare.html", render_compare(
+        a.run_id, b.run_id, [d.text() for d in diffs], verdict_tally(rows), charts, drawn))
     atomic_write(Path(folder) / "compare.csv", tables.to_csv([
         {"workload": r.workload, "load point": r.load_label, "configuration": r.configuration, "metric": r.metric,
          "n A": r.n_a, "n B": r.n_b, "median A": r.median_a, "median B": r.median_b, "B % of A": r.relative,

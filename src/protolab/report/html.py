@@ -136,3 +136,52 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
         charts_by_section=by_section, chart_block=chart_block,
         errors_js=_script_safe(_read(_STATIC, "errors.js")), css=Markup(_read(_STATIC, "report.css")),
     )
+
+
+def compare_charts(rows: list) -> list[Chart]:
+    """One chart per workload and metric of a comparison: B as % of A at each load point, per configuration."""
+    from ..analysis.findings import METRICS
+    from .tables import Series, slug
+
+    out = []
+    for w in dict.fromkeys(r.workload for r in rows):
+        for m in dict.fromkeys(r.metric for r in rows if r.workload == w):
+            mine = [r for r in rows if r.workload == w and r.metric == m]
+            loads = list(dict.fromkeys(r.load_label for r in mine))
+            by = {(r.configuration, r.load_label): r for r in mine}
+            series = []
+            for c in dict.fromkeys(r.configuration for r in mine):
+                got = [by.get((c, lb)) for lb in loads]
+                series.append(Series(c, [r.relative if r else None for r in got],
+                                     [r.ci_low if r and r.n_a >= 3 and r.n_b >= 3 else None for r in got],
+                                     [r.ci_high if r and r.n_a >= 3 and r.n_b >= 3 else None for r in got]))
+            table = [{"load point": r.load_label, "configuration": r.configuration, "verdict": r.verdict,
+                      "B % of A": r.relative, "CI low %": r.ci_low, "CI high %": r.ci_high,
+                      "p (corrected)": r.p_adjusted, "n A": r.n_a, "n B": r.n_b, "median A": r.median_a,
+                      "median B": r.median_b} for r in mine]
+            title = METRICS[m].title if m in METRICS else m
+            out.append(Chart(slug("compare", m, w), "relative", "metrics", w, f"{w} — {title}, B relative to A",
+                             "A = 100 at every load point; whiskers: 95 % CI (none below 3 repeats a side)",
+                             "% of A", loads, series, table))
+    return out
+
+
+def render_compare(name_a: str, name_b: str, differs: list[str], tally: str, charts: list[Chart],
+                   drawn: dict, *, noise: float = 0.02) -> str:
+    """compare.html: what differs, the verdicts' tally, and B relative to A as charts with their tables."""
+    env = _environment()
+    chart_tpl = env.from_string(_read(_TEMPLATES, "chart.html.j2"))
+
+    def chart_block(c: Chart) -> Markup:
+        columns = list(c.table[0]) if c.table else []
+        numeric = {col for col in columns if col not in ("load point", "configuration", "verdict")}
+        svg = drawn[c.id].svg
+        rows = c.table[:HTML_ROWS]
+        return Markup(chart_tpl.render(c=c, columns=columns, rows=rows, numeric=numeric,
+                                       svg=Markup(svg[svg.index("<svg"):]), series=len(c.series),
+                                       cut=len(c.table) - len(rows), baseline=None))
+
+    page = env.from_string(_read(_TEMPLATES, "compare.html.j2"))
+    return page.render(name_a=name_a, name_b=name_b, differs=differs, tally=tally, charts=charts,
+                       chart_block=chart_block, noise_pct=f"{noise * 100:g}",
+                       errors_js=_script_safe(_read(_STATIC, "errors.js")), css=Markup(_read(_STATIC, "report.css")))

@@ -169,7 +169,7 @@ def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: li
         if cells:
             out.append(f"- cells {label} (left out): " + "; ".join(" · ".join(c) for c in cells))
     headers, table = compare_rows(rows)
-    called = sum(1 for r in rows if r.significant)
-    out += ["", "## B relative to A", "", md_table(headers, table), "",
-            f"{called} of {len(rows)} comparisons called; the rest: no clear difference.", ""]
+    from .commands import verdict_tally
+
+    out += ["", "## B relative to A", "", md_table(headers, table), "", verdict_tally(rows), ""]
     return "\n".join(out)
