@@ -106,21 +106,17 @@ def _interrupted(stop, rundir) -> Interrupted:
 
 def _measure(study, go) -> None:
     """Run ``go()`` (a study's run or resume) with the signals handled and the report written at its end."""
-    from .analysis.relative import relative_rows
-    from .report.terminal import print_table, relative_table
     from .run.signals import Stopper
 
     stop = Stopper()
     progress = study.progress
 
     def finish(rundir) -> None:
-        from .report.commands import write_report
+        from .report.commands import print_summary, write_report
 
         progress.stop()
-        rows = relative_rows(rundir.records(), study.plan.baseline)
-        for w in study.plan.workloads:
-            print_table(out, relative_table(rows, w.name, study.plan.baseline))
         html = write_report(rundir)
+        print_summary(rundir, out)  # medians with their intervals (% of the baseline), then the findings
         out.print(f"run directory: {rundir.path}  (manifest.json, records.jsonl, series.csv, cells.csv, raw/)")
         out.print(f"report: {html}  (and report.md, figures/, tables/)")
 

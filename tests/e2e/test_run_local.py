@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 from protolab.analysis.derived import figures
 from protolab.results.rundir import CSV_COLUMNS, RunDir
@@ -85,8 +86,12 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     assert 1 <= len(series) <= 2 and all(abs(v / rec.result.iops - 1) < 0.25 for v in series)
     assert rundir.series()[rec.seq]["local1"] == series
     assert (data / "protolab.dat").stat().st_size == 32 * 2**20 and (data / "protolab.dat.protolab").exists()
-    # The terminal table: baseline = 100 at each load point.
-    assert p.stdout.count(" 100 ") >= 2 and "baseline psync = 100" in p.stdout
+    # The terminal summary: baseline = 100 at each load point, the others with their interval (2 repeats: the
+    # repeats' range, not tested), then the findings.
+    out = p.stdout
+    assert (out.count(" 100 ") >= 2 or out.count("IOPS %: 100") >= 2) and "baseline psync = 100" in out
+    assert "[the repeats' range, not tested]" in out and re.search(r"\[range \d+–\d+, not tested\]", out)
+    assert re.search(r"^• tr3808-4k: .* not tested \(2 repeats; 3 needed\)\.$", out, re.M)
     assert not list(run.rglob("*.tmp"))  # atomic writes leave no temporaries
 
 

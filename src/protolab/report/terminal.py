@@ -1,4 +1,4 @@
-"""The terminal summary: IOPS and average / p99 latency, absolute and relative to the baseline (= 100)."""
+"""Tables on the terminal: rich tables that fit, plain aligned text for long ones, 'column: value' lines when too wide."""
 
 from __future__ import annotations
 
@@ -10,41 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.relative import Row
-
-
-def _num(v: float | None, digits: int = 0) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
-
-
-def _rel(v: float | None) -> str:
-    return "–" if v is None else f"{v:.0f}"
-
-
-def relative_table(rows: list[Row], workload: str, baseline: str) -> Table:
-    """A rich table for one workload: each configuration at each load point, baseline = 100."""
-    t = Table(title=f"{workload} — baseline {baseline} = 100 (median of repeats; load = hosts×streams×OIO=total)",
-              title_justify="left")
-    for col, just in [("load", "left"), ("config", "left"), ("n", "right"), ("IOPS", "right"),
-                      ("IOPS %", "right"), ("avg lat µs", "right"), ("avg %", "right"),
-                      ("p99 µs", "right"), ("p99 %", "right")]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    last = None
-    for r in (r for r in rows if r.workload == workload):
-        if last is not None and r.load_index != last:
-            t.add_section()
-        last = r.load_index
-        name = f"[bold]{r.configuration}[/bold]" if r.baseline else r.configuration
-        t.add_row(r.load_label, name, str(r.repeats), _num(r.values.get("iops")), _rel(r.relative.get("iops")),
-                  _num(r.values.get("lat_mean_us"), 1), _rel(r.relative.get("lat_mean_us")),
-                  _num(r.values.get("lat_p99_us"), 1), _rel(r.relative.get("lat_p99_us")))
-    return t
-
 
 def plain_table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
     """A rich table from plain (headers, rows), e.g. the Markdown summary's, so both show the same numbers."""
     left = {"load point", "configuration", "metric", "verdict", "workload"}
-    t = Table(title=title, title_justify="left")
+    t = Table(title=escape(title), title_justify="left")  # a title is text: "[range …]" is not markup
     for h in headers:
         t.add_column(h, justify="left" if h in left else "right", no_wrap=h in ("%", "95 % CI", "interval"))  # type: ignore[arg-type]
     for row in rows:
