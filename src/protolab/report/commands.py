@@ -46,6 +46,16 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
 
 
 def _write_report(rundir: RunDir, *, figures: bool) -> Path:
+    from .figures import Drawer
+
+    drawer = Drawer()  # its workers import matplotlib while this process reads the run
+    try:
+        return _write_report_with(rundir, drawer, figures=figures)
+    finally:
+        drawer.close()
+
+
+def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
     from ..results.rundir import RunDir, atomic_write  # noqa: F401
     from . import tables  # noqa: F401
@@ -60,11 +70,9 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
     data = tables.build(rundir.manifest(), records, series=rundir.series)  # reads only the series it draws
     from ..analysis.derived import figures as derived
 
-    from .figures import start_drawing
-
     # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/ (drawn by
     # worker processes while the tables are written here)
-    drawn = start_drawing(data.charts, rundir.path / "figures" if figures else None, data.configurations)
+    drawn = drawer.start(data.charts, rundir.path / "figures" if figures else None, data.configurations)
     rundir.write_csv(records, lambda r: derived(r).csv_fields())  # today's formulas, also for old runs
     tables.write_csvs(data, rundir.path / "tables")
     atomic_write(rundir.path / "report.md", report_markdown(data))

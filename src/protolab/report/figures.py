@@ -194,39 +194,57 @@ def _draw_args(args: tuple) -> Drawn:
     return draw(*args)
 
 
+def _warm() -> None:
+    """A worker's start: import matplotlib now, while the report's process is still reading the run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
+class Drawer:
+    """Two worker processes for drawing, started fresh (spawn) before the report's data is built, so their
+    imports overlap with reading the run; `start` hands them the charts."""
+
+    def __init__(self) -> None:
+        self.pool = None
+        if (os.cpu_count() or 1) > 1:
+            import multiprocessing as mp
+
+            try:
+                self.pool = mp.get_context("spawn").Pool(2, initializer=_warm)
+            except OSError:  # no processes to be had here: draw in this process
+                self.pool = None
+
+    def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
+              png: bool = True) -> Any:
+        """Start drawing every chart; returns a function that waits and gives {id: Drawn}."""
+        jobs = [(c, folder, configurations, png) for c in charts]
+        if self.pool is not None and len(jobs) > 1:
+            pending = self.pool.map_async(_draw_args, jobs, chunksize=1)
+            return lambda: {d.id: d for d in pending.get()}
+        done = {d.id: d for d in map(_draw_args, jobs)}
+        return lambda: done
+
+    def close(self) -> None:
+        """Stop the workers (also when drawing failed)."""
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+
 def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
              png: bool = True) -> dict[str, Drawn]:
-    """Every chart, by id; see `start_drawing` (this waits for them)."""
-    return start_drawing(charts, folder, configurations, png)()
-
-
-def start_drawing(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
-                  png: bool = True) -> Any:
-    """Start drawing every chart; returns a function that waits and gives {id: Drawn}.
-
-    Many charts go to two fresh worker processes, so the caller can write its tables meanwhile;
-    a few are drawn here, at once.
-    """
-    jobs = [(c, folder, configurations, png) for c in charts]
-    workers = min(2, os.cpu_count() or 1)
-    if len(jobs) >= 6 and workers > 1:
-        import multiprocessing as mp
-
-        try:
-            pool = mp.get_context("spawn").Pool(workers)
-            pending = pool.map_async(_draw_args, jobs, chunksize=1)
-        except OSError:  # no processes to be had here: draw in this process
-            pass
-        else:
-            def wait() -> dict[str, Drawn]:
-                try:
-                    return {d.id: d for d in pending.get()}
-                finally:
-                    pool.close()
-                    pool.join()
-            return wait
-    done = {d.id: d for d in map(_draw_args, jobs)}
-    return lambda: done
+    """Every chart, by id (two workers when there are many)."""
+    if len(charts) < 6:
+        return {d.id: d for d in map(_draw_args, [(c, folder, configurations, png) for c in charts])}
+    drawer = Drawer()
+    try:
+        return drawer.start(charts, folder, configurations, png)()
+    finally:
+        drawer.close()
 
 
 def save_all(charts: list[Chart], folder: Path, configurations: list[str] | None = None) -> list[Path]:
