@@ -1,0 +1,231 @@
+"""The bottleneck, named: what held a cell back — the wire, a saturated process, thread or core, or neither.
+
+Rules, applied to the medians of a cell's repeats (failed windows left out):
+1. **wire** — measured IOPS ≥ WIRE_SHARE (90 %) of the wire model's ceiling for the configuration's
+   protocol, link rate, MTU and access spec (`analysis.wire.ceiling`, as `protolab limits`).
+2. **cpu** — otherwise, a CPU user at ≥ CPU_SHARE (90 %) of what it can use:
+   one thread (a storage server's busiest thread, QEMU's busiest thread), one fio job (a job is one
+   thread), a server process without per-thread data, or one core's softirq: 90 % of one core;
+   all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; the whole
+   machine: 90 % of all its cores. A single user is named before a process's threads together, and
+   those before the machine; among equals, the one nearest its limit.
+3. **none** — neither: storage- or latency-bound (with fixed outstanding I/Os, service time sets IOPS).
+4. **unknown** — no CPU telemetry, or a wire between load and storage that has no model and no CPU
+   that saturated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+from typing import Iterable, Literal
+
+from ..results.records import CellRecord
+from .findings import Finding
+
+WIRE_SHARE = 0.90
+CPU_SHARE = 0.90
+#: scopes of one thread-like CPU user (saturated at one core), then aggregates, then the machine
+SINGLE, SPREAD = ("thread", "job", "job mean", "process", "core"), ("threads", "jobs")
+
+Kind = Literal["wire", "cpu", "none", "unknown"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One CPU user's median share of one core over a cell's repeats, and where it saturates."""
+
+    what: str  # 'tgtd', 'ganesha.nfsd', 'nbdkit', 'fio', 'QEMU', 'softirq', 'machine'
+    scope: str  # 'thread', 'job', 'job mean', 'process', 'core', 'threads', 'jobs', 'cores'
+    share: float  # cores busy (1.0 = one core)
+    limit: float  # cores at which it counts as saturated
+
+    @property
+    def saturated(self) -> bool:
+        """At or above CPU_SHARE of what it can use."""
+        return self.share >= CPU_SHARE * self.limit
+
+    def who(self) -> str:
+        """'tgtd's busiest thread', 'fio's busiest job', 'nbdkit'."""
+        return {"thread": f"{self.what}'s busiest thread", "job": f"{self.what}'s busiest job",
+                "job mean": f"{self.what}'s jobs (mean)"}.get(self.scope, self.what)
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """What held one cell (workload × configuration × load point) back, and the figures that say so."""
+
+    kind: Kind
+    what: str  # 'wire', the held CPU user's name, or ''
+    ceiling_share: float | None  # median measured IOPS / the wire model's ceiling IOPS
+    held: Usage | None  # the saturated CPU user (kind 'cpu')
+    busiest: Usage | None  # the busiest single thread, job or process, for context
+    reason: str = ""  # why 'unknown'
+
+    @property
+    def label(self) -> str:
+        """The table's 'limited by' cell: 'wire 93 %', 'tgtd CPU 97 %', 'machine CPU 95 %', 'none', 'unknown'."""
+        if self.kind == "wire" and self.ceiling_share is not None:
+            return f"wire {_pct(self.ceiling_share)} %"
+        if self.kind == "cpu" and self.held is not None:
+            return f"{self.what} CPU {_pct(self.held.share / self.held.limit)} %"
+        return self.kind
+
+    @property
+    def sentence(self) -> str:
+        """'held by tgtd's CPU (busiest thread at 97 % of a core) at 45 % of the wire's ceiling'."""
+        return cause([self])
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}"
+
+
+def _span(xs: Iterable[float]) -> str:
+    """'45 %' or '45–52 %' (rounded ends) for one or several values."""
+    xs = list(xs)
+    lo, hi = _pct(min(xs)), _pct(max(xs))
+    return f"{lo} %" if lo == hi else f"{lo}–{hi} %"
+
+
+def usages(records: Iterable[CellRecord]) -> list[Usage]:
+    """Every CPU user the records show, each as the median over the repeats that have it."""
+    seen: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r in records:
+        for u in _record_usages(r):
+            seen.setdefault((u.what, u.scope), []).append((u.share, u.limit))
+    return [Usage(w, s, median(v[0] for v in vals), median(v[1] for v in vals)) for (w, s), vals in seen.items()]
+
+
+def _record_usages(r: CellRecord) -> list[Usage]:
+    t, res = r.telemetry, r.result
+    win = t.elapsed_s if t is not None and t.elapsed_s > 0 else None
+    cores = max(1, round(t.machine_total_s / t.elapsed_s)) if win and t.machine_total_s else None
+    out = []
+    if res.job_cpu_share_max is not None:
+        out.append(Usage("fio", "job", res.job_cpu_share_max, 1))
+    elif res.per_host_cpu_s and res.jobs and res.runtime_s > 0:
+        out.append(Usage("fio", "job mean", sum(res.per_host_cpu_s.values()) / res.jobs / res.runtime_s, 1))
+    if res.per_host_cpu_s and res.jobs > 1 and res.runtime_s > 0:
+        out.append(Usage("fio", "jobs", sum(res.per_host_cpu_s.values()) / res.runtime_s, min(res.jobs, cores or 1)))
+    if t is None or win is None:
+        return out
+    for name, s in t.servers_cpu_s.items():
+        if s is None:
+            continue
+        th = t.server_threads.get(name)
+        if th is None:  # no per-thread data: the process at one core counts as saturated
+            out.append(Usage(name, "process", s / win, 1))
+            continue
+        out.append(Usage(name, "thread", th.cpu_s / win, 1))
+        if th.threads > 1:
+            out.append(Usage(name, "threads", s / win, min(th.threads, cores or 1)))
+    if t.hypervisor_thread is not None:
+        out.append(Usage("QEMU", "thread", t.hypervisor_thread.cpu_s / win, 1))
+        if t.hypervisor_cpu_s and t.hypervisor_thread.threads > 1:
+            out.append(Usage("QEMU", "threads", sum(t.hypervisor_cpu_s.values()) / win,
+                             min(t.hypervisor_thread.threads, cores or 1)))
+    if t.cores_softirq_s:
+        out.append(Usage("softirq", "core", max(t.cores_softirq_s) / win, 1))
+    if t.machine_busy_s is not None and cores:
+        out.append(Usage("machine", "cores", t.machine_busy_s / win, cores))
+    return out
+
+
+def _rank(u: Usage) -> tuple[int, float]:
+    return (0 if u.scope in SINGLE else 1 if u.scope in SPREAD else 2, -u.share / u.limit)
+
+
+def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wire: bool = True) -> Bottleneck:
+    """What held one cell back, from its repeats and the wire model's ceiling (None: no model or no wire)."""
+    recs = list(records)
+    recs = [r for r in recs if not r.failed] or recs
+    shares = [r.result.iops / ceiling_iops for r in recs if ceiling_iops]
+    ceil = median(shares) if shares else None
+    us = usages(recs)
+    singles = [u for u in us if u.scope in SINGLE and u.what != "softirq"]
+    busiest = max(singles, key=lambda u: u.share) if singles else None
+    if ceil is not None and ceil >= WIRE_SHARE:
+        return Bottleneck("wire", "wire", ceil, None, busiest)
+    hot = sorted((u for u in us if u.saturated), key=_rank)
+    if hot:
+        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest)
+    if not any(u.what != "fio" for u in us):
+        return Bottleneck("unknown", "", ceil, None, busiest, "no CPU telemetry of the servers or the machine")
+    if has_wire and ceil is None:
+        return Bottleneck("unknown", "", ceil, None, busiest, "no wire model for this link")
+    return Bottleneck("none", "", ceil, None, busiest)
+
+
+def _usage_text(us: list[Usage]) -> str:
+    u = us[0]
+    if u.what == "machine":
+        return f"its {u.limit:g} cores {_span(x.share / x.limit for x in us)} busy"
+    if u.what == "softirq":
+        return f"one core {_span(x.share for x in us)} in softirq"
+    if u.scope in SPREAD:
+        return (f"{_span(x.share for x in us)} of a core over its {u.scope}: "
+                f"{_span(x.share / x.limit for x in us)} of the {u.limit:g} cores they can use")
+    lead = {"thread": "busiest thread at ", "job": "busiest job at "}.get(u.scope, "")
+    return f"{lead}{_span(x.share for x in us)} of a core" + (" per job" if u.scope == "job mean" else "")
+
+
+def cause(group: list[Bottleneck]) -> str:
+    """The words for one or several cells of the same kind and cause, numbers as ranges: 'held by …'."""
+    b = group[0]
+    ceils = [x.ceiling_share for x in group if x.ceiling_share is not None]
+    busy = [x.busiest for x in group if x.busiest is not None]
+    busiest = f"busiest CPU: {busy[0].who()} at {_span(u.share for u in busy)} of a core" if busy else ""
+    if b.kind == "wire":
+        return f"held by the wire ({_span(ceils)} of its ceiling" + (f"; {busiest})" if busiest else ")")
+    share = f"{_span(ceils)} of the wire's ceiling" if ceils else ""
+    at = f" at {share}" if share else ""
+    if b.kind == "cpu" and b.held is not None:
+        held = [x.held for x in group if x.held is not None]
+        name = "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
+            else f"{b.what}'s CPU"
+        extra = f"; {busiest}" if b.what == "machine" and busiest else ""
+        return f"held by {name} ({_usage_text(held)}{extra}){at}"
+    context = "; ".join(p for p in (share, busiest) if p)
+    if b.kind == "none":
+        return "held by neither the wire nor a CPU" + (f" ({context})" if context else "") + \
+            ": storage- or latency-bound"
+    return f"held by something not known ({b.reason}" + (f"; {context})" if context else ")")
+
+
+def group_key(b: Bottleneck) -> tuple:
+    """Cells with the same key read as one sentence (their numbers as ranges)."""
+    held = (b.held.what, b.held.scope, b.held.limit) if b.held else None
+    return (b.kind, b.what, held, b.busiest.who() if b.busiest else None, b.reason, b.ceiling_share is None)
+
+
+Cell = tuple[str, int, str]  # workload, load index, configuration
+
+
+def bottlenecks(records: Iterable[CellRecord], ceilings: dict[tuple[str, str], float | None],
+                wired: dict[str, bool]) -> dict[Cell, Bottleneck]:
+    """Each cell's bottleneck; ``ceilings`` maps (workload, configuration) to the wire's ceiling IOPS,
+    ``wired`` a configuration to whether a wire lies between load and storage (unknown: True)."""
+    cells: dict[Cell, list[CellRecord]] = {}
+    for r in records:
+        cells.setdefault((r.workload, r.load_index, r.configuration), []).append(r)
+    return {k: assess(v, ceilings.get((k[0], k[2])), has_wire=wired.get(k[2], True)) for k, v in cells.items()}
+
+
+def bottleneck_findings(found: dict[Cell, Bottleneck], labels: dict[tuple[str, int], str],
+                        configurations: list[str]) -> list[Finding]:
+    """One sentence per workload, configuration and group of load points held by the same thing."""
+    out = []
+    for w in dict.fromkeys(k[0] for k in found):
+        for c in sorted({k[2] for k in found if k[0] == w}, key=lambda c: (
+                configurations.index(c) if c in configurations else len(configurations), c)):
+            mine = sorted((li, b) for (wk, li, ck), b in found.items() if wk == w and ck == c)
+            groups: dict[tuple, list[tuple[int, Bottleneck]]] = {}
+            for li, b in mine:
+                groups.setdefault(group_key(b), []).append((li, b))
+            for group in groups.values():
+                where = "at every load point" if len(group) == len(mine) > 1 else \
+                    "at " + ", ".join(labels.get((w, li), str(li)) for li, _ in group)
+                out.append(Finding("bottleneck", f"{w}: {c} was {cause([b for _, b in group])}, {where}.",
+                                   "", w, (c,)))
+    return out
