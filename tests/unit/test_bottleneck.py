@@ -12,9 +12,10 @@ CEIL = 20000.0  # the wire model's ceiling IOPS in these tests
 
 def rec(iops=10000.0, *, config="iscsi-1500", load=0, repeat=1, workload="w4k", window=2.0, cores=2,
         busy_s=None, servers=None, threads=None, job=None, per_host_cpu_s=None, jobs=1, softirq=None,
-        telemetry=True, failed=False):
+        roles=None, telemetry=True, failed=False):
     """A record whose CPU figures are given as shares of one core over the window (``servers``: name → share,
-    ``threads``: name → (busiest thread's share, threads), ``job``: fio's busiest job's share)."""
+    ``threads``: name → (busiest thread's share, threads), ``job``: fio's busiest job's share, ``roles``: role →
+    share of one core; ``busy_s``: the machine's busy CPU seconds)."""
     d = DirectionResult(ios=int(iops * window), iops=iops)
     res = CellResult(iops=iops, mbps=iops * 4096 / 1e6, read=d, write=DirectionResult(), lat_mean_us=100.0,
                      percentiles_us={}, jobs=jobs, runtime_s=window, errors=0, job_cpu_share_max=job,
@@ -26,7 +27,8 @@ def rec(iops=10000.0, *, config="iscsi-1500", load=0, repeat=1, workload="w4k", 
                         servers_cpu_s={k: v * window for k, v in (servers or {}).items()},
                         server_threads={k: BusiestThread(thread=k, cpu_s=s * window, threads=n)
                                         for k, (s, n) in (threads or {}).items()},
-                        cores_softirq_s=[s * window for s in softirq or []])
+                        cores_softirq_s=[s * window for s in softirq or []],
+                        roles_cpu_s={k: v * window for k, v in (roles or {}).items()})
     return CellRecord(telemetry=tel, run_id="r", seq=repeat, cell_id=f"{workload}__{config}__{load}__r{repeat}",
                       workload=workload, configuration=config, baseline=False, load_index=load, hosts=1,
                       streams_per_host=load + 1, oio_per_stream=4, total_oio=4 * (load + 1), repeat=repeat,
@@ -114,12 +116,31 @@ def test_fio_mean_per_job_when_the_busiest_is_not_recorded():
     assert b.sentence == "held by fio's CPU (95 % of a core per job)"
 
 
-def test_the_machine_when_no_single_user_is_saturated():
-    b = assess([rec(10000, servers={"tgtd": 0.6}, threads={"tgtd": (0.6, 1)}, job=0.7, busy_s=3.8)], CEIL)
+def test_the_machine_when_this_run_uses_its_cores_and_no_single_user_is_saturated():
+    b = assess([rec(10000, servers={"tgtd": 0.6}, threads={"tgtd": (0.6, 1)}, job=0.7, busy_s=3.9,
+                    roles={"servers": 0.6, "loadgen": 1.3})], CEIL)
     assert b.held == Usage("machine", "cores", pytest.approx(1.9), 2)
-    assert b.label == "machine CPU 95 %"
-    assert b.sentence == ("held by the machine's CPU (its 2 cores 95 % busy; busiest CPU: fio's busiest job at "
-                          "70 % of a core) at 50 % of the wire's ceiling")
+    assert b.label == "machine CPU 95 %" and b.crowded is None
+    assert b.sentence == ("held by the machine's CPU (this run used 95 % of its 2 cores; busiest CPU: fio's busiest "
+                          "job at 70 % of a core) at 50 % of the wire's ceiling")
+    # without role cgroups: the servers' and fio's own CPU
+    b = assess([rec(10000, servers={"tgtd": 0.6}, threads={"tgtd": (0.6, 1)}, job=0.7, busy_s=3.9,
+                    per_host_cpu_s={"h0": 1.3 * 2.0})], CEIL)
+    assert b.held == Usage("machine", "cores", pytest.approx(1.9), 2)
+
+
+def test_other_work_on_a_busy_machine_is_a_caveat_not_the_bottleneck():
+    # the lab demo on a shared machine: 2 cores 100 % busy, this run's roles 0.6 of a core, niced jobs the rest
+    b = assess([rec(4000, servers={"tgtd": 0.4}, threads={"tgtd": (0.3, 17)}, job=0.2, busy_s=4.0,
+                    roles={"servers": 0.4, "loadgen": 0.2})], CEIL)
+    assert (b.kind, b.label) == ("none", "none (machine busy)")
+    assert b.crowded == (pytest.approx(1.0), pytest.approx(0.7))
+    assert b.sentence == ("held by neither the wire nor a CPU (20 % of the wire's ceiling; busiest CPU: tgtd's "
+                          "busiest thread at 30 % of a core): storage- or latency-bound; the machine was 100 % busy, "
+                          "70 % of it with other work, which may have slowed it")
+    # other work at a quarter of the machine or less is not mentioned
+    quiet = assess([rec(4000, servers={"tgtd": 0.4}, busy_s=3.6, roles={"servers": 0.4, "loadgen": 1.0})], CEIL)
+    assert quiet.crowded is None and quiet.label == "none"
 
 
 def test_a_saturated_thread_is_named_before_the_machine():

@@ -6,12 +6,14 @@ Rules, applied to the medians of a cell's repeats (failed windows left out):
 2. **cpu** — otherwise, a CPU user at ≥ CPU_SHARE (90 %) of what it can use:
    one thread (a storage server's busiest thread, QEMU's busiest thread), one fio job (a job is one
    thread), a server process without per-thread data, or one core's softirq: 90 % of one core;
-   all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; the whole
-   machine: 90 % of all its cores. A single user is named before a process's threads together, and
-   those before the machine; among equals, the one nearest its limit.
+   all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; this run's own CPU
+   (its role cgroups, or servers + fio without them): 90 % of the machine's cores. A single user is
+   named before a process's threads together, and those before the machine; then the nearest its limit.
 3. **none** — neither: storage- or latency-bound (with fixed outstanding I/Os, service time sets IOPS).
 4. **unknown** — no CPU telemetry, or a wire between load and storage that has no model and no CPU
    that saturated.
+Other work on the machine is never the cell's bottleneck: when the machine was ≥ 90 % busy and other
+work used more than derived.BUSY_OTHER_SHARE of it, 'none' and 'unknown' say so (it may have slowed the run).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from statistics import median
 from typing import Iterable, Literal
 
 from ..results.records import CellRecord
+from .derived import BUSY_OTHER_SHARE
 from .findings import Finding
 
 WIRE_SHARE = 0.90
@@ -61,6 +64,7 @@ class Bottleneck:
     held: Usage | None  # the saturated CPU user (kind 'cpu')
     busiest: Usage | None  # the busiest single thread, job or process, for context
     reason: str = ""  # why 'unknown'
+    crowded: tuple[float, float] | None = None  # (machine busy, other work's part), shares of its cores
 
     @property
     def label(self) -> str:
@@ -69,7 +73,7 @@ class Bottleneck:
             return f"wire {_pct(self.ceiling_share)} %"
         if self.kind == "cpu" and self.held is not None:
             return f"{self.what} CPU {_pct(self.held.share / self.held.limit)} %"
-        return self.kind
+        return f"{self.kind} (machine busy)" if self.crowded else self.kind
 
     @property
     def sentence(self) -> str:
@@ -127,8 +131,13 @@ def _record_usages(r: CellRecord) -> list[Usage]:
                              min(t.hypervisor_thread.threads, cores or 1)))
     if t.cores_softirq_s:
         out.append(Usage("softirq", "core", max(t.cores_softirq_s) / win, 1))
-    if t.machine_busy_s is not None and cores:
-        out.append(Usage("machine", "cores", t.machine_busy_s / win, cores))
+    if cores and t.machine_total_s:  # this run's own CPU, and the rest of the machine's busy time (other work),
+        per_core = t.machine_total_s / cores  # in /proc/stat's own seconds, as derived.machine_other_share
+        ours = sum(t.roles_cpu_s.values()) if t.roles_cpu_s else sum(v for v in t.servers_cpu_s.values() if v) + \
+            sum(res.per_host_cpu_s.values())
+        out.append(Usage("machine", "cores", min(ours / per_core, cores), cores))
+        if t.machine_busy_s is not None:
+            out.append(Usage("other work", "cores", max(0.0, t.machine_busy_s - ours) / per_core, cores))
     return out
 
 
@@ -147,20 +156,26 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
     busiest = max(singles, key=lambda u: u.share) if singles else None
     if ceil is not None and ceil >= WIRE_SHARE:
         return Bottleneck("wire", "wire", ceil, None, busiest)
-    hot = sorted((u for u in us if u.saturated), key=_rank)
+    hot = sorted((u for u in us if u.saturated and u.what != "other work"), key=_rank)
     if hot:
         return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest)
-    if not any(u.what != "fio" for u in us):
-        return Bottleneck("unknown", "", ceil, None, busiest, "no CPU telemetry of the servers or the machine")
+    mine, other = (next((u for u in us if u.what == w), None) for w in ("machine", "other work"))
+    crowded = None
+    if mine and other and (mine.share + other.share) >= CPU_SHARE * mine.limit \
+            and other.share > BUSY_OTHER_SHARE * other.limit:
+        crowded = ((mine.share + other.share) / mine.limit, other.share / other.limit)
+    if not any(u.what not in ("fio", "machine") for u in us):
+        return Bottleneck("unknown", "", ceil, None, busiest, "no CPU telemetry of the servers or the machine",
+                          crowded)
     if has_wire and ceil is None:
-        return Bottleneck("unknown", "", ceil, None, busiest, "no wire model for this link")
-    return Bottleneck("none", "", ceil, None, busiest)
+        return Bottleneck("unknown", "", ceil, None, busiest, "no wire model for this link", crowded)
+    return Bottleneck("none", "", ceil, None, busiest, "", crowded)
 
 
 def _usage_text(us: list[Usage]) -> str:
     u = us[0]
     if u.what == "machine":
-        return f"its {u.limit:g} cores {_span(x.share / x.limit for x in us)} busy"
+        return f"this run used {_span(x.share / x.limit for x in us)} of its {u.limit:g} cores"
     if u.what == "softirq":
         return f"one core {_span(x.share for x in us)} in softirq"
     if u.scope in SPREAD:
@@ -187,16 +202,20 @@ def cause(group: list[Bottleneck]) -> str:
         extra = f"; {busiest}" if b.what == "machine" and busiest else ""
         return f"held by {name} ({_usage_text(held)}{extra}){at}"
     context = "; ".join(p for p in (share, busiest) if p)
+    crowd = [x.crowded for x in group if x.crowded]
+    tail = (f"; the machine was {_span(c[0] for c in crowd)} busy, {_span(c[1] for c in crowd)} of it with other "
+            "work, which may have slowed it") if crowd else ""
     if b.kind == "none":
         return "held by neither the wire nor a CPU" + (f" ({context})" if context else "") + \
-            ": storage- or latency-bound"
-    return f"held by something not known ({b.reason}" + (f"; {context})" if context else ")")
+            ": storage- or latency-bound" + tail
+    return f"held by something not known ({b.reason}" + (f"; {context})" if context else ")") + tail
 
 
 def group_key(b: Bottleneck) -> tuple:
     """Cells with the same key read as one sentence (their numbers as ranges)."""
     held = (b.held.what, b.held.scope, b.held.limit) if b.held else None
-    return (b.kind, b.what, held, b.busiest.who() if b.busiest else None, b.reason, b.ceiling_share is None)
+    return (b.kind, b.what, held, b.busiest.who() if b.busiest else None, b.reason, b.ceiling_share is None,
+            b.crowded is None)
 
 
 Cell = tuple[str, int, str]  # workload, load index, configuration
