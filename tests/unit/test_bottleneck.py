@@ -14,7 +14,7 @@ def rec(iops=10000.0, *, config="iscsi-1500", load=0, repeat=1, workload="w4k", 
         busy_s=None, servers=None, threads=None, job=None, per_host_cpu_s=None, jobs=1, softirq=None,
         roles=None, telemetry=True, failed=False):
     """A record whose CPU figures are given as shares of one core over the window (``servers``: name → share,
-    ``threads``: name → (busiest thread's share, threads), ``job``: fio's busiest job's share, ``roles``: role →
+    ``threads``: name → (busiest thread's share, threads[, live threads' share]), ``job``: fio's busiest job's share, ``roles``: role →
     share of one core; ``busy_s``: the machine's busy CPU seconds)."""
     d = DirectionResult(ios=int(iops * window), iops=iops)
     res = CellResult(iops=iops, mbps=iops * 4096 / 1e6, read=d, write=DirectionResult(), lat_mean_us=100.0,
@@ -25,8 +25,9 @@ def rec(iops=10000.0, *, config="iscsi-1500", load=0, repeat=1, workload="w4k", 
         tel = Telemetry(elapsed_s=window, machine_busy_s=busy_s if busy_s is not None else 0.2 * window,
                         machine_total_s=cores * window,
                         servers_cpu_s={k: v * window for k, v in (servers or {}).items()},
-                        server_threads={k: BusiestThread(thread=k, cpu_s=s * window, threads=n)
-                                        for k, (s, n) in (threads or {}).items()},
+                        server_threads={k: BusiestThread(thread=k, cpu_s=v[0] * window, threads=v[1],
+                                                         live_cpu_s=v[2] * window if len(v) > 2 else None)
+                                        for k, v in (threads or {}).items()},
                         cores_softirq_s=[s * window for s in softirq or []],
                         roles_cpu_s={k: v * window for k, v in (roles or {}).items()})
     return CellRecord(telemetry=tel, run_id="r", seq=repeat, cell_id=f"{workload}__{config}__{load}__r{repeat}",
@@ -86,6 +87,16 @@ def test_a_process_without_thread_data_counts_at_one_core():
     b = assess([rec(4000, servers={"tgtd": 0.95, "rpcbind": 0.0})], CEIL)
     assert b.held == Usage("tgtd", "process", pytest.approx(0.95), 1)
     assert b.sentence == "held by tgtd's CPU (95 % of a core) at 20 % of the wire's ceiling"
+
+
+def test_threads_that_ended_in_the_window_leave_the_process_rule():
+    # nbdkit's per-connection threads end when fio disconnects: at the window's end only its idle main thread lives
+    b = assess([rec(8000, servers={"nbdkit": 0.95}, threads={"nbdkit": (0.0, 1, 0.0)})], CEIL)
+    assert b.held == Usage("nbdkit", "process", pytest.approx(0.95), 1)
+    assert b.sentence == "held by nbdkit's CPU (95 % of a core) at 40 % of the wire's ceiling"
+    # live threads that hold >= 90 % of the process's CPU are trusted
+    b = assess([rec(8000, servers={"tgtd": 1.0}, threads={"tgtd": (0.6, 17, 0.95)})], CEIL)
+    assert b.kind == "none" and b.busiest == Usage("tgtd", "thread", pytest.approx(0.6), 1)
 
 
 def test_a_multithreaded_server_saturates_the_cores_its_threads_can_use():

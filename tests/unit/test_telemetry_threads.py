@@ -65,6 +65,7 @@ def test_window_names_each_servers_busiest_thread_and_softirq_per_core(monkeypat
     d = Window.delta(w.sample(), w.sample())
     busiest = d["server_threads"]["tgtd"]
     assert busiest["thread"] == "tgtd" and busiest["cpu_s"] == pytest.approx(1.9) and busiest["threads"] == 3
+    assert busiest["live_cpu_s"] == pytest.approx(1.9 + 0.4 + 0.5)  # a thread born in the window counts from 0
     assert d["cores_softirq_s"] == [pytest.approx(0.1), pytest.approx(0.9)]
 
 

@@ -5,7 +5,8 @@ Rules, applied to the medians of a cell's repeats (failed windows left out):
    protocol, link rate, MTU and access spec (`analysis.wire.ceiling`, as `protolab limits`).
 2. **cpu** — otherwise, a CPU user at ≥ CPU_SHARE (90 %) of what it can use:
    one thread (a storage server's busiest thread, QEMU's busiest thread), one fio job (a job is one
-   thread), a server process without per-thread data, or one core's softirq: 90 % of one core;
+   thread), a server process without per-thread data (or whose threads alive at the window's end
+   account for < 90 % of its CPU, as nbdkit's per-connection threads), or one core's softirq: 90 % of one core;
    all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; this run's own CPU
    (its role cgroups, or servers + fio without them): 90 % of the machine's cores. A single user is
    named before a process's threads together, and those before the machine; then the nearest its limit.
@@ -118,6 +119,8 @@ def _record_usages(r: CellRecord) -> list[Usage]:
         if s is None:
             continue
         th = t.server_threads.get(name)
+        if th is not None and th.live_cpu_s is not None and th.live_cpu_s < CPU_SHARE * s:
+            th = None  # threads that did the work ended in the window: the live ones say nothing
         if th is None:  # no per-thread data: the process at one core counts as saturated
             out.append(Usage(name, "process", s / win, 1))
             continue

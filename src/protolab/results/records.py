@@ -75,6 +75,8 @@ class BusiestThread(_Record):
     thread: str = Field(description="the thread's name (comm), e.g. 'tgtd', 'CPU 0/TCG'")
     cpu_s: float = Field(description="its user+system seconds in the window")
     threads: int = Field(default=1, description="live threads of the process (and its children) at the end")
+    live_cpu_s: float | None = Field(default=None, description="CPU seconds of those live threads; less than the "
+                                     "process's when threads that worked ended in the window (nbdkit's per connection)")
 
 
 class Telemetry(_Record):

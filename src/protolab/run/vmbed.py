@@ -93,7 +93,8 @@ class VmWindow(Window):
         spent = {k: max(0.0, v - before.get(k, 0.0)) for t in b[1] for k, v in t.threads.items()}
         if spent:
             top = max(spent, key=lambda k: spent[k])
-            out["hypervisor_thread"] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent)}
+            out["hypervisor_thread"] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
+                                        "live_cpu_s": sum(spent.values())}
         return out
 
 

@@ -90,7 +90,8 @@ class Window:
             spent = {k: max(0.0, v - before_t.get(k, 0.0)) for k, v in after_t.items()}  # new threads from 0
             if spent:
                 top = max(spent, key=lambda k: spent[k])
-                busiest[name] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent)}
+                busiest[name] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
+                                 "live_cpu_s": sum(spent.values())}
         if busiest:
             out["server_threads"] = busiest
         if a.softirq_s and len(a.softirq_s) == len(b.softirq_s):
