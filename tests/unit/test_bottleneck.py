@@ -94,6 +94,11 @@ def test_threads_that_ended_in_the_window_leave_the_process_rule():
     b = assess([rec(8000, servers={"nbdkit": 0.95}, threads={"nbdkit": (0.0, 1, 0.0)})], CEIL)
     assert b.held == Usage("nbdkit", "process", pytest.approx(0.95), 1)
     assert b.sentence == "held by nbdkit's CPU (95 % of a core) at 40 % of the wire's ceiling"
+    # one repeat whose live threads miss a share of the process's CPU puts every repeat of the cell on the process rule
+    mixed = [rec(8000, repeat=1, servers={"ganesha.nfsd": 0.45}, threads={"ganesha.nfsd": (0.03, 79, 0.38)}),
+             rec(8000, repeat=2, servers={"ganesha.nfsd": 0.63}, threads={"ganesha.nfsd": (0.03, 79, 0.62)})]
+    assert [(u.what, u.scope) for u in usages(mixed) if u.what == "ganesha.nfsd"] == [("ganesha.nfsd", "process")]
+    assert assess(mixed, CEIL).busiest == Usage("ganesha.nfsd", "process", pytest.approx(0.54), 1)
     # live threads that hold >= 90 % of the process's CPU are trusted
     b = assess([rec(8000, servers={"tgtd": 1.0}, threads={"tgtd": (0.6, 17, 0.95)})], CEIL)
     assert b.kind == "none" and b.busiest == Usage("tgtd", "thread", pytest.approx(0.6), 1)

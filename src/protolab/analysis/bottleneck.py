@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Iterable, Literal
+from typing import Collection, Iterable, Literal
 
-from ..results.records import CellRecord
+from ..results.records import BusiestThread, CellRecord
 from .derived import BUSY_OTHER_SHARE
 from .findings import Finding
 
@@ -95,14 +95,24 @@ def _span(xs: Iterable[float]) -> str:
 
 def usages(records: Iterable[CellRecord]) -> list[Usage]:
     """Every CPU user the records show, each as the median over the repeats that have it."""
+    recs = list(records)
+    # a server's threads are trusted in every repeat or in none, so its repeats' medians share one scope
+    untrusted = {name for r in recs if r.telemetry for name, s in r.telemetry.servers_cpu_s.items()
+                 if s and not _threads_hold(r.telemetry.server_threads.get(name), s)}
     seen: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for r in records:
-        for u in _record_usages(r):
+    for r in recs:
+        for u in _record_usages(r, untrusted):
             seen.setdefault((u.what, u.scope), []).append((u.share, u.limit))
     return [Usage(w, s, median(v[0] for v in vals), median(v[1] for v in vals)) for (w, s), vals in seen.items()]
 
 
-def _record_usages(r: CellRecord) -> list[Usage]:
+def _threads_hold(th: BusiestThread | None, process_s: float) -> bool:
+    """Whether the threads alive at the window's end hold >= 90 % of the process's CPU (nbdkit's
+    per-connection threads end with fio's connection, leaving only its idle main thread)."""
+    return th is not None and (th.live_cpu_s is None or th.live_cpu_s >= CPU_SHARE * process_s)
+
+
+def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage]:
     t, res = r.telemetry, r.result
     win = t.elapsed_s if t is not None and t.elapsed_s > 0 else None
     cores = max(1, round(t.machine_total_s / t.elapsed_s)) if win and t.machine_total_s else None
@@ -118,9 +128,7 @@ def _record_usages(r: CellRecord) -> list[Usage]:
     for name, s in t.servers_cpu_s.items():
         if s is None:
             continue
-        th = t.server_threads.get(name)
-        if th is not None and th.live_cpu_s is not None and th.live_cpu_s < CPU_SHARE * s:
-            th = None  # threads that did the work ended in the window: the live ones say nothing
+        th = None if name in untrusted else t.server_threads.get(name)
         if th is None:  # no per-thread data: the process at one core counts as saturated
             out.append(Usage(name, "process", s / win, 1))
             continue
