@@ -10,6 +10,8 @@ Rules, applied to the medians of a cell's repeats (failed windows left out):
    all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; this run's own CPU
    (its role cgroups, or servers + fio without them): 90 % of the machine's cores. A single user is
    named before a process's threads together, and those before the machine; then the nearest its limit.
+   Or a role's tasks (fio, the servers, QEMU) ready to run but waiting for a CPU (PSI 'some') during
+   ≥ WAIT_SHARE (25 %) of the window: CPU time it did not get, e.g. from other work on the machine.
 3. **none** — neither: storage- or latency-bound (with fixed outstanding I/Os, service time sets IOPS).
 4. **unknown** — no CPU telemetry, or a wire between load and storage that has no model and no CPU
    that saturated.
@@ -29,6 +31,8 @@ from .findings import Finding
 
 WIRE_SHARE = 0.90
 CPU_SHARE = 0.90
+WAIT_SHARE = 0.25
+ROLE_NAMES = {"loadgen": "fio", "hypervisors": "QEMU"}  # 'servers': the server that used the most CPU
 #: scopes of one thread-like CPU user (saturated at one core), then aggregates, then the machine
 SINGLE, SPREAD = ("thread", "job", "job mean", "process", "core"), ("threads", "jobs")
 
@@ -40,14 +44,14 @@ class Usage:
     """One CPU user's median share of one core over a cell's repeats, and where it saturates."""
 
     what: str  # 'tgtd', 'ganesha.nfsd', 'nbdkit', 'fio', 'QEMU', 'softirq', 'machine'
-    scope: str  # 'thread', 'job', 'job mean', 'process', 'core', 'threads', 'jobs', 'cores'
-    share: float  # cores busy (1.0 = one core)
+    scope: str  # 'thread', 'job', 'job mean', 'process', 'core', 'threads', 'jobs', 'cores', 'wait'
+    share: float  # cores busy (1.0 = one core); for 'wait', the share of the window spent waiting for a CPU
     limit: float  # cores at which it counts as saturated
 
     @property
     def saturated(self) -> bool:
-        """At or above CPU_SHARE of what it can use."""
-        return self.share >= CPU_SHARE * self.limit
+        """At or above CPU_SHARE of what it can use (a role's wait for a CPU: WAIT_SHARE of the window)."""
+        return self.share >= (WAIT_SHARE if self.scope == "wait" else CPU_SHARE * self.limit)
 
     def who(self) -> str:
         """'tgtd's busiest thread', 'fio's busiest job', 'nbdkit'."""
@@ -73,7 +77,8 @@ class Bottleneck:
         if self.kind == "wire" and self.ceiling_share is not None:
             return f"wire {_pct(self.ceiling_share)} %"
         if self.kind == "cpu" and self.held is not None:
-            return f"{self.what} CPU {_pct(self.held.share / self.held.limit)} %"
+            wait = " wait" if self.held.scope == "wait" else ""
+            return f"{self.what} CPU{wait} {_pct(self.held.share / self.held.limit)} %"
         return f"{self.kind} (machine busy)" if self.crowded else self.kind
 
     @property
@@ -140,6 +145,10 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
         if t.hypervisor_cpu_s and t.hypervisor_thread.threads > 1:
             out.append(Usage("QEMU", "threads", sum(t.hypervisor_cpu_s.values()) / win,
                              min(t.hypervisor_thread.threads, cores or 1)))
+    for role, wait in t.roles_cpu_wait_s.items():
+        named = {k: v for k, v in t.servers_cpu_s.items() if v}
+        who = ROLE_NAMES.get(role) or (max(named, key=lambda k: named[k]) if named else role)
+        out.append(Usage(who, "wait", wait / win, 1))
     if t.cores_softirq_s:
         out.append(Usage("softirq", "core", max(t.cores_softirq_s) / win, 1))
     if cores and t.machine_total_s:  # this run's own CPU, and the rest of the machine's busy time (other work),
@@ -153,7 +162,7 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
 
 
 def _rank(u: Usage) -> tuple[int, float]:
-    return (0 if u.scope in SINGLE else 1 if u.scope in SPREAD else 2, -u.share / u.limit)
+    return ({"wait": 3, "cores": 2}.get(u.scope, 0 if u.scope in SINGLE else 1), -u.share / u.limit)
 
 
 def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wire: bool = True) -> Bottleneck:
@@ -167,14 +176,14 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
     busiest = max(singles, key=lambda u: u.share) if singles else None
     if ceil is not None and ceil >= WIRE_SHARE:
         return Bottleneck("wire", "wire", ceil, None, busiest)
-    hot = sorted((u for u in us if u.saturated and u.what != "other work"), key=_rank)
-    if hot:
-        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest)
     mine, other = (next((u for u in us if u.what == w), None) for w in ("machine", "other work"))
     crowded = None
     if mine and other and (mine.share + other.share) >= CPU_SHARE * mine.limit \
             and other.share > BUSY_OTHER_SHARE * other.limit:
         crowded = ((mine.share + other.share) / mine.limit, other.share / other.limit)
+    hot = sorted((u for u in us if u.saturated and u.what != "other work"), key=_rank)
+    if hot:
+        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest, "", crowded if hot[0].scope == "wait" else None)
     if not any(u.what not in ("fio", "machine") for u in us):
         return Bottleneck("unknown", "", ceil, None, busiest, "no CPU telemetry of the servers or the machine",
                           crowded)
@@ -187,6 +196,8 @@ def _usage_text(us: list[Usage]) -> str:
     u = us[0]
     if u.what == "machine":
         return f"this run used {_span(x.share / x.limit for x in us)} of its {u.limit:g} cores"
+    if u.scope == "wait":
+        return f"its tasks waited for a core {_span(x.share for x in us)} of the window"
     if u.what == "softirq":
         return f"one core {_span(x.share for x in us)} in softirq"
     if u.scope in SPREAD:
@@ -205,17 +216,18 @@ def cause(group: list[Bottleneck]) -> str:
     if b.kind == "wire":
         return f"held by the wire ({_span(ceils)} of its ceiling" + (f"; {busiest})" if busiest else ")")
     share = f"{_span(ceils)} of the wire's ceiling" if ceils else ""
-    at = f" at {share}" if share else ""
+    crowd = [x.crowded for x in group if x.crowded]
+    busy_machine = f"the machine was {_span(c[0] for c in crowd)} busy, {_span(c[1] for c in crowd)} of it with " \
+        "other work" if crowd else ""
     if b.kind == "cpu" and b.held is not None:
         held = [x.held for x in group if x.held is not None]
         name = "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
             else f"{b.what}'s CPU"
-        extra = f"; {busiest}" if b.what == "machine" and busiest else ""
-        return f"held by {name} ({_usage_text(held)}{extra}){at}"
+        extra = [busiest] if (b.what == "machine" or b.held.scope == "wait") and busiest else []
+        inner = "; ".join([_usage_text(held), *extra, *([busy_machine] if busy_machine else [])])
+        return f"held by {name} ({inner})" + (f" at {share}" if share else "")
     context = "; ".join(p for p in (share, busiest) if p)
-    crowd = [x.crowded for x in group if x.crowded]
-    tail = (f"; the machine was {_span(c[0] for c in crowd)} busy, {_span(c[1] for c in crowd)} of it with other "
-            "work, which may have slowed it") if crowd else ""
+    tail = f"; {busy_machine}, which may have slowed it" if crowd else ""
     if b.kind == "none":
         return "held by neither the wire nor a CPU" + (f" ({context})" if context else "") + \
             ": storage- or latency-bound" + tail

@@ -87,6 +87,8 @@ class Telemetry(_Record):
     machine_total_s: float | None = None
     servers_cpu_s: dict[str, float | None] = Field(default_factory=dict, description="per storage server process")
     roles_cpu_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: servers, loadgen, …")
+    roles_cpu_wait_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: seconds a task "
+                                               "of it was ready to run but waited for a CPU (PSI cpu 'some')")
     interfaces: dict[str, Traffic] = Field(default_factory=dict, description="'netns/ifname' → counters")
     offloads: dict[str, bool | None] = Field(default_factory=dict, description="segmentation offloads per port")
     storage_ports: list[str] = Field(default_factory=list, description="interfaces on the storage side of the wire")

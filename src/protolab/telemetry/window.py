@@ -25,6 +25,7 @@ class Snapshot:
     offloads: dict[tuple[str, str], bool | None] = field(default_factory=dict)
     threads: dict[str, dict[str, float]] = field(default_factory=dict)  # server → 'comm#tid' → seconds
     softirq_s: list[float] = field(default_factory=list)  # per core
+    roles_wait_s: dict[str, float] = field(default_factory=dict)  # role → seconds waiting for a CPU (PSI)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Window:
     def sample(self) -> Snapshot:
         """Read every counter now."""
         roles = self.cgroups.read() if self.cgroups is not None else {}
+        waits = self.cgroups.cpu_wait() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
         servers = {name: tree_cpu_seconds(pid) for name, pid in self.server_pids.items()}
         threads = {name: thread_cpu_seconds(pid) for name, pid in self.server_pids.items()}
@@ -61,7 +63,7 @@ class Window:
                     counters[(ns, ifname)] = seen[ifname]
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
         offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
-        return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads, threads, softirq)
+        return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads, threads, softirq, waits)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
@@ -96,6 +98,9 @@ class Window:
             out["server_threads"] = busiest
         if a.softirq_s and len(a.softirq_s) == len(b.softirq_s):
             out["cores_softirq_s"] = [max(0.0, y - x) for x, y in zip(a.softirq_s, b.softirq_s)]
+        waits = {r: max(0.0, b.roles_wait_s[r] - v) for r, v in a.roles_wait_s.items() if r in b.roles_wait_s}
+        if waits:
+            out["roles_cpu_wait_s"] = waits
         if a.roles_s:
             out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
                                   if role in b.roles_s}
