@@ -10,8 +10,10 @@ Rules, applied to the medians of a cell's repeats (failed windows left out):
    all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; this run's own CPU
    (its role cgroups, or servers + fio without them): 90 % of the machine's cores. A single user is
    named before a process's threads together, and those before the machine; then the nearest its limit.
-   Or a role's tasks (fio, the servers, QEMU) ready to run but waiting for a CPU (PSI 'some') during
-   ≥ WAIT_SHARE (25 %) of the window: CPU time it did not get, e.g. from other work on the machine.
+   A thread, job or process is judged by its demand: the CPU it used plus the time its role's tasks
+   were ready to run but waited for a CPU (PSI 'some' of the role cgroup; exact for a role of one
+   busy thread, an upper bound otherwise), per repeat. Or a role whose tasks waited for a CPU during
+   ≥ WAIT_SHARE (25 %) of the window: held by CPU time it did not get (other work on the machine).
 3. **none** — neither: storage- or latency-bound (with fixed outstanding I/Os, service time sets IOPS).
 4. **unknown** — no CPU telemetry, or a wire between load and storage that has no model and no CPU
    that saturated.
@@ -47,11 +49,14 @@ class Usage:
     scope: str  # 'thread', 'job', 'job mean', 'process', 'core', 'threads', 'jobs', 'cores', 'wait'
     share: float  # cores busy (1.0 = one core); for 'wait', the share of the window spent waiting for a CPU
     limit: float  # cores at which it counts as saturated
+    demand: float | None = None  # share + its role's wait for a CPU (median of the repeats' sums)
 
     @property
     def saturated(self) -> bool:
         """At or above CPU_SHARE of what it can use (a role's wait for a CPU: WAIT_SHARE of the window)."""
-        return self.share >= (WAIT_SHARE if self.scope == "wait" else CPU_SHARE * self.limit)
+        if self.scope == "wait":
+            return self.share >= WAIT_SHARE
+        return max(self.share, self.demand or 0.0) >= CPU_SHARE * self.limit
 
     def who(self) -> str:
         """'tgtd's busiest thread', 'fio's busiest job', 'nbdkit'."""
@@ -104,11 +109,13 @@ def usages(records: Iterable[CellRecord]) -> list[Usage]:
     # a server's threads are trusted in every repeat or in none, so its repeats' medians share one scope
     untrusted = {name for r in recs if r.telemetry for name, s in r.telemetry.servers_cpu_s.items()
                  if s and not _threads_hold(r.telemetry.server_threads.get(name), s)}
-    seen: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    seen: dict[tuple[str, str], list[Usage]] = {}
     for r in recs:
         for u in _record_usages(r, untrusted):
-            seen.setdefault((u.what, u.scope), []).append((u.share, u.limit))
-    return [Usage(w, s, median(v[0] for v in vals), median(v[1] for v in vals)) for (w, s), vals in seen.items()]
+            seen.setdefault((u.what, u.scope), []).append(u)
+    return [Usage(w, s, median(u.share for u in us), median(u.limit for u in us),
+                  median(u.demand for u in us) if all(u.demand is not None for u in us) else None)
+            for (w, s), us in seen.items()]
 
 
 def _threads_hold(th: BusiestThread | None, process_s: float) -> bool:
@@ -122,10 +129,15 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
     win = t.elapsed_s if t is not None and t.elapsed_s > 0 else None
     cores = max(1, round(t.machine_total_s / t.elapsed_s)) if win and t.machine_total_s else None
     out = []
+    waits = {k: v / win for k, v in t.roles_cpu_wait_s.items()} if t is not None and win else {}
+
+    def one(what: str, scope: str, share: float, role: str) -> Usage:
+        return Usage(what, scope, share, 1, share + waits[role] if role in waits else None)
+
     if res.job_cpu_share_max is not None:
-        out.append(Usage("fio", "job", res.job_cpu_share_max, 1))
+        out.append(one("fio", "job", res.job_cpu_share_max, "loadgen"))
     elif res.per_host_cpu_s and res.jobs and res.runtime_s > 0:
-        out.append(Usage("fio", "job mean", sum(res.per_host_cpu_s.values()) / res.jobs / res.runtime_s, 1))
+        out.append(one("fio", "job mean", sum(res.per_host_cpu_s.values()) / res.jobs / res.runtime_s, "loadgen"))
     if res.per_host_cpu_s and res.jobs > 1 and res.runtime_s > 0:
         out.append(Usage("fio", "jobs", sum(res.per_host_cpu_s.values()) / res.runtime_s, min(res.jobs, cores or 1)))
     if t is None or win is None:
@@ -135,20 +147,20 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
             continue
         th = None if name in untrusted else t.server_threads.get(name)
         if th is None:  # no per-thread data: the process at one core counts as saturated
-            out.append(Usage(name, "process", s / win, 1))
+            out.append(one(name, "process", s / win, "servers"))
             continue
-        out.append(Usage(name, "thread", th.cpu_s / win, 1))
+        out.append(one(name, "thread", th.cpu_s / win, "servers"))
         if th.threads > 1:
             out.append(Usage(name, "threads", s / win, min(th.threads, cores or 1)))
     if t.hypervisor_thread is not None:
-        out.append(Usage("QEMU", "thread", t.hypervisor_thread.cpu_s / win, 1))
+        out.append(one("QEMU", "thread", t.hypervisor_thread.cpu_s / win, "hypervisors"))
         if t.hypervisor_cpu_s and t.hypervisor_thread.threads > 1:
             out.append(Usage("QEMU", "threads", sum(t.hypervisor_cpu_s.values()) / win,
                              min(t.hypervisor_thread.threads, cores or 1)))
-    for role, wait in t.roles_cpu_wait_s.items():
+    for role, wait in waits.items():
         named = {k: v for k, v in t.servers_cpu_s.items() if v}
         who = ROLE_NAMES.get(role) or (max(named, key=lambda k: named[k]) if named else role)
-        out.append(Usage(who, "wait", wait / win, 1))
+        out.append(Usage(who, "wait", wait, 1))
     if t.cores_softirq_s:
         out.append(Usage("softirq", "core", max(t.cores_softirq_s) / win, 1))
     if cores and t.machine_total_s:  # this run's own CPU, and the rest of the machine's busy time (other work),
@@ -183,7 +195,7 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
         crowded = ((mine.share + other.share) / mine.limit, other.share / other.limit)
     hot = sorted((u for u in us if u.saturated and u.what != "other work"), key=_rank)
     if hot:
-        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest, "", crowded if hot[0].scope == "wait" else None)
+        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest, "", crowded)
     if not any(u.what not in ("fio", "machine") for u in us):
         return Bottleneck("unknown", "", ceil, None, busiest, "no CPU telemetry of the servers or the machine",
                           crowded)
@@ -204,7 +216,9 @@ def _usage_text(us: list[Usage]) -> str:
         return (f"{_span(x.share for x in us)} of a core over its {u.scope}: "
                 f"{_span(x.share / x.limit for x in us)} of the {u.limit:g} cores they can use")
     lead = {"thread": "busiest thread at ", "job": "busiest job at "}.get(u.scope, "")
-    return f"{lead}{_span(x.share for x in us)} of a core" + (" per job" if u.scope == "job mean" else "")
+    waited = [x.demand for x in us if x.demand is not None and x.demand - x.share >= 0.005]
+    return f"{lead}{_span(x.share for x in us)} of a core" + (" per job" if u.scope == "job mean" else "") + \
+        (f", {_span(waited)} with its wait for one" if waited else "")
 
 
 def cause(group: list[Bottleneck]) -> str:
@@ -222,8 +236,8 @@ def cause(group: list[Bottleneck]) -> str:
     if b.kind == "cpu" and b.held is not None:
         held = [x.held for x in group if x.held is not None]
         name = "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
-            else f"{b.what}'s CPU"
-        extra = [busiest] if (b.what == "machine" or b.held.scope == "wait") and busiest else []
+            else f"CPU time {b.what} did not get" if b.held.scope == "wait" else f"{b.what}'s CPU"
+        extra = [busiest] if busiest and (b.what == "machine" or b.held.scope == "wait") else []
         inner = "; ".join([_usage_text(held), *extra, *([busy_machine] if busy_machine else [])])
         return f"held by {name} ({inner})" + (f" at {share}" if share else "")
     context = "; ".join(p for p in (share, busiest) if p)
