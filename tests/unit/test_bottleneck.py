@@ -3,8 +3,8 @@ and exact sentences."""
 
 import pytest
 
-from protolab.analysis.bottleneck import (CPU_SHARE, WAIT_SHARE, WIRE_SHARE, Usage, assess, bottleneck_findings, bottlenecks,
-                                          usages)
+from protolab.analysis.bottleneck import CPU_SHARE, WAIT_SHARE, WIRE_SHARE, Usage, assess, bottlenecks, usages
+from protolab.analysis.bottleneck_words import bottleneck_findings
 from protolab.results.records import BusiestThread, CellRecord, CellResult, DirectionResult, Telemetry
 
 CEIL = 20000.0  # the wire model's ceiling IOPS in these tests
@@ -14,9 +14,9 @@ def rec(iops=10000.0, *, config="iscsi-1500", load=0, repeat=1, workload="w4k", 
         busy_s=None, servers=None, threads=None, job=None, per_host_cpu_s=None, jobs=1, softirq=None,
         roles=None, waits=None, telemetry=True, failed=False):
     """A record whose CPU figures are given as shares of one core over the window (``servers``: name → share,
-    ``threads``: name → (busiest thread's share, threads[, live threads' share]), ``job``: fio's busiest job's share, ``roles``: role →
-    share of one core; ``waits``: role → share of the window its tasks waited for a CPU; ``busy_s``: the machine's
-    busy CPU seconds)."""
+    ``threads``: name → (busiest thread's share, threads[, live threads' share]), ``job``: fio's busiest job's
+    share, ``roles``: role → share of one core; ``waits``: role → share of the window its tasks waited for a CPU;
+    ``busy_s``: the machine's busy CPU seconds)."""
     d = DirectionResult(ios=int(iops * window), iops=iops)
     res = CellResult(iops=iops, mbps=iops * 4096 / 1e6, read=d, write=DirectionResult(), lat_mean_us=100.0,
                      percentiles_us={}, jobs=jobs, runtime_s=window, errors=0, job_cpu_share_max=job,
@@ -173,7 +173,7 @@ def test_a_job_that_ran_or_waited_for_a_core_90_percent_of_the_window_was_cpu_bo
             for i, (j, w) in enumerate(((0.93, 0.05), (0.48, 0.43), (0.63, 0.24)))]
     b = assess(recs, None, has_wire=False)
     assert b.held == Usage("fio", "job", pytest.approx(0.63), 1, pytest.approx(0.91))
-    assert b.label == "fio CPU 63 %"
+    assert b.label == "fio CPU 91 % incl. wait"
     assert b.sentence == ("held by fio's CPU (busiest job at 63 % of a core, 91 % with its wait for one; the "
                           "machine was 100 % busy, 68 % of it with other work)")
 
@@ -184,8 +184,9 @@ def test_a_role_that_waited_for_a_cpu_was_held_by_cpu_time_it_did_not_get():
                     waits={"loadgen": 0.26, "servers": 0.0})], None, has_wire=False)
     assert b.held == Usage("fio", "wait", pytest.approx(0.26), 1) and b.label == "fio CPU wait 26 %"
     assert b.crowded == (pytest.approx(0.96), pytest.approx(0.83))
-    assert b.sentence == ("held by CPU time fio did not get (its tasks waited for a core 26 % of the window; busiest CPU: fio's "
-                          "busiest job at 27 % of a core; the machine was 96 % busy, 83 % of it with other work)")
+    assert b.sentence == ("held by CPU time fio did not get (its tasks waited for a core 26 % of the window; "
+                          "busiest CPU: fio's busiest job at 27 % of a core; the machine was 96 % busy, 83 % of it "
+                          "with other work)")
     # the servers' role is named by the server that used the most CPU; under 25 % of the window is not a hold
     b = assess([rec(8000, servers={"rpcbind": 0.01, "ganesha.nfsd": 0.5}, waits={"servers": 0.3})], CEIL)
     assert b.held == Usage("ganesha.nfsd", "wait", pytest.approx(0.3), 1)

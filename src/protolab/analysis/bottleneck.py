@@ -1,24 +1,15 @@
-"""The bottleneck, named: what held a cell back — the wire, a saturated process, thread or core, or neither.
+"""The bottleneck, named: what held a cell back — the wire, a saturated CPU user, or neither (README: "The
+bottleneck, named"). On the medians of a cell's repeats, failed windows left out:
 
-Rules, applied to the medians of a cell's repeats (failed windows left out):
-1. **wire** — measured IOPS ≥ WIRE_SHARE (90 %) of the wire model's ceiling for the configuration's
-   protocol, link rate, MTU and access spec (`analysis.wire.ceiling`, as `protolab limits`).
-2. **cpu** — otherwise, a CPU user at ≥ CPU_SHARE (90 %) of what it can use:
-   one thread (a storage server's busiest thread, QEMU's busiest thread), one fio job (a job is one
-   thread), a server process without per-thread data (or whose threads alive at the window's end
-   account for < 90 % of its CPU, as nbdkit's per-connection threads), or one core's softirq: 90 % of one core;
-   all threads of a process (or all fio jobs): 90 % of min(threads, cores) cores; this run's own CPU
-   (its role cgroups, or servers + fio without them): 90 % of the machine's cores. A single user is
-   named before a process's threads together, and those before the machine; then the nearest its limit.
-   A thread, job or process is judged by its demand: the CPU it used plus the time its role's tasks
-   were ready to run but waited for a CPU (PSI 'some' of the role cgroup; exact for a role of one
-   busy thread, an upper bound otherwise), per repeat. Or a role whose tasks waited for a CPU during
-   ≥ WAIT_SHARE (25 %) of the window: held by CPU time it did not get (other work on the machine).
-3. **none** — neither: storage- or latency-bound (with fixed outstanding I/Os, service time sets IOPS).
-4. **unknown** — no CPU telemetry, or a wire between load and storage that has no model and no CPU
-   that saturated.
-Other work on the machine is never the cell's bottleneck: when the machine was ≥ 90 % busy and other
-work used more than derived.BUSY_OTHER_SHARE of it, 'none' and 'unknown' say so (it may have slowed the run).
+1. wire: measured IOPS ≥ WIRE_SHARE of the wire model's ceiling (`analysis.wire.ceiling`).
+2. cpu: the first CPU user at ≥ CPU_SHARE of what it can use — one thread-like user (a server's busiest
+   thread, QEMU's, fio's busiest job, a server process without trustworthy thread data, one core's
+   softirq) of one core; a server's threads or fio's jobs together of min(threads, cores) cores; this
+   run's own CPU of the machine's cores. A thread-like user counts with its demand, per repeat: its CPU
+   plus its role's wait for a CPU (PSI 'some'; exact for one busy thread, an upper bound otherwise).
+   Else a role that waited for a CPU ≥ WAIT_SHARE of the window: CPU time it did not get.
+3. none: neither, storage- or latency-bound. 4. unknown: no CPU telemetry, or an unmodelled wire.
+Other work on a busy machine (> derived.BUSY_OTHER_SHARE of it) is a caveat, never the bottleneck.
 """
 
 from __future__ import annotations
@@ -29,7 +20,6 @@ from typing import Collection, Iterable, Literal
 
 from ..results.records import BusiestThread, CellRecord
 from .derived import BUSY_OTHER_SHARE
-from .findings import Finding
 
 WIRE_SHARE = 0.90
 CPU_SHARE = 0.90
@@ -81,14 +71,17 @@ class Bottleneck:
         """The table's 'limited by' cell: 'wire 93 %', 'tgtd CPU 97 %', 'machine CPU 95 %', 'none', 'unknown'."""
         if self.kind == "wire" and self.ceiling_share is not None:
             return f"wire {_pct(self.ceiling_share)} %"
-        if self.kind == "cpu" and self.held is not None:
-            wait = " wait" if self.held.scope == "wait" else ""
-            return f"{self.what} CPU{wait} {_pct(self.held.share / self.held.limit)} %"
+        if self.kind == "cpu" and (h := self.held) is not None:
+            waited = h.demand is not None and h.demand - h.share >= 0.005
+            return f"{self.what} CPU{' wait' if h.scope == 'wait' else ''} " \
+                f"{_pct(max(h.share, h.demand or 0) / h.limit)} %{' incl. wait' if waited else ''}"
         return f"{self.kind} (machine busy)" if self.crowded else self.kind
 
     @property
     def sentence(self) -> str:
         """'held by tgtd's CPU (busiest thread at 97 % of a core) at 45 % of the wire's ceiling'."""
+        from .bottleneck_words import cause  # the words live beside the rules, not in them
+
         return cause([self])
 
 
@@ -96,7 +89,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}"
 
 
-def _span(xs: Iterable[float]) -> str:
+def pct_span(xs: Iterable[float]) -> str:
     """'45 %' or '45–52 %' (rounded ends) for one or several values."""
     xs = list(xs)
     lo, hi = _pct(min(xs)), _pct(max(xs))
@@ -204,57 +197,6 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
     return Bottleneck("none", "", ceil, None, busiest, "", crowded)
 
 
-def _usage_text(us: list[Usage]) -> str:
-    u = us[0]
-    if u.what == "machine":
-        return f"this run used {_span(x.share / x.limit for x in us)} of its {u.limit:g} cores"
-    if u.scope == "wait":
-        return f"its tasks waited for a core {_span(x.share for x in us)} of the window"
-    if u.what == "softirq":
-        return f"one core {_span(x.share for x in us)} in softirq"
-    if u.scope in SPREAD:
-        return (f"{_span(x.share for x in us)} of a core over its {u.scope}: "
-                f"{_span(x.share / x.limit for x in us)} of the {u.limit:g} cores they can use")
-    lead = {"thread": "busiest thread at ", "job": "busiest job at "}.get(u.scope, "")
-    waited = [x.demand for x in us if x.demand is not None and x.demand - x.share >= 0.005]
-    return f"{lead}{_span(x.share for x in us)} of a core" + (" per job" if u.scope == "job mean" else "") + \
-        (f", {_span(waited)} with its wait for one" if waited else "")
-
-
-def cause(group: list[Bottleneck]) -> str:
-    """The words for one or several cells of the same kind and cause, numbers as ranges: 'held by …'."""
-    b = group[0]
-    ceils = [x.ceiling_share for x in group if x.ceiling_share is not None]
-    busy = [x.busiest for x in group if x.busiest is not None]
-    busiest = f"busiest CPU: {busy[0].who()} at {_span(u.share for u in busy)} of a core" if busy else ""
-    if b.kind == "wire":
-        return f"held by the wire ({_span(ceils)} of its ceiling" + (f"; {busiest})" if busiest else ")")
-    share = f"{_span(ceils)} of the wire's ceiling" if ceils else ""
-    crowd = [x.crowded for x in group if x.crowded]
-    busy_machine = f"the machine was {_span(c[0] for c in crowd)} busy, {_span(c[1] for c in crowd)} of it with " \
-        "other work" if crowd else ""
-    if b.kind == "cpu" and b.held is not None:
-        held = [x.held for x in group if x.held is not None]
-        name = "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
-            else f"CPU time {b.what} did not get" if b.held.scope == "wait" else f"{b.what}'s CPU"
-        extra = [busiest] if busiest and (b.what == "machine" or b.held.scope == "wait") else []
-        inner = "; ".join([_usage_text(held), *extra, *([busy_machine] if busy_machine else [])])
-        return f"held by {name} ({inner})" + (f" at {share}" if share else "")
-    context = "; ".join(p for p in (share, busiest) if p)
-    tail = f"; {busy_machine}, which may have slowed it" if crowd else ""
-    if b.kind == "none":
-        return "held by neither the wire nor a CPU" + (f" ({context})" if context else "") + \
-            ": storage- or latency-bound" + tail
-    return f"held by something not known ({b.reason}" + (f"; {context})" if context else ")") + tail
-
-
-def group_key(b: Bottleneck) -> tuple:
-    """Cells with the same key read as one sentence (their numbers as ranges)."""
-    held = (b.held.what, b.held.scope, b.held.limit) if b.held else None
-    return (b.kind, b.what, held, b.busiest.who() if b.busiest else None, b.reason, b.ceiling_share is None,
-            b.crowded is None)
-
-
 Cell = tuple[str, int, str]  # workload, load index, configuration
 
 
@@ -266,22 +208,3 @@ def bottlenecks(records: Iterable[CellRecord], ceilings: dict[tuple[str, str], f
     for r in records:
         cells.setdefault((r.workload, r.load_index, r.configuration), []).append(r)
     return {k: assess(v, ceilings.get((k[0], k[2])), has_wire=wired.get(k[2], True)) for k, v in cells.items()}
-
-
-def bottleneck_findings(found: dict[Cell, Bottleneck], labels: dict[tuple[str, int], str],
-                        configurations: list[str]) -> list[Finding]:
-    """One sentence per workload, configuration and group of load points held by the same thing."""
-    out = []
-    for w in dict.fromkeys(k[0] for k in found):
-        for c in sorted({k[2] for k in found if k[0] == w}, key=lambda c: (
-                configurations.index(c) if c in configurations else len(configurations), c)):
-            mine = sorted((li, b) for (wk, li, ck), b in found.items() if wk == w and ck == c)
-            groups: dict[tuple, list[tuple[int, Bottleneck]]] = {}
-            for li, b in mine:
-                groups.setdefault(group_key(b), []).append((li, b))
-            for group in groups.values():
-                where = "at every load point" if len(group) == len(mine) > 1 else \
-                    "at " + ", ".join(labels.get((w, li), str(li)) for li, _ in group)
-                out.append(Finding("bottleneck", f"{w}: {c} was {cause([b for _, b in group])}, {where}.",
-                                   "", w, (c,)))
-    return out

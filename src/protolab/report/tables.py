@@ -403,7 +403,8 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
-    from ..analysis.bottleneck import bottleneck_findings, bottlenecks
+    from ..analysis.bottleneck import bottlenecks
+    from ..analysis.bottleneck_words import bottleneck_findings
 
     data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
     data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.load_index): r.load_label
