@@ -187,6 +187,11 @@ def test_a_role_that_waited_for_a_cpu_was_held_by_cpu_time_it_did_not_get():
     assert b.sentence == ("held by CPU time fio did not get (its tasks waited for a core 26 % of the window; "
                           "busiest CPU: fio's busiest job at 27 % of a core; the machine was 96 % busy, 83 % of it "
                           "with other work)")
+    # a process without thread data is not charged its role's wait (its threads are unknown): the wait is the hold
+    b = assess([rec(15800, servers={"nbdkit": 0.69}, waits={"servers": 0.42})], CEIL)
+    assert b.held == Usage("nbdkit", "wait", pytest.approx(0.42), 1) and b.label == "nbdkit CPU wait 42 %"
+    assert b.sentence.startswith("held by CPU time nbdkit did not get (its tasks waited for a core 42 % of the "
+                                 "window; busiest CPU: nbdkit at 69 % of a core) at 79 % of the wire")
     # the servers' role is named by the server that used the most CPU; under 25 % of the window is not a hold
     b = assess([rec(8000, servers={"rpcbind": 0.01, "ganesha.nfsd": 0.5}, waits={"servers": 0.3})], CEIL)
     assert b.held == Usage("ganesha.nfsd", "wait", pytest.approx(0.3), 1)

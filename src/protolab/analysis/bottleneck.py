@@ -5,11 +5,12 @@ bottleneck, named"). On the medians of a cell's repeats, failed windows left out
 2. cpu: the first CPU user at ≥ CPU_SHARE of what it can use — one thread-like user (a server's busiest
    thread, QEMU's, fio's busiest job, a server process without trustworthy thread data, one core's
    softirq) of one core; a server's threads or fio's jobs together of min(threads, cores) cores; this
-   run's own CPU of the machine's cores. A thread-like user counts with its demand, per repeat: its CPU
+   run's own CPU of the machine's cores. A thread or fio job counts with its demand, per repeat: its CPU
    plus its role's wait for a CPU (PSI 'some'; exact for one busy thread, an upper bound otherwise).
    Else a role that waited for a CPU ≥ WAIT_SHARE of the window: CPU time it did not get.
 3. none: neither, storage- or latency-bound. 4. unknown: no CPU telemetry, or an unmodelled wire.
-Other work on a busy machine (> derived.BUSY_OTHER_SHARE of it) is a caveat, never the bottleneck.
+Other work is never named: it shows as a role's wait, and a busy machine (> derived.BUSY_OTHER_SHARE
+of it other work) is stated beside the verdict.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
             continue
         th = None if name in untrusted else t.server_threads.get(name)
         if th is None:  # no per-thread data: the process at one core counts as saturated
-            out.append(one(name, "process", s / win, "servers"))
+            out.append(Usage(name, "process", s / win, 1))  # threads unknown: its role's wait is not its own
             continue
         out.append(one(name, "thread", th.cpu_s / win, "servers"))
         if th.threads > 1:
