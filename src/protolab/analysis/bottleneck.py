@@ -46,8 +46,8 @@ class Usage:
     def saturated(self) -> bool:
         """At or above CPU_SHARE of what it can use (a role's wait for a CPU: WAIT_SHARE of the window)."""
         if self.scope == "wait":
-            return self.share >= WAIT_SHARE
-        return max(self.share, self.demand or 0.0) >= CPU_SHARE * self.limit
+            return reaches(self.share, WAIT_SHARE)
+        return reaches(max(self.share, self.demand or 0.0) / self.limit, CPU_SHARE)
 
     def who(self) -> str:
         """'tgtd's busiest thread', 'fio's busiest job', 'nbdkit'."""
@@ -84,6 +84,11 @@ class Bottleneck:
         from .bottleneck_words import cause  # the words live beside the rules, not in them
 
         return cause([self])
+
+
+def reaches(share: float, threshold: float) -> bool:
+    """``share`` ≥ ``threshold`` in whole percent, as the sentences show them (89.7 % reads, and counts, as 90 %)."""
+    return round(100 * share) >= round(100 * threshold)
 
 
 def _pct(x: float) -> str:
@@ -180,7 +185,7 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
     us = usages(recs)
     singles = [u for u in us if u.scope in SINGLE and u.what != "softirq"]
     busiest = max(singles, key=lambda u: u.share) if singles else None
-    if ceil is not None and ceil >= WIRE_SHARE:
+    if ceil is not None and reaches(ceil, WIRE_SHARE):
         return Bottleneck("wire", "wire", ceil, None, busiest)
     mine, other = (next((u for u in us if u.what == w), None) for w in ("machine", "other work"))
     crowded = None

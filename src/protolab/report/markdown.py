@@ -142,7 +142,10 @@ def report_markdown(data: ReportData) -> str:
             "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference; "
             "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "
             "at the noise band, Holm-corrected). Latency at fixed "
-            "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU.", ""]
+            "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. \"Limited by\": the "
+            "wire at ≥ 90 % of its modelled ceiling, else a thread, job, process or the run at ≥ 90 % of the cores it "
+            "can use (with its wait for one), else a role waiting for a CPU ≥ 25 % of the window; \"none\": "
+            "storage- or latency-bound (README: The bottleneck, named).", ""]
     return "\n".join(out)
 
 
