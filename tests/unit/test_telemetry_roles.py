@@ -36,6 +36,20 @@ def test_a_wrapped_command_is_counted_in_its_role_only(groups):
     assert after["servers"] - before["servers"] < 0.05
 
 
+def test_cpu_wait_counts_a_role_whose_tasks_queue_for_the_cores(groups):
+    if groups.kind != "v2" or not (groups.path("loadgen") / "cpu.pressure").exists():
+        pytest.skip("needs cgroup v2 with PSI (cpu.pressure)")
+    before = groups.cpu_wait()
+    assert set(before) == {"servers", "loadgen", "hypervisors"}
+    n = (os.cpu_count() or 1) + 1  # one burner more than the cores: one of them always waits
+    procs = [subprocess.Popen(groups.wrap("loadgen", BURN)) for _ in range(n)]
+    for p in procs:
+        p.wait(timeout=30)
+    after = groups.cpu_wait()
+    assert after["loadgen"] - before["loadgen"] >= 0.1
+    assert after["servers"] - before["servers"] < 0.05
+
+
 def test_children_follow_and_a_moved_pid_counts(groups):
     # the burner runs as a child of a shell that joined the cgroup: fork inherits it
     subprocess.run(groups.wrap("servers", ["sh", "-c", " ".join(f"'{a}'" for a in BURN)]), check=True, timeout=30)
@@ -81,9 +95,13 @@ def test_window_reads_roles_and_offloads():
             self.n += 1.5
             return {"servers": self.n, "loadgen": 2 * self.n}
 
+        def cpu_wait(self):
+            return {"loadgen": self.n / 3}
+
     w = Window(runner, interfaces=[("ns", "veth0")], cgroups=Roles())  # type: ignore[arg-type]
     d = Window.delta(w.sample(), w.sample())
     assert d["roles_cpu_s"] == {"servers": 1.5, "loadgen": 3.0}
+    assert d["roles_cpu_wait_s"] == {"loadgen": pytest.approx(0.5)}
     assert d["offloads"] == {"ns/veth0": False}
 
 

@@ -102,6 +102,8 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
         ],
         per_host_iops={h: _host_iops(js, jobs) for h, js in by_host.items()},
         per_host_cpu_s=cpu,
+        # a job is one thread (fio measures it with RUSAGE_THREAD): its share of a core
+        job_cpu_share_max=max((float(j.get("usr_cpu", 0.0)) + float(j.get("sys_cpu", 0.0))) / 100.0 for j in jobs),
     )
 
 

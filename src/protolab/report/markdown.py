@@ -56,6 +56,7 @@ def summary_table(data: ReportData, workload: str,
     headers = ["load point", "configuration", "n"]
     for m in data.metrics:
         headers += [SHORT[m], "%"]
+    headers.append("limited by")
     rows = []
     shown, total = shown_loads(data, workload, most_loads)
     for r in (r for r in data.rows if r.workload == workload and r.load_index in shown):
@@ -63,7 +64,8 @@ def summary_table(data: ReportData, workload: str,
         for m in data.metrics:
             cells += [fmt_number(r.values.get(m)),
                       rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.load_index, r.configuration)))]
-        rows.append(cells)
+        b = data.bottlenecks.get((workload, r.load_index, r.configuration))
+        rows.append(cells + [b.label if b else "–"])
     lat = "service time" if closed else "latency"
     title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI (with fewer than "
              f"3 repeats on a side: [the repeats' range, not tested]), ↑↓ = called "
@@ -78,7 +80,7 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
     def esc(s: str) -> str:
         return str(s).replace("|", "\\|")
     right = {i for i, h in enumerate(headers) if h not in ("load point", "configuration", "metric", "verdict",
-                                                             "workload")}
+                                                             "workload", "limited by")}
     lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
              "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
@@ -140,7 +142,10 @@ def report_markdown(data: ReportData) -> str:
             "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference; "
             "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "
             "at the noise band, Holm-corrected). Latency at fixed "
-            "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU.", ""]
+            "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. \"Limited by\": the "
+            "wire at ≥ 90 % of its modelled ceiling, else a thread, job, process or the run at ≥ 90 % of the cores it "
+            "can use (with its wait for one), else a role waiting for a CPU ≥ 25 % of the window; \"none\": "
+            "storage- or latency-bound (README: The bottleneck, named).", ""]
     return "\n".join(out)
 
 

@@ -79,6 +79,7 @@ class ReportData:
     records: list[CellRecord] = field(default_factory=list)
     series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
     cells: dict[tuple[str, int, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
+    bottlenecks: dict[tuple[str, int, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
 
     def index(self) -> None:
         """Group the records by workload, load point and configuration (read once, used by every chart)."""
@@ -342,6 +343,24 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
     return charts, "; ".join(notes)
 
 
+def wire_ceilings(data: ReportData) -> tuple[dict[tuple[str, str], float | None], dict[str, bool]]:
+    """The wire model's ceiling IOPS per (workload, configuration), and whether a wire lies in each
+    configuration's path (for analysis.bottleneck; without a readable plan: unknown, so True)."""
+    plan, ceilings = data.plan, {}
+    if plan is None:
+        return {}, {}
+    protocols = {c.name: protocol_of(plan.target_of(c).url) for c in plan.configurations}
+    for w in (w for w in plan.workloads if w.name in data.workloads):
+        for c in (c for c in data.configurations if protocols.get(c) and plan.lab is not None):
+            link = link_of(plan, c)
+            try:
+                ceilings[(w.name, c)] = ceiling(protocols[c], link_bps=link.get("rate", "1GbE"), read_pct=w.read_pct,
+                                                mtu=int(link.get("mtu", 1500)), block_size=w.block_size).iops
+            except (ProtolabError, ValueError):
+                continue
+    return ceilings, {c: protocols.get(c) is not None for c in data.configurations if c in protocols}
+
+
 def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
           method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None) -> ReportData:
     """Assemble the whole report's data from a manifest, its records and their per-interval series.
@@ -384,6 +403,12 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
+    from ..analysis.bottleneck import bottlenecks
+    from ..analysis.bottleneck_words import bottleneck_findings
+
+    data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
+    data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.load_index): r.load_label
+                                                            for r in data.rows}, data.configurations)
     busy = busy_note([figures(r) for r in records])
     if busy:
         data.notes["busy"] = busy
@@ -405,6 +430,8 @@ def absolute_rows(data: ReportData) -> list[dict[str, Any]]:
                 row[f"{k} CI low %"] = 100 * v.ci_low if v else None
                 row[f"{k} CI high %"] = 100 * v.ci_high if v else None
                 row[f"{k} verdict"] = v.verdict if v else ""
+        b = data.bottlenecks.get((r.workload, r.load_index, r.configuration))
+        row["limited by"] = b.label if b else ""
         out.append(row)
     return out
 

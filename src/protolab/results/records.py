@@ -55,6 +55,9 @@ class CellResult(_Record):
     per_host_cpu_s: dict[str, float] = Field(
         default_factory=dict, description="load-generator CPU seconds per host (fio's usr+sys of its jobs)"
     )
+    job_cpu_share_max: float | None = Field(
+        default=None, description="the busiest fio job's usr+sys as a share of one core over its runtime"
+    )
 
 
 class Traffic(_Record):
@@ -66,6 +69,16 @@ class Traffic(_Record):
     tx_packets: int = 0
 
 
+class BusiestThread(_Record):
+    """A process's busiest thread over a window, and how many threads it had."""
+
+    thread: str = Field(description="the thread's name (comm), e.g. 'tgtd', 'CPU 0/TCG'")
+    cpu_s: float = Field(description="its user+system seconds in the window")
+    threads: int = Field(default=1, description="live threads of the process (and its children) at the end")
+    live_cpu_s: float | None = Field(default=None, description="CPU seconds of those live threads; less than the "
+                                     "process's when threads that worked ended in the window (nbdkit's per connection)")
+
+
 class Telemetry(_Record):
     """Raw counters read right before and right after the measured window (differences)."""
 
@@ -74,11 +87,18 @@ class Telemetry(_Record):
     machine_total_s: float | None = None
     servers_cpu_s: dict[str, float | None] = Field(default_factory=dict, description="per storage server process")
     roles_cpu_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: servers, loadgen, …")
+    roles_cpu_wait_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: seconds a task "
+                                               "of it was ready to run but waited for a CPU (PSI cpu 'some')")
     interfaces: dict[str, Traffic] = Field(default_factory=dict, description="'netns/ifname' → counters")
     offloads: dict[str, bool | None] = Field(default_factory=dict, description="segmentation offloads per port")
     storage_ports: list[str] = Field(default_factory=list, description="interfaces on the storage side of the wire")
     hypervisor_cpu_s: dict[str, float] = Field(default_factory=dict, description="QEMU threads of the VMs: "
                                                "'vcpu' (guest code) and 'io' (device emulation, initiators)")
+    server_threads: dict[str, BusiestThread] = Field(default_factory=dict,
+                                                     description="per storage server process: its busiest thread")
+    hypervisor_thread: BusiestThread | None = Field(default=None, description="QEMU's busiest thread (all guests)")
+    cores_softirq_s: list[float] = Field(default_factory=list, description="softirq seconds per core "
+                                         "(/proc/stat, sampled at the tick)")
 
 
 class Steadiness(_Record):

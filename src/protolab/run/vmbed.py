@@ -89,6 +89,12 @@ class VmWindow(Window):
         vcpu = sum(t.vcpu_s for t in b[1]) - sum(t.vcpu_s for t in a[1])
         io = sum(t.io_s for t in b[1]) - sum(t.io_s for t in a[1])
         out["hypervisor_cpu_s"] = {"vcpu": max(0.0, vcpu), "io": max(0.0, io)}
+        before = {k: v for t in a[1] for k, v in t.threads.items()}  # 'comm#tid': tids are unique
+        spent = {k: max(0.0, v - before.get(k, 0.0)) for t in b[1] for k, v in t.threads.items()}
+        if spent:
+            top = max(spent, key=lambda k: spent[k])
+            out["hypervisor_thread"] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
+                                        "live_cpu_s": sum(spent.values())}
         return out
 
 

@@ -110,6 +110,21 @@ class RoleCgroups:
                 continue
         return out
 
+    def cpu_wait(self) -> dict[str, float]:
+        """Seconds so far during which a task of each role was ready to run but waited for a CPU
+        (PSI's cpu.pressure 'some' total; cgroup v2 with PSI on only, else nothing)."""
+        out: dict[str, float] = {}
+        if self.group is None or self.kind != "v2":
+            return out
+        for role in ROLES:
+            try:
+                for line in (self.path(role) / "cpu.pressure").read_text().splitlines():
+                    if line.startswith("some "):
+                        out[role] = int(dict(f.split("=") for f in line.split()[1:])["total"]) / 1e6
+            except (OSError, KeyError, ValueError):
+                continue
+        return out
+
     def pids(self) -> list[int]:
         """Processes still in any role's cgroup."""
         found: list[int] = []

@@ -59,3 +59,42 @@ def machine_cpu_seconds(proc: Path = Path("/proc")) -> tuple[float, float]:
             busy = user + nice + system + irq + softirq + steal
             return busy / TICK, (busy + idle + iowait) / TICK
     raise OSError("no cpu line in /proc/stat")
+
+
+def thread_cpu_seconds(pid: int, proc: Path = Path("/proc")) -> dict[str, float]:
+    """User+system seconds of every live thread of ``pid`` and its descendants, by 'comm#tid'.
+
+    A window's difference of two of these names the busiest thread: a single-threaded
+    event loop (tgtd's) can hold a server at one core while its process total looks idle
+    on a machine with more cores.
+    """
+    out: dict[str, float] = {}
+    try:
+        tasks = sorted((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            comm = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except OSError:  # ended between listing and reading
+            continue
+        f = stat[stat.rindex(")") + 2:].split()
+        out[f"{comm}#{task.name}"] = (int(f[11]) + int(f[12])) / TICK  # utime, stime
+    for child in _children(pid, proc):
+        out |= thread_cpu_seconds(child, proc)
+    return out
+
+
+def cores_softirq_seconds(proc: Path = Path("/proc")) -> list[float]:
+    """Seconds each core has spent in softirq since boot (/proc/stat 'cpuN' lines, the 7th field).
+
+    This kernel samples it at the tick (no IRQ time accounting), so it is an estimate at
+    the tick's resolution; softirq run inline is also charged to the task it interrupted.
+    """
+    out = []
+    for line in (proc / "stat").read_text().splitlines():
+        if line.startswith("cpu") and line[3:4].isdigit():
+            v = line.split()[1:]
+            out.append(int(v[6]) / TICK if len(v) > 6 else 0.0)
+    return out

@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..proc import Runner
 from .cgroups import RoleCgroups
-from .cpu import machine_cpu_seconds, tree_cpu_seconds
+from .cpu import cores_softirq_seconds, machine_cpu_seconds, thread_cpu_seconds, tree_cpu_seconds
 from .net import Counters, read_counters, read_offloads
 
 
@@ -23,6 +23,9 @@ class Snapshot:
     interfaces: dict[tuple[str, str], Counters]
     roles_s: dict[str, float] = field(default_factory=dict)
     offloads: dict[tuple[str, str], bool | None] = field(default_factory=dict)
+    threads: dict[str, dict[str, float]] = field(default_factory=dict)  # server → 'comm#tid' → seconds
+    softirq_s: list[float] = field(default_factory=list)  # per core
+    roles_wait_s: dict[str, float] = field(default_factory=dict)  # role → seconds waiting for a CPU (PSI)
 
 
 @dataclass
@@ -44,8 +47,14 @@ class Window:
     def sample(self) -> Snapshot:
         """Read every counter now."""
         roles = self.cgroups.read() if self.cgroups is not None else {}
+        waits = self.cgroups.cpu_wait() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
         servers = {name: tree_cpu_seconds(pid) for name, pid in self.server_pids.items()}
+        threads = {name: thread_cpu_seconds(pid) for name, pid in self.server_pids.items()}
+        try:
+            softirq = cores_softirq_seconds()
+        except OSError:
+            softirq = []
         counters: dict[tuple[str, str], Counters] = {}
         for ns in sorted({ns for ns, _ in self.interfaces}):
             seen = read_counters(self.runner, ns)
@@ -54,7 +63,7 @@ class Window:
                     counters[(ns, ifname)] = seen[ifname]
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
         offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
-        return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads)
+        return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads, threads, softirq, waits)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
@@ -77,6 +86,21 @@ class Window:
             "interfaces": ifaces,
             "offloads": {f"{ns}/{ifname}": on for (ns, ifname), on in a.offloads.items()},
         }
+        busiest = {}
+        for name, before_t in a.threads.items():
+            after_t = b.threads.get(name) or {}
+            spent = {k: max(0.0, v - before_t.get(k, 0.0)) for k, v in after_t.items()}  # new threads from 0
+            if spent:
+                top = max(spent, key=lambda k: spent[k])
+                busiest[name] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
+                                 "live_cpu_s": sum(spent.values())}
+        if busiest:
+            out["server_threads"] = busiest
+        if a.softirq_s and len(a.softirq_s) == len(b.softirq_s):
+            out["cores_softirq_s"] = [max(0.0, y - x) for x, y in zip(a.softirq_s, b.softirq_s)]
+        waits = {r: max(0.0, b.roles_wait_s[r] - v) for r, v in a.roles_wait_s.items() if r in b.roles_wait_s}
+        if waits:
+            out["roles_cpu_wait_s"] = waits
         if a.roles_s:
             out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
                                   if role in b.roles_s}

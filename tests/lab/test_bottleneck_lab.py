@@ -1,0 +1,43 @@
+"""What the bottleneck rules are named from, on the real lab: each server's busiest thread, each role's wait for a
+CPU, softirq per core, fio's busiest job; and a report whose every row says what limited it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from protolab.analysis.bottleneck import assess
+from protolab.analysis.wire import ceiling
+from protolab.report import tables
+from test_study import config, plan_text, study, workdir  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.lab
+
+
+def test_lab_windows_carry_thread_wait_and_softirq_data(workdir, tmp_path):  # noqa: F811
+    text = plan_text(config("iscsi", "lab:iscsi") + config("nbd", "lab:nbd"), lab='[lab.link]\nrate = "1GbE"',
+                     workload='"seq-read-64k"', load="streams = 2\noio = 8")
+    rundir = study(text, workdir, tmp_path).run()
+    by = {r.configuration: r for r in rundir.records()}
+    for name, server in (("iscsi", "tgtd"), ("nbd", "nbdkit")):
+        r = by[name]
+        t = r.telemetry
+        th = t.server_threads[server]
+        assert t.servers_cpu_s[server] > 0 and th.cpu_s <= t.servers_cpu_s[server] + 0.05
+        assert len(t.cores_softirq_s) == os.cpu_count()
+        assert set(t.roles_cpu_wait_s) >= {"servers", "loadgen"}  # cgroup v2 with PSI on this machine
+        assert 0 < r.result.job_cpu_share_max <= 1.05  # a job is one thread
+        ceil = ceiling(name, link_bps="1GbE", block_size=65536, read_pct=100).iops
+        assert assess([r], ceil).kind in ("wire", "cpu", "none")
+    # tgtd keeps its threads (event loop + backing-store workers): the live ones hold its CPU
+    tgtd = by["iscsi"].telemetry.server_threads["tgtd"]
+    assert tgtd.threads > 1 and tgtd.live_cpu_s >= 0.9 * by["iscsi"].telemetry.servers_cpu_s["tgtd"]
+    # nbdkit's per-connection threads end with fio's connections: the live ones miss its CPU, so the rules
+    # fall back to the process figure
+    nbdkit = by["nbd"].telemetry.server_threads["nbdkit"]
+    assert nbdkit.live_cpu_s < 0.9 * by["nbd"].telemetry.servers_cpu_s["nbdkit"]
+    data = tables.build(rundir.manifest(), rundir.records())
+    assert {k[2] for k in data.bottlenecks} == {"iscsi", "nbd"}
+    assert all(b.label for b in data.bottlenecks.values())
+    assert len([f for f in data.findings if f.kind == "bottleneck"]) >= 2
