@@ -13,7 +13,7 @@ from protolab.analysis.latency import merge_bins, percentiles
 from protolab.engine.jobfile import layout
 from protolab.engine.measure import HostRun
 from protolab.engine.parse import parse_fio_json
-from protolab.engine.status import (DocumentReader, documents, iops_series, nearest, snapshots, total_series,
+from protolab.engine.status import (DocumentReader, documents, elapsed_ms, iops_series, snapshots, total_series,
                                     window_document)
 from protolab.engine.targets import resolve
 from protolab.engine.window import run_window
@@ -38,7 +38,8 @@ def test_a_direct_run_prints_one_cumulative_document_per_second_and_its_last():
     docs = documents(LOCAL)
     assert len(docs) == 5
     snaps = snapshots(docs)["local"]
-    assert [s.runtime_ms for s in snaps] == [875, 1875, 2879, 3879, 4000]
+    # the jobs' I/O time (not job_runtime, which is garbage while a job is still being set up)
+    assert [s.runtime_ms for s in snaps] == [875, 1874, 2879, 3879, 4001]
     assert [s.ios for s in snaps] == sorted(s.ios for s in snaps)  # cumulative
     # the last document is fio's usual final one: the snapshot is exactly it
     last = parse_fio_json(docs[-1])
@@ -89,10 +90,10 @@ def test_a_client_run_lists_every_servers_every_snapshot_in_its_one_document():
     assert len(docs) == 1  # fio's client prints the servers' status only at the end
     per = snapshots(docs)
     assert sorted(per) == ["/tmp/fiot/s1.sock:8765", "/tmp/fiot/s2.sock:8765"]  # 'All clients' left out
-    assert all(len(v) == 5 and v[-1].runtime_ms == 4000 for v in per.values())
+    assert all(len(v) == 5 and v[-1].runtime_ms == 4001 for v in per.values())
     total = total_series({s: iops_series(v) for s, v in per.items()})
     assert len(total) == 5 and all(1500 < v < 1700 for v in total)
-    pairs = [(v[nearest(v, 1000)], v[nearest(v, 3000)]) for v in per.values()]
+    pairs = [(v[0], v[2]) for v in per.values()]
     r = parse_fio_json(window_document(pairs, client=True))
     assert r.jobs == 2 and sorted(r.per_host_iops) == sorted(per)
     assert r.read.ios + r.write.ios == sum(e.ios - s.ios for s, e in pairs)
@@ -202,15 +203,16 @@ def test_one_direct_run_warms_up_then_measures_with_telemetry_at_both_boundaries
                      warmup_done=rule, sample=lambda: events.append("sample") or len(events),
                      tick=lambda: None, interpolate=None, folder=tmp_path / "raw", tag="measure", label="cell",
                      timeout_margin_s=60, on_warmup_end=lambda: events.append("warmed"))
-    # fio runs the longest warm-up + the window + 1 s; the warm-up ends at the first status (875 ms), the window
-    # 2 s later (2879 ms), where telemetry is sampled again and fio is stopped
-    assert "runtime=4\n" in fio.job and "ramp_time" not in fio.job
+    # fio runs the longest warm-up + the window + 10 s (it is stopped at the window's end); the warm-up ends at the
+    # first status (every job has done 872 ms of I/O), the window 2 s later, where telemetry is sampled again and
+    # fio is stopped
+    assert "runtime=13\n" in fio.job and "ramp_time" not in fio.job
     assert events == [("doc", 875), "sample", "warmed", ("doc", 1875), ("doc", 2879), "sample", "stopped"]
     assert (run.before, run.after) == (2, 6)
     snaps = snapshots(documents(LOCAL))["local"]
     r = parse_fio_json(run.window_doc)
     assert r.read.ios + r.write.ios == snaps[2].ios - snaps[0].ios
-    assert run.warmup_s == 0.875 and run.window_s == pytest.approx(2.004)
+    assert run.warmup_s == 0.872 and run.window_s == pytest.approx(2.005)
     assert run.warmup_series == pytest.approx(iops_series(snaps)[:1])
     assert run.series == pytest.approx(iops_series(snaps)[1:3]) and list(run.series_by_host) == ["local"]
     assert rule.record(run.warmup_s).ended_by == "time"
@@ -226,7 +228,7 @@ def test_until_steady_in_one_direct_run(tmp_path):
                      timeout_margin_s=60)
     # 1602, 1601, 1606 IOPS: steady at the third status; the window is the next second
     assert events == [("doc", 875), ("doc", 1875), ("doc", 2879), "sample", ("doc", 3879), "sample", "stopped"]
-    assert rule.record(run.warmup_s).ended_by == "steady" and run.warmup_s == 2.879
+    assert rule.record(run.warmup_s).ended_by == "steady" and run.warmup_s == 2.877
     assert len(run.warmup_series) == 3 and len(run.series) == 1
 
 
@@ -256,14 +258,14 @@ def test_a_client_run_places_its_boundaries_afterwards_and_interpolates_telemetr
                      tag="measure", label="cell", timeout_margin_s=60, clock=clock)
     assert not run.live and rule.record(run.warmup_s).ended_by == "time"
     per = snapshots(documents(CLIENT))
-    # boundaries: the first server's statuses nearest 1 s and 3 s of runtime; the other server's nearest those
+    # boundaries: the statuses where every job's I/O time reaches the warm-up (0.872 s) and 2 s more (2.872 s);
+    # each server's k-th status came at the same time
     s1, s2 = per["/tmp/fiot/s1.sock:8765"], per["/tmp/fiot/s2.sock:8765"]
-    assert run.warmup_s == 0.893 and run.window_s == pytest.approx(1.999)
+    assert run.warmup_s == 0.872 and run.window_s == pytest.approx(2.0)
     r = parse_fio_json(run.window_doc)
     assert r.read.ios + r.write.ios == (s1[2].ios - s1[0].ios) + (s2[2].ios - s2[0].ios)
-    # the client exited at 106.05 s, 50 ms after... the jobs' end (4000 ms): status k was at 106.05 - (4 - t_k)
-    assert run.before == pytest.approx(106.05 - (4.0 - 0.893))
-    assert run.after == pytest.approx(106.05 - (4.0 - 2.892))
+    # the client started at 100 s; each server's status timer fires every second from then: status k at 101 + k
+    assert run.before == pytest.approx(101.0) and run.after == pytest.approx(103.0)
     assert sorted(run.series_by_host) == sorted(per) and len(run.series) == 2
 
 
@@ -277,3 +279,36 @@ def test_telemetry_is_read_on_the_line_between_two_samples():
     assert m.servers_s == {"tgtd": 1.25, "gone": None} and m.roles_s == {"servers": 2.5}
     assert m.interfaces[("s", "eth0")] == Counters(1500, 0, 15, 0) and m.offloads == {("s", "eth0"): False}
     assert interpolate(a, b, 20.0).t == 11.0  # never beyond the samples
+
+
+def test_statuses_sent_while_jobs_are_set_up_count_as_no_time_and_no_io():
+    """A server still connecting its jobs sends statuses with job_runtime since an unset epoch and no I/O:
+    they weigh nothing, and a window starting there counts its jobs from their start."""
+    docs = documents(CLIENT)
+    first = next(j for j in docs[0]["client_stats"] if j.get("hostname", "").endswith("s1.sock"))
+    setup = {**first, "job_runtime": 2022778, "usr_cpu": 99.0,
+             **{d: {**first[d], "runtime": 0, "total_ios": 0, "io_bytes": 0,
+                    "clat_ns": {"N": 0, "mean": 0.0, "bins": {}}} for d in ("read", "write")}}
+    docs[0]["client_stats"].insert(0, setup)
+    per = snapshots(docs)
+    s1 = per["/tmp/fiot/s1.sock:8765"]
+    assert len(s1) == 6 and s1[0].runtime_ms == 0 and s1[0].ios == 0
+    assert iops_series(s1)[0] == 0.0 and iops_series(s1)[1] == pytest.approx(718 / 0.892)
+    r = parse_fio_json(window_document([(s1[0], s1[2])], client=True))
+    assert r.read.ios + r.write.ios == s1[2].ios  # from the job's start, not minus the setup status
+    j = s1[2].jobs[0]
+    assert r.per_host_cpu_s["/tmp/fiot/s1.sock:8765"] == pytest.approx(
+        (j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1000)
+
+
+def test_seconds_count_in_the_io_time_of_the_job_that_started_last():
+    """Jobs connect and log in first, and may start seconds apart: a warm-up of W s means every job did W s of I/O."""
+    docs = documents(LOCAL)
+    for d in docs[:2]:  # stream-1 still logging in during the first two statuses
+        d["jobs"][1] = {**d["jobs"][1], "job_runtime": 2022778,
+                        **{k: {**d["jobs"][1][k], "runtime": 0, "total_ios": 0} for k in ("read", "write")}}
+    per = snapshots(docs)
+    assert [elapsed_ms(per, i) for i in range(5)] == [0, 0, 2877, 3876, 4000]
+    rule = WarmupRule(1.0, False, 3)
+    series = iops_series(per["local"])
+    assert [rule(series[:i + 1], elapsed_ms(per, i) / 1000) for i in range(3)] == [False, False, True]

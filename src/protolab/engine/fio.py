@@ -52,7 +52,7 @@ def parse_eta_iops(line: str) -> float | None:
 
 
 STOP_GRACE_S = 5.0  # a fio that ignores SIGTERM this long is killed
-POLL_S = 0.1  # how often a watched run reads fio's new status documents
+POLL_S = 0.02  # how often a watched run reads fio's new status documents (a boundary is sampled this late at most)
 
 
 def stop_group(proc: subprocess.Popen, grace: float) -> None:

@@ -70,8 +70,17 @@ class Snapshot:
 
     @property
     def runtime_ms(self) -> float:
-        """How long the jobs have run (the longest job), ms."""
-        return max((float(j.get("job_runtime", 0)) for j in self.jobs), default=0.0)
+        """How long the jobs have done I/O (the longest job), ms; 0 before any has started.
+
+        Not 'job_runtime': a status sent while a job is still being set up (connecting, logging in)
+        gives it the time since an epoch not set yet (millions of ms), then it starts again from 0.
+        """
+        return max(self.job_runtimes_ms, default=0.0)
+
+    @property
+    def job_runtimes_ms(self) -> list[float]:
+        """Each job's I/O time so far, ms (0: still being set up)."""
+        return [max(float(j.get(d, {}).get("runtime", 0) or 0) for d in DIRECTIONS) for j in self.jobs]
 
     @property
     def ios(self) -> int:
@@ -97,6 +106,9 @@ def snapshots(docs: Iterable[dict[str, Any]]) -> dict[str, list[Snapshot]]:
         for src, by_job in seen.items():
             n = min(len(v) for v in by_job.values())
             out[src] = [Snapshot(src, tuple(v[k] for v in by_job.values())) for k in range(n)]
+    for src, snaps in out.items():  # a client run may list a server's last status twice
+        out[src] = [s for i, s in enumerate(snaps) if not i or not s.runtime_ms
+                    or (s.runtime_ms, s.ios) != (snaps[i - 1].runtime_ms, snaps[i - 1].ios)]
     return out
 
 
@@ -106,19 +118,27 @@ def iops_series(snaps: list[Snapshot]) -> list[float]:
     ios, ms = 0, 0.0
     for s in snaps:
         dt = (s.runtime_ms - ms) / 1000.0
-        # one value per snapshot; a snapshot no later than the one before (the jobs' last, taken right
-        # after an interval's) repeats the rate before it
-        out.append((s.ios - ios) / dt if dt > 0 else (out[-1] if out else 0.0))
+        out.append((s.ios - ios) / dt if dt > 0 else 0.0)  # one value per snapshot: 0 before the jobs start
         ios, ms = s.ios, max(ms, s.runtime_ms)
     return out
 
 
 def total_series(per_source: dict[str, list[float]]) -> list[float]:
-    """The sum over sources, interval by interval (as long as the shortest)."""
-    if not per_source:
-        return []
-    n = min(len(v) for v in per_source.values())
-    return [sum(v[i] for v in per_source.values()) for i in range(n)]
+    """The sum over sources, interval by interval (a source that has ended adds nothing).
+
+    Every fio server's status timer starts when it gets its jobs, so the k-th status of each
+    comes at about the same time, whenever its jobs started."""
+    n = max((len(v) for v in per_source.values()), default=0)
+    return [sum(v[i] for v in per_source.values() if i < len(v)) for i in range(n)]
+
+
+def elapsed_ms(per: dict[str, list[Snapshot]], i: int) -> float:
+    """The shortest I/O time of any job at the i-th status: the time a warm-up and a window are counted in,
+    so that every job has warmed up as long as the warm-up asks (jobs may start seconds apart: each
+    connects and logs in first)."""
+    if i < 0:
+        return 0.0
+    return min((t for v in per.values() if v for t in v[min(i, len(v) - 1)].job_runtimes_ms), default=0.0)
 
 
 def nearest(snaps: list[Snapshot], runtime_ms: float) -> int:
@@ -166,7 +186,9 @@ def diff_job(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
 
 def window_jobs(start: Snapshot | None, end: Snapshot) -> list[dict[str, Any]]:
     """Every job of one fio between two snapshots (``start`` None: from the jobs' start)."""
-    before = {str(j.get("jobname")): j for j in (start.jobs if start else ())}
+    # a job still being set up at the start (no I/O yet) is counted from its start
+    before = {str(j.get("jobname")): j for j in (start.jobs if start else ())
+              if any(float(j.get(d, {}).get("runtime", 0) or 0) for d in DIRECTIONS)}
     return [diff_job(before.get(str(j.get("jobname"))), j) for j in end.jobs]
 
 

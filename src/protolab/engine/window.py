@@ -13,7 +13,11 @@ appears, and fio is stopped right after the window's end. fio's client prints it
 servers' documents only when the run ends, so a client run lasts the longest
 warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
 boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
-boundaries' instants, estimated from the client's exit (which follows the jobs' end).
+boundaries' instants: every server's status timer starts when it gets its jobs, right
+after the client starts, and fires every second.
+
+Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
+so every job has warmed up as long as asked, and the window is a time when all run.
 """
 
 from __future__ import annotations
@@ -28,11 +32,15 @@ from ..safepath import inside
 from .fio import Fio
 from .jobfile import render_streams
 from .measure import HostRun
-from .status import Snapshot, documents, iops_series, nearest, snapshots, total_series, window_document
+from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
 
 #: A boundary snapshot is the one nearest its target: half a status interval either side.
 TOLERANCE_MS = 500.0
-SPARE_S = 1.0  # fio's runtime beyond the longest warm-up and the window, so the window's end snapshot exists
+#: fio's runtime beyond the longest warm-up and the window, so that the window's end status exists even when the
+#: jobs started that much apart (each job's runtime counts from its own start). A direct run is stopped at the
+#: window's end, so its spare costs nothing; a client run lasts it all.
+SPARE_DIRECT_S = 10.0
+SPARE_CLIENT_S = 3.0
 
 
 @dataclass
@@ -72,30 +80,29 @@ class _Live:
             return False
         self.snaps.append(got[0])
         i = len(self.snaps) - 1
+        per = {"local": self.snaps}
         if self.start is None:
-            if self.warmup_done(iops_series(self.snaps), self.snaps[i].runtime_ms / 1000.0):
+            if self.warmup_done(iops_series(self.snaps), elapsed_ms(per, i) / 1000.0):
                 self.before, self.start = self.sample(), i
                 self.on_warmup_end()
             return False
-        start_ms = self.snaps[self.start].runtime_ms if self.start >= 0 else 0.0
-        if self.snaps[i].runtime_ms - start_ms >= self.duration_ms - TOLERANCE_MS:
+        if elapsed_ms(per, i) - elapsed_ms(per, self.start) >= self.duration_ms - TOLERANCE_MS:
             self.after, self.end = self.sample(), i
             return True  # stop fio: the window is complete
         return False
 
 
-def boundaries(snaps: list[Snapshot], series: list[float], warmup_done: Callable[[list[float], float], bool],
-               duration_s: float) -> tuple[int, int]:
-    """(index of the warm-up's last snapshot or -1, index of the window's last snapshot), placed afterwards."""
-    start = len(snaps) - 1
-    for i in range(len(snaps)):
-        if warmup_done(series[:i + 1], snaps[i].runtime_ms / 1000.0):
-            start = i
-            break
-    start_ms = snaps[start].runtime_ms if start >= 0 else 0.0
-    end = nearest(snaps, start_ms + duration_s * 1000.0)
-    if end <= start:
-        end = min(start + 1, len(snaps) - 1)
+def boundaries(per: dict[str, list[Snapshot]], warmup_done: Callable[[list[float], float], bool],
+               duration_s: float, start: int | None = None) -> tuple[int, int]:
+    """(index of the warm-up's last status, -1 for none; index of the window's last status), placed afterwards
+    by the same rule a direct run applies as the statuses come (``start``: already known)."""
+    n = max((len(v) for v in per.values()), default=0)
+    total = total_series({s: iops_series(v) for s, v in per.items()})
+    if start is None:
+        start = next((i for i in range(n) if warmup_done(total[:i + 1], elapsed_ms(per, i) / 1000.0)), n - 1)
+    t0 = elapsed_ms(per, start)
+    end = next((i for i in range(start + 1, n) if elapsed_ms(per, i) - t0 >= duration_s * 1000.0 - TOLERANCE_MS),
+               n - 1)
     return start, end
 
 
@@ -125,7 +132,8 @@ def run_window(
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
-    runtime = warmup_max_s + duration_s + SPARE_S
+    direct = len(hosts) == 1 and hosts[0].agent is None
+    runtime = warmup_max_s + duration_s + (SPARE_DIRECT_S if direct else SPARE_CLIENT_S)
     jobs = []
     for h in hosts:
         job = inside(folder, f"{name}.{h.name}.fio")
@@ -136,7 +144,7 @@ def run_window(
     if warmup_done([], 0.0):  # no warm-up: the window starts with the jobs
         live.before, live.start = sample(), -1
         on_warmup_end()
-    if len(hosts) == 1 and hosts[0].agent is None:
+    if direct:
         fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
                     on_status=live)
         return _direct(output, live, warmup_done, duration_s, fio)
@@ -165,13 +173,14 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         if clock() - ticks[-1][0] >= 1.0:
             ticks.append((clock(), tick()))
 
-    clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
     missing = [h.name for h in hosts if h.agent is None]
     if missing:
         raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
+    clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
     # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
     where = {getattr(h.agent, "client_netns", None) for h in hosts}
     netns = where.pop() if len(where) == 1 else None
+    spawned = clock()
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
@@ -181,22 +190,18 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         from ..errors import ToolError
 
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
-    total = total_series({s: iops_series(v) for s, v in per.items()})
-    first = min(per)  # one server's clock places the boundaries; the others' snapshots are matched by runtime
-    start, end = boundaries(per[first], total, warmup_done, duration_s)
-    if live.start == -1:
-        start = -1
-    snaps = per[first]
+    start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
+    grid = min(len(v) for v in per.values()) - 1  # statuses 0 … grid-1 come every second on every server
 
-    def at(i: int) -> float:  # the instant of snapshot i on our clock: the jobs ended just before the exit
-        ms = snaps[i].runtime_ms if i >= 0 else 0.0
-        return exited - (snaps[-1].runtime_ms - ms) / 1000.0
+    def at(i: int) -> float:
+        # a server's status timer starts when it gets its jobs (right after the client starts) and fires
+        # every second; a last status off that grid came when the jobs ended, just before the client exited
+        return spawned + i + 1.0 if i < grid else exited
 
     before = live.before if start == -1 else _read(ticks, at(start), interpolate)
     after = _read(ticks, at(end), interpolate)
     live.on_warmup_end()
-    return _result(output, per, start, end, before, after, False, fio,
-                   start_ms=snaps[start].runtime_ms if start >= 0 else 0.0, end_ms=snaps[end].runtime_ms)
+    return _result(output, per, start, end, before, after, False, fio)
 
 
 def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:
@@ -207,22 +212,20 @@ def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:
 
 
 def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, before, after, live: bool,
-            fio: Fio, start_ms: float | None = None, end_ms: float | None = None) -> WindowRun:
+            fio: Fio) -> WindowRun:
     pairs, series_by, warm_by = [], {}, {}
     for src, snaps in per.items():
-        # each fio's own boundary snapshots: the same index in a direct run, the nearest runtime in a client run
-        s = start if live or start < 0 else nearest(snaps, start_ms or 0.0)
-        e = end if live else nearest(snaps, end_ms or 0.0)
-        s, e = min(s, len(snaps) - 1), min(e, len(snaps) - 1)
+        # the k-th status of every fio comes at about the same time (see status.total_series)
+        e = min(end, len(snaps) - 1)
+        s = min(start, e - 1) if start >= 0 else -1
         pairs.append((snaps[s] if s >= 0 else None, snaps[e]))
         series = iops_series(snaps[:e + 1])
         warm_by[src] = series[:s + 1]
         series_by[src] = series[s + 1:]
-    first = pairs[0]
+    t0 = elapsed_ms(per, start)
     return WindowRun(
         output=output, window_doc=window_document(pairs, client=not live),
         series=total_series(series_by), series_by_host=series_by, warmup_series=total_series(warm_by),
-        warmup_s=first[0].runtime_ms / 1000.0 if first[0] else 0.0,
-        window_s=(first[1].runtime_ms - (first[0].runtime_ms if first[0] else 0.0)) / 1000.0,
+        warmup_s=t0 / 1000.0, window_s=(elapsed_ms(per, end) - t0) / 1000.0,
         before=before, after=after, live=live, op_errors=list(getattr(fio, "op_errors", [])),
     )

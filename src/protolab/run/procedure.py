@@ -164,6 +164,9 @@ class Procedure:
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
                          on_warmup_end=warmed, socket_dir=self.testbed.sockets)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
+        if run.window_s < m.duration - 0.5:  # fio ended first: its jobs started further apart than its spare
+            self.progress.note(f"cell {cell.id}: the measured window lasted {run.window_s:.1f}s of "
+                               f"{m.duration:g}s (fio's jobs ended first; see {run.output.name})")
         self.rundir.add_series([SeriesRow(seq=seq, cell_id=cell.id, phase="warmup", host="all", t_s=i + 1.0, iops=v)
                                 for i, v in enumerate(run.warmup_series)])
         delta = window.delta(run.before, run.after)
