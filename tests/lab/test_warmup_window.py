@@ -68,9 +68,13 @@ def test_until_steady_warmup_and_window_share_one_fio_run_and_its_logins(workdir
         assert res.errors == 0 and res.jobs == 2 and res.iops > 100
         assert 2.5 < res.runtime_s < 3.5
         assert res.percentiles_us["p50"] > 0 and res.percentiles_us["p99"] >= res.percentiles_us["p50"]
-        assert sum(res.read.bins_ns.values()) == res.read.ios
+        # a status is not taken atomically with the jobs' progress: an I/O in flight may be in the histogram and
+        # not yet in total_ios (or the other way), so the window's two counts agree within the I/Os in flight
+        assert abs(sum(res.read.bins_ns.values()) - res.read.ios) <= 2 * 2
         # telemetry spans the window only (sampled when its first and last statuses appeared), not the warm-up
-        assert 2.5 < r.telemetry.elapsed_s < 3.6, r.telemetry.elapsed_s
+        # (at least 2.9 s: the steady window's 3 statuses); each sample runs `ip` and `ethtool`, which a busy
+        # 2-core machine can delay by a few hundred ms
+        assert 2.5 < r.telemetry.elapsed_s < 4.0 < 3.0 + w.seconds, r.telemetry.elapsed_s
         assert r.telemetry.roles_cpu_s.get("loadgen", 1) > 0
         window = json.loads((raw / f"{r.cell_id}.window.json").read_text())
         assert sum(j["read"]["total_ios"] for j in window["jobs"]) == res.read.ios
