@@ -139,4 +139,4 @@ def test_initialise_once_and_warm_up_until_steady(tmp_path, cli):
             assert warm.verdict.steady and warm.seconds <= 15
             assert warm.verdict.range_pct <= 20 and warm.verdict.excursion_pct <= 10
         else:
-            assert warm.seconds == 15 and not warm.verdict.steady
+            assert abs(warm.seconds - 15) <= 0.5 and not warm.verdict.steady  # the status nearest 15 s

@@ -146,7 +146,7 @@ class Procedure:
         self.phase("warm-up" if m.warmup > 0 else "measure")
         rule = WarmupRule(m.warmup, m.warmup_until_steady, m.steady_window)
         started: list[str] = [now()]
-        full = window.sample()  # the offload states, which the samples of every second skip
+        full: list = []  # a client run's samples of every second skip the offload states, which a cell keeps
 
         def warmed() -> None:
             started[0] = now()
@@ -155,7 +155,9 @@ class Procedure:
 
         def interpolate(a, b, t):
             snap = telemetry_interpolate(a, b, t)
-            snap.offloads = snap.offloads or full.offloads
+            if not snap.offloads:
+                full[:] = full or [window.sample()]
+                snap.offloads = full[0].offloads
             return snap
 
         run = run_window(self.fio, cell, hosts, warmup_max_s=m.warmup, duration_s=m.duration, warmup_done=rule,
