@@ -63,9 +63,10 @@ def main() -> None:
         if p.returncode != 0:
             sys.exit(f"protolab run failed: {p.stderr.strip()[-500:]}")
         run = next((Path(d) / "r").iterdir())
-        recs = sorted((json.loads(f.read_text()) for f in (run / "records").glob("*.json")), key=lambda r: r["seq"])
+        lines = (run / "records.jsonl").read_text().splitlines()  # the schema-2 store
+        recs = sorted((json.loads(line) for line in lines if line.strip()), key=lambda r: r["seq"])
     starts = [_t(r["started"]) for r in recs]
-    # 'started' is taken right before the measured window; a gap holds one warm-up + window + overhead
+    # 'started' is when the measured window starts (the warm-up's end); a gap holds one warm-up + window + overhead
     gaps = [b - a - args.warmup - args.seconds for a, b in zip(starts, starts[1:])]
     print(f"cells {len(recs)}, warm-up {args.warmup:g} s + window {args.seconds:g} s, whole run {total:.1f} s")
     print(f"per-cell overhead  median {statistics.median(gaps):.3f} s  (range {min(gaps):.3f}–{max(gaps):.3f}, "

@@ -29,7 +29,8 @@ ioengine = "psync"
 def test_failed_nfs_operations_are_errors_named_in_the_report(fio_path, tmp_path, monkeypatch):
     # the real fio measures; the wrapper adds the line fio 3.33's nfs engine prints for a failed read
     wrapper = tmp_path / "fio-with-failures"
-    wrapper.write_text(f'#!/bin/sh\n"{fio_path}" "$@"; rc=$?\n'
+    # (the wrapper outlives the SIGTERM that ends fio at the window's end, as fio itself does)
+    wrapper.write_text(f'#!/bin/sh\ntrap "" TERM\n"{fio_path}" "$@"; rc=$?\n'
                        'case "$*" in *--output=*) echo "Failed NFS operation(code:-14): injected read failure";; esac\n'
                        'exit $rc\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)

@@ -97,7 +97,8 @@ def test_allowed_fio_options_reach_the_job_file(tmp_path, cli, fio_path):
     jobs = list((tmp_path / "results").rglob("*.measure.*.fio"))
     assert jobs, list((tmp_path / "results").rglob("*"))
     text = jobs[0].read_text()
-    assert "random_generator=tausworthe64" in text and "randrepeat=0" in text and "runtime=1\n" in text
+    # runtime: warm-up (none) + the window (1 s) + 10 s to spare (fio is stopped at the window's end)
+    assert "random_generator=tausworthe64" in text and "randrepeat=0" in text and "runtime=11\n" in text
 
 
 def test_validate_makes_runs_overwrite_check(tmp_path, cli):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from protolab.results.rundir import RunDir
 from protolab.run import Study
 
 pytestmark = pytest.mark.lab
-PREFIX = "plm"
+# its own prefix (PROTOLAB_TEST_LAB_PREFIX + "m" when set, so parallel sessions never share one)
+PREFIX = (os.environ.get("PROTOLAB_TEST_LAB_PREFIX", "")[:5] + "m") if os.environ.get("PROTOLAB_TEST_LAB_PREFIX") else "plm"
 
 
 @pytest.fixture

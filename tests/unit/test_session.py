@@ -64,7 +64,7 @@ class FakeFio:
     def engines(self):
         return ENGINES
 
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label):
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None):
         self.runs += 1
         cell = Path(job).name.split(".")[0]
         if self.interrupt_at is not None and self.runs == self.interrupt_at:
@@ -75,6 +75,8 @@ class FakeFio:
             raise ToolError(f"{label}: fio failed: connection reset")
         self.events.append(f"measure {cell}")
         Path(output).write_text(FIO_JSON)
+        if on_status is not None:
+            on_status(json.loads(FIO_JSON))  # its only status document, also its last
         return FIO_JSON
 
 

@@ -52,6 +52,7 @@ def parse_eta_iops(line: str) -> float | None:
 
 
 STOP_GRACE_S = 5.0  # a fio that ignores SIGTERM this long is killed
+POLL_S = 0.02  # how often a watched run reads fio's new status documents (a boundary is sampled this late at most)
 
 
 def stop_group(proc: subprocess.Popen, grace: float) -> None:
@@ -129,9 +130,17 @@ class Fio:
         on_iops: Callable[[float], None] | None = None,
         timeout: float | None = None,
         label: str = "fio",
+        on_status: Callable[[dict], bool] | None = None,
     ) -> str:
-        """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text."""
-        return self.run([str(job_file)], output, netns=netns, on_iops=on_iops, timeout=timeout, label=label)
+        """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text.
+
+        ``on_status``: fio prints a cumulative status document every second, and each is passed to
+        ``on_status`` as it is written; when it returns True, fio is stopped (gracefully: its last
+        document is written) — see ``engine.status``.
+        """
+        args = ["--status-interval=1", str(job_file)] if on_status else [str(job_file)]
+        return self.run(args, output, netns=netns, on_iops=on_iops, timeout=timeout, label=label,
+                        on_status=on_status)
 
     def run_clients(
         self,
@@ -142,13 +151,20 @@ class Fio:
         timeout: float | None = None,
         label: str = "fio",
         netns: str | None = None,
+        status_interval: bool = False,
+        on_poll: Callable[[], None] | None = None,
     ) -> str:
         """One `fio --client` run over several servers: (client argument, job file) per host.
 
         ``netns``: where the client runs (a guest's fio server is forwarded on 127.0.0.1 of its host's namespace).
+        ``status_interval``: each server sends a cumulative status every second; fio 3.33's client prints
+        them only at the end, all in one document (client.c: handle_ts, fio_client_json_fini), so they
+        cannot be read live. ``on_poll`` is called about every 0.1 s while the client runs.
         """
-        args = [a for arg, job in clients for a in (f"--client={arg}", str(job))]
-        return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label)
+        # --status-interval after --client=… is sent to that server (a FIO_CLIENT_FLAG option in init.c)
+        per = ["--status-interval=1"] if status_interval else []
+        args = [a for arg, job in clients for a in (f"--client={arg}", *per, str(job))]
+        return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label, on_poll=on_poll)
 
     def run(
         self,
@@ -160,8 +176,16 @@ class Fio:
         on_iops: Callable[[float], None] | None = None,
         timeout: float | None = None,
         label: str = "fio",
+        on_status: Callable[[dict], bool] | None = None,
+        on_poll: Callable[[], None] | None = None,
     ) -> str:
-        """Run fio with ``args`` writing json+ to ``output``; return the JSON text."""
+        """Run fio with ``args`` writing json+ to ``output``; return the JSON text.
+
+        ``on_status`` gets each document fio writes to ``output`` while it runs (with --status-interval);
+        returning True stops fio's process group with SIGTERM, which fio handles by ending its jobs and
+        writing its last document (exit code 128, taken as success: the caller has what it asked for).
+        ``on_poll`` is called about every 0.1 s.
+        """
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
         if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
             argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
@@ -188,8 +212,12 @@ class Fio:
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
+        stopped = False
         try:
-            rc = proc.wait(timeout=timeout)
+            if on_status is None and on_poll is None:
+                rc = proc.wait(timeout=timeout)
+            else:
+                rc, stopped = self._watch(proc, output, timeout, on_status, on_poll)
         except subprocess.TimeoutExpired:
             stop_group(proc, grace=STOP_GRACE_S)
             raise ToolError(f"{label}: fio did not finish within {timeout:g} s and was killed; see "
@@ -199,8 +227,45 @@ class Fio:
             raise
         reader.join(timeout=5)
         text = output.read_text() if output.exists() else ""
+        if stopped:  # stopped by us once it had written what the caller needed (128: fio's exit on SIGTERM)
+            rc = 0
         if rc != 0 or "{" not in text:
             why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
                        tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")
         return text
+
+    def _watch(self, proc: subprocess.Popen, output: Path, timeout: float | None,
+               on_status: Callable[[dict], bool] | None, on_poll: Callable[[], None] | None) -> tuple[int, bool]:
+        """Wait for fio, passing each new status document of ``output`` to ``on_status``; (exit code, stopped)."""
+        import os
+        import signal
+        import time
+
+        from .status import DocumentReader
+
+        docs, pos, stopped = DocumentReader(), 0, False
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                return proc.wait(timeout=POLL_S), stopped
+            except subprocess.TimeoutExpired:
+                pass
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            if on_poll is not None:
+                on_poll()
+            if on_status is None or stopped or not output.exists():
+                continue
+            with output.open() as f:
+                f.seek(pos)
+                chunk = f.read()
+                pos = f.tell()
+            for doc in docs.feed(chunk):
+                if on_status(doc) and not stopped:
+                    stopped = True
+                    try:  # fio and its job processes: each ends its jobs and the main one writes its last status
+                        os.killpg(proc.pid, signal.SIGTERM)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    break

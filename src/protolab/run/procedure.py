@@ -1,18 +1,21 @@
 """The procedure built from a plan's [method]: prepare, initialise, restore, warm up, measure a window.
 
 Each step is one method; the session calls them in order and knows nothing of
-fio. A measured window's telemetry is sampled right before and right after the
-fio run that measures it.
+fio. The warm-up and the measured window of a cell's repeat are one fio run (see
+``engine.window``): the window measures the connections the warm-up warmed, and
+its telemetry is sampled at the warm-up's end and the window's end.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable
 
 from ..analysis.steady import steady_state
 from ..engine.jobfile import layout, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
+from ..engine.window import run_window
 from ..engine.parse import parse_fio_json
 from ..engine.targets import create_file
 from ..plan.expand import Cell
@@ -21,7 +24,9 @@ from ..plan.model import Configuration, LoadPoint, Plan
 from ..results.files import now
 from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
+from ..safepath import inside
 from ..telemetry.window import Window
+from ..telemetry.window import interpolate as telemetry_interpolate
 from .progress import Progress
 from .testbed import Testbed
 
@@ -43,6 +48,39 @@ def _steadiness(series: list[float], window: int) -> Steadiness | None:
     v = steady_state(series, window=window)
     return Steadiness(steady=v.steady, range_pct=v.range_pct, excursion_pct=v.excursion_pct,
                       window_start=v.window_start, window=v.window, reason=v.reason)
+
+
+@dataclass
+class WarmupRule:
+    """When the warm-up ends, asked at each second with the IOPS per second so far: at ``seconds``
+    (fixed), or at the first second the SNIA rule holds over ``window`` seconds, at most ``seconds``."""
+
+    seconds: float
+    until_steady: bool
+    window: int
+    verdict: Steadiness | None = None
+    ended_by: str | None = None
+
+    def __call__(self, series: list[float], elapsed_s: float) -> bool:
+        if self.seconds <= 0:
+            return True
+        if not series:
+            return False
+        self.verdict = _steadiness(series, self.window)
+        if self.until_steady and self.verdict is not None and self.verdict.steady:
+            self.ended_by = "steady"
+            return True
+        if elapsed_s >= self.seconds - 0.5:  # the status snapshot nearest the warm-up's time
+            self.ended_by = "maximum" if self.until_steady else "time"
+            return True
+        return False
+
+    def record(self, seconds: float) -> Warmup:
+        """What the warm-up did, for the record (``seconds``: the jobs' runtime when it ended)."""
+        if self.seconds <= 0:
+            return Warmup()
+        return Warmup(mode="until-steady" if self.until_steady else "fixed", seconds=round(seconds, 3),
+                      ended_by=self.ended_by or ("maximum" if self.until_steady else "time"), verdict=self.verdict)
 
 
 class Procedure:
@@ -101,48 +139,42 @@ class Procedure:
         per_host = layout(cell, lambda h, g: self.testbed.access(c, h, g))
         return [run for h, s in enumerate(per_host) for run in self.testbed.host_runs(c, h, len(per_host), s)]
 
-    def _run(self, cell: Cell, hosts: list[HostRun], runtime: float, tag: str, label: str) -> Measurement:
-        return measure(self.fio, cell, hosts, runtime=runtime, folder=self.rundir.path / "raw", tag=tag,
-                       extra=cell.configuration.fio, on_iops=self.progress.iops, timeout=runtime + FIO_MARGIN_S,
-                       label=label, socket_dir=self.testbed.sockets)
-
-    def warmup(self, cell: Cell, hosts: list[HostRun], seq: int) -> Warmup:
-        """Warm up for a fixed time, or until IOPS is steady (SNIA PTS) or the maximum is reached."""
+    def window(self, cell: Cell, hosts: list[HostRun], window: Window, seq: int) -> tuple[Window_, Warmup]:
+        """The warm-up and the measured window in one fio run; telemetry covers the window only."""
         m = self.plan.method
-        if m.warmup <= 0:
-            return Warmup()
-        self.phase("warm-up")
-        series: list[float] = []
-        elapsed, k = 0.0, 0
-        chunk = m.warmup if not m.warmup_until_steady else float(m.steady_window + 2)
-        verdict = None
-        while elapsed < m.warmup - 1e-9:
-            run = max(1.0, min(chunk, m.warmup - elapsed))
-            meas = self._run(cell, hosts, run, f"warmup{k}", f"cell {cell.id} (warm-up)")
-            self.rundir.add_series([SeriesRow(seq=seq, cell_id=cell.id, phase="warmup", host="all",
-                                              t_s=elapsed + i + 1.0, iops=v) for i, v in enumerate(meas.series)])
-            series += meas.series
-            elapsed += run
-            k += 1
-            verdict = _steadiness(series, m.steady_window)
-            if m.warmup_until_steady and verdict is not None and verdict.steady:
-                break
-        if not m.warmup_until_steady:
-            return Warmup(mode="fixed", seconds=elapsed, ended_by="time", verdict=verdict)
-        ended = "steady" if verdict is not None and verdict.steady else "maximum"
-        return Warmup(mode="until-steady", seconds=elapsed, ended_by=ended, verdict=verdict)
-
-    def measure(self, cell: Cell, hosts: list[HostRun], window: Window) -> Window_:
-        """The measured window, with telemetry sampled right around it."""
-        self.phase("measure")
         self.testbed.check_agents()
-        started = now()
-        before = window.sample()
-        meas = self._run(cell, hosts, self.plan.method.duration, "measure", f"cell {cell.id}")
-        after = window.sample()
-        delta = window.delta(before, after)
+        self.phase("warm-up" if m.warmup > 0 else "measure")
+        rule = WarmupRule(m.warmup, m.warmup_until_steady, m.steady_window)
+        started: list[str] = [now()]
+        full: list = []  # a client run's samples of every second skip the offload states, which a cell keeps
+
+        def warmed() -> None:
+            started[0] = now()
+            if m.warmup > 0:
+                self.phase("measure")
+
+        def interpolate(a, b, t):
+            snap = telemetry_interpolate(a, b, t)
+            if not snap.offloads:
+                full[:] = full or [window.sample()]
+                snap.offloads = full[0].offloads
+            return snap
+
+        run = run_window(self.fio, cell, hosts, warmup_max_s=m.warmup, duration_s=m.duration, warmup_done=rule,
+                         sample=window.sample, tick=lambda: window.sample(offloads=False), interpolate=interpolate,
+                         folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
+                         timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
+                         on_warmup_end=warmed, socket_dir=self.testbed.sockets)
+        inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
+        if run.window_s < m.duration - 0.5:  # fio ended first: its jobs started further apart than its spare
+            self.progress.note(f"cell {cell.id}: the measured window lasted {run.window_s:.1f}s of "
+                               f"{m.duration:g}s (fio's jobs ended first; see {run.output.name})")
+        self.rundir.add_series([SeriesRow(seq=seq, cell_id=cell.id, phase="warmup", host="all", t_s=i + 1.0, iops=v)
+                                for i, v in enumerate(run.warmup_series)])
+        delta = window.delta(run.before, run.after)
         telemetry = Telemetry(**delta, storage_ports=self.testbed.storage_ports())
-        return Window_(meas, telemetry, started)
+        meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
+        return Window_(meas, telemetry, started[0]), rule.record(run.warmup_s)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""

@@ -208,8 +208,7 @@ class Study:
             testbed.set_link(cell.configuration)
             hosts = proc.hosts(cell)
             self._hook("ready", cell)
-            warm = proc.warmup(cell, hosts, seq)
-            win = proc.measure(cell, hosts, window)
+            win, warm = proc.window(cell, hosts, window, seq)
             self._hook("done", cell)
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,

@@ -44,8 +44,9 @@ class Window:
     cgroups: RoleCgroups | None = None
     offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
 
-    def sample(self) -> Snapshot:
-        """Read every counter now."""
+    def sample(self, offloads: bool = True) -> Snapshot:
+        """Read every counter now (``offloads``: also the interfaces' offload state, which a window does
+        not change: the samples taken every second of a client run skip it)."""
         roles = self.cgroups.read() if self.cgroups is not None else {}
         waits = self.cgroups.cpu_wait() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
@@ -62,8 +63,8 @@ class Window:
                 if n == ns and ifname in seen:
                     counters[(ns, ifname)] = seen[ifname]
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
-        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
-        return Snapshot(self.clock(), busy, total, servers, counters, roles, offloads, threads, softirq, waits)
+        states = {key: read_offloads(self.runner, key[0], key[1]) for key in ports} if offloads else {}
+        return Snapshot(self.clock(), busy, total, servers, counters, roles, states, threads, softirq, waits)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
@@ -105,3 +106,30 @@ class Window:
             out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
                                   if role in b.roles_s}
         return out
+
+
+def _lerp(a: float, b: float, f: float) -> float:
+    return a + (b - a) * f
+
+
+def interpolate(a: Snapshot, b: Snapshot, t: float) -> Snapshot:
+    """The counters at instant ``t`` between samples ``a`` and ``b``, each read on the straight line
+    between its two values (counters grow about evenly over a second of steady load); offload
+    states are ``a``'s. Used where a boundary is known only after the fact (a fio client run)."""
+    f = 0.0 if b.t <= a.t else min(1.0, max(0.0, (t - a.t) / (b.t - a.t)))
+    servers = {k: None if v is None or b.servers_s.get(k) is None else _lerp(v, b.servers_s[k], f)  # type: ignore[arg-type]
+               for k, v in a.servers_s.items()}
+    ifaces = {}
+    for key, ca in a.interfaces.items():
+        cb = b.interfaces.get(key, ca)
+        ifaces[key] = Counters(*(round(_lerp(getattr(ca, n), getattr(cb, n), f))
+                                 for n in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")))
+    roles = {k: _lerp(v, b.roles_s.get(k, v), f) for k, v in a.roles_s.items()}
+    # threads alive in both samples only (a thread that ended between them has no line to read)
+    threads = {name: {tid: _lerp(v, b.threads[name][tid], f) for tid, v in ts.items() if tid in b.threads[name]}
+               for name, ts in a.threads.items() if name in b.threads}
+    softirq = [_lerp(x, y, f) for x, y in zip(a.softirq_s, b.softirq_s)]
+    waits = {k: _lerp(v, b.roles_wait_s.get(k, v), f) for k, v in a.roles_wait_s.items()}
+    return Snapshot(_lerp(a.t, b.t, f), _lerp(a.machine_busy_s, b.machine_busy_s, f),
+                    _lerp(a.machine_total_s, b.machine_total_s, f), servers, ifaces, roles, dict(a.offloads),
+                    threads, softirq, waits)

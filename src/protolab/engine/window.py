@@ -1,0 +1,231 @@
+"""One fio run per cell and repeat: the warm-up, then the measured window, in the same jobs.
+
+fio runs once with ``--status-interval=1``: every second it reports every job's
+cumulative counters (see ``engine.status``). The warm-up ends at the first
+snapshot where ``warmup_done(iops_series, seconds)`` says so; the measured window
+is the ``duration`` seconds of snapshots after it, and its figures are the end
+snapshot minus the start snapshot. The connections, logins and caches the window
+measures are those the warm-up warmed.
+
+Telemetry must cover the window only. A direct run's documents are read as fio
+writes them, so ``sample()`` is called at the very moment each boundary snapshot
+appears, and fio is stopped right after the window's end. fio's client prints its
+servers' documents only when the run ends, so a client run lasts the longest
+warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
+boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
+boundaries' instants: every server's status timer starts when it gets its jobs, right
+after the client starts, and fires every second.
+
+Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
+so every job has warmed up as long as asked, and the window is a time when all run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..plan.expand import Cell
+from ..safepath import inside
+from .fio import Fio
+from .jobfile import render_streams
+from .measure import HostRun
+from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
+
+#: A boundary snapshot is the one nearest its target: half a status interval either side.
+TOLERANCE_MS = 500.0
+#: fio's runtime beyond the longest warm-up and the window, so that the window's end status exists even when the
+#: jobs started that much apart (each job's runtime counts from its own start). A direct run is stopped at the
+#: window's end, so its spare costs nothing; a client run lasts it all.
+SPARE_DIRECT_S = 10.0
+SPARE_CLIENT_S = 3.0
+
+
+@dataclass
+class WindowRun:
+    """What one fio run measured: the window's document, the per-second series, the warm-up's end."""
+
+    output: Path  # fio's own output: every status document, untouched
+    window_doc: dict[str, Any]  # the window, in fio's shape (parse.parse_fio_json reads it)
+    series: list[float]  # IOPS per second of the window, all hosts
+    series_by_host: dict[str, list[float]]  # fio source ('local', 'HOST:PORT') → IOPS per second
+    warmup_series: list[float]  # IOPS per second of the warm-up, all hosts
+    warmup_s: float  # the jobs' runtime when the warm-up ended
+    window_s: float  # the jobs' runtime between the two boundaries
+    before: Any = None  # telemetry sampled at the warm-up's end
+    after: Any = None  # … and at the window's end
+    live: bool = True  # False: a client run, boundaries placed afterwards
+    op_errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Live:
+    """The state of a direct run while its documents come in."""
+
+    duration_ms: float
+    warmup_done: Callable[[list[float], float], bool]
+    sample: Callable[[], Any]
+    on_warmup_end: Callable[[], None]
+    snaps: list[Snapshot] = field(default_factory=list)
+    start: int | None = None  # index of the warm-up's last snapshot (-1: no warm-up)
+    end: int | None = None
+    before: Any = None
+    after: Any = None
+
+    def __call__(self, doc: dict) -> bool:
+        got = snapshots([doc]).get("local")
+        if not got:
+            return False
+        self.snaps.append(got[0])
+        i = len(self.snaps) - 1
+        per = {"local": self.snaps}
+        if self.start is None:
+            if self.warmup_done(iops_series(self.snaps), elapsed_ms(per, i) / 1000.0):
+                self.before, self.start = self.sample(), i
+                self.on_warmup_end()
+            return False
+        if elapsed_ms(per, i) - elapsed_ms(per, self.start) >= self.duration_ms - TOLERANCE_MS:
+            self.after, self.end = self.sample(), i
+            return True  # stop fio: the window is complete
+        return False
+
+
+def boundaries(per: dict[str, list[Snapshot]], warmup_done: Callable[[list[float], float], bool],
+               duration_s: float, start: int | None = None) -> tuple[int, int]:
+    """(index of the warm-up's last status, -1 for none; index of the window's last status), placed afterwards
+    by the same rule a direct run applies as the statuses come (``start``: already known)."""
+    n = max((len(v) for v in per.values()), default=0)
+    total = total_series({s: iops_series(v) for s, v in per.items()})
+    if start is None:
+        start = next((i for i in range(n) if warmup_done(total[:i + 1], elapsed_ms(per, i) / 1000.0)), n - 1)
+    t0 = elapsed_ms(per, start)
+    end = next((i for i in range(start + 1, n) if elapsed_ms(per, i) - t0 >= duration_s * 1000.0 - TOLERANCE_MS),
+               n - 1)
+    return start, end
+
+
+def run_window(
+    fio: Fio,
+    cell: Cell,
+    hosts: list[HostRun],
+    *,
+    warmup_max_s: float,
+    duration_s: float,
+    warmup_done: Callable[[list[float], float], bool],
+    sample: Callable[[], Any],
+    tick: Callable[[], Any],
+    interpolate: Callable[[Any, Any, float], Any],
+    folder: Path,
+    tag: str,
+    label: str,
+    timeout_margin_s: float,
+    extra: dict | None = None,
+    on_iops: Callable[[float], None] | None = None,
+    on_warmup_end: Callable[[], None] = lambda: None,
+    socket_dir: Path | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> WindowRun:
+    """Warm up until ``warmup_done(series, seconds)`` (called at each second; with no warm-up it says True
+    at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{cell.id}.{tag}"
+    output = inside(folder, f"{name}.json")
+    direct = len(hosts) == 1 and hosts[0].agent is None
+    runtime = warmup_max_s + duration_s + (SPARE_DIRECT_S if direct else SPARE_CLIENT_S)
+    jobs = []
+    for h in hosts:
+        job = inside(folder, f"{name}.{h.name}.fio")
+        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra))
+        jobs.append(job)
+    timeout = runtime + timeout_margin_s
+    live = _Live(duration_s * 1000.0, warmup_done, sample, on_warmup_end)
+    if warmup_done([], 0.0):  # no warm-up: the window starts with the jobs
+        live.before, live.start = sample(), -1
+        on_warmup_end()
+    if direct:
+        fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
+                    on_status=live)
+        return _direct(output, live, warmup_done, duration_s, fio)
+    return _client(fio, hosts, jobs, output, live, warmup_done, duration_s, tick, interpolate, socket_dir,
+                   timeout, label, clock)
+
+
+def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio) -> WindowRun:
+    snaps = snapshots(documents(output.read_text())).get("local", [])
+    if not snaps:
+        from ..errors import ToolError
+
+        raise ToolError(f"fio wrote no status to {output}")
+    if live.start is None:  # fio ended before the warm-up did: the last snapshot ends it
+        live.start, live.before = len(snaps) - 1, live.sample()
+    if live.end is None:  # fio ended (an error, a short run) before the window's end snapshot
+        live.end, live.after = len(snaps) - 1, live.sample()
+    return _result(output, {"local": snaps}, live.start, live.end, live.before, live.after, True, fio)
+
+
+def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
+            socket_dir, timeout: float, label: str, clock) -> WindowRun:
+    ticks: list[tuple[float, Any]] = [(clock(), tick())]
+
+    def poll() -> None:
+        if clock() - ticks[-1][0] >= 1.0:
+            ticks.append((clock(), tick()))
+
+    missing = [h.name for h in hosts if h.agent is None]
+    if missing:
+        raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
+    clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
+    # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
+    where = {getattr(h.agent, "client_netns", None) for h in hosts}
+    netns = where.pop() if len(where) == 1 else None
+    spawned = clock()
+    fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
+                    on_poll=poll, **({"netns": netns} if netns else {}))
+    exited = clock()
+    ticks.append((exited, tick()))
+    per = snapshots(documents(output.read_text()))
+    if not per:
+        from ..errors import ToolError
+
+        raise ToolError(f"{label}: fio's client reported no status; see {output}")
+    start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
+    grid = min(len(v) for v in per.values()) - 1  # statuses 0 … grid-1 come every second on every server
+
+    def at(i: int) -> float:
+        # a server's status timer starts when it gets its jobs (right after the client starts) and fires
+        # every second; a last status off that grid came when the jobs ended, just before the client exited
+        return spawned + i + 1.0 if i < grid else exited
+
+    before = live.before if start == -1 else _read(ticks, at(start), interpolate)
+    after = _read(ticks, at(end), interpolate)
+    live.on_warmup_end()
+    return _result(output, per, start, end, before, after, False, fio)
+
+
+def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:
+    """Telemetry at instant ``t``, interpolated between the two ticks around it."""
+    after = next((i for i, (tt, _) in enumerate(ticks) if tt >= t), len(ticks) - 1)
+    lo, hi = ticks[max(0, after - 1)], ticks[after]
+    return interpolate(lo[1], hi[1], t) if lo is not hi else hi[1]
+
+
+def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, before, after, live: bool,
+            fio: Fio) -> WindowRun:
+    pairs, series_by, warm_by = [], {}, {}
+    for src, snaps in per.items():
+        # the k-th status of every fio comes at about the same time (see status.total_series)
+        e = min(end, len(snaps) - 1)
+        s = min(start, e - 1) if start >= 0 else -1
+        pairs.append((snaps[s] if s >= 0 else None, snaps[e]))
+        series = iops_series(snaps[:e + 1])
+        warm_by[src] = series[:s + 1]
+        series_by[src] = series[s + 1:]
+    t0 = elapsed_ms(per, start)
+    return WindowRun(
+        output=output, window_doc=window_document(pairs, client=not live),
+        series=total_series(series_by), series_by_host=series_by, warmup_series=total_series(warm_by),
+        warmup_s=t0 / 1000.0, window_s=(elapsed_ms(per, end) - t0) / 1000.0,
+        before=before, after=after, live=live, op_errors=list(getattr(fio, "op_errors", [])),
+    )
