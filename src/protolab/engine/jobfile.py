@@ -42,6 +42,22 @@ def bs_options(w: Workload) -> dict[str, str]:
     return {"bssplit": ":".join(f"{format_size(s)}/{p}" for s, p in pct.items() if p > 0)}
 
 
+def shape_options(w: Workload) -> dict[str, str]:
+    """fio's own options for the load's shape: rate, arrivals, bursts, think time, hot zones."""
+    out: dict[str, str] = {}
+    if w.rate_iops:
+        out["rate_iops"] = str(w.rate_iops)
+    if w.arrivals == "poisson":
+        out["rate_process"] = "poisson"
+    if w.bursts is not None:  # ios I/Os as fast as the OIO allows, then a pause (see plan.shape.Bursts)
+        out |= {"thinktime": str(round(w.bursts.pause * 1e6)), "thinktime_blocks": str(w.bursts.ios)}
+    if w.think_time is not None:
+        out |= {"thinktime": str(round(w.think_time * 1e6)), "thinktime_blocks": str(w.think_every)}
+    if w.hot_zones is not None:
+        out["random_distribution"] = "zoned:" + ":".join(f"{z.io_pct}/{z.space_pct}" for z in w.hot_zones)
+    return out
+
+
 def fio_seconds(seconds: float) -> str:
     """A time for a job file: whole seconds, or whole milliseconds with fio's 'ms' suffix; never 1e+08."""
     ms = round(seconds * 1000)
@@ -104,8 +120,7 @@ def render_streams(
     }
     if ramp:
         glob["ramp_time"] = fio_seconds(ramp)
-    if w.rate_iops:
-        glob["rate_iops"] = str(w.rate_iops)
+    glob |= shape_options(w)
     if log_prefix:
         glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
     for k, v in (extra or {}).items():
