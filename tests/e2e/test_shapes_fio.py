@@ -63,3 +63,18 @@ def test_bursts_then_pauses_and_a_poisson_rate(tmp_path, fio_path):
     subprocess.run([fio_path, "--output-format=json", f"--output={out}", str(job)], check=True, timeout=60,
                    capture_output=True)
     assert json.loads(out.read_text())["jobs"][0]["read"]["total_ios"] == pytest.approx(800, rel=0.1)
+
+
+def test_a_rate_cap_on_a_mix_caps_the_total_and_keeps_the_mix(tmp_path, fio_path):
+    """fio's rate_iops=N caps reads and writes each (2N in all, the mix lost); protolab splits N by read_pct."""
+    (tmp_path / "t.dat").write_bytes(b"\0" * (8 << 20))
+    job = tmp_path / "j.fio"
+    job.write_text(_job(tmp_path, '{ name = "m", block_size = "4k", read_pct = 75, random_pct = 100, oio = 1, '
+                                  'rate_iops = 200 }', runtime=4))
+    out = tmp_path / "o.json"
+    subprocess.run([fio_path, "--output-format=json", f"--output={out}", str(job)], check=True, timeout=60,
+                   capture_output=True)
+    j = json.loads(out.read_text())["jobs"][0]
+    reads, writes = j["read"]["total_ios"], j["write"]["total_ios"]
+    assert reads + writes == pytest.approx(800, rel=0.03)  # 200 IOPS for 4 s
+    assert reads / (reads + writes) == pytest.approx(0.75, abs=0.03)

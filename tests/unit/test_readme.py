@@ -31,7 +31,7 @@ def test_shape_example_is_valid():
     plan = load_plan_text(text, source="README shapes")
     opts = {w.name: shape_options(w) for w in plan.workloads}
     assert opts == {"mail": {"thinktime": "3000000", "thinktime_blocks": "1848"},
-                    "paced": {"rate_iops": "500", "rate_process": "poisson"},
+                    "paced": {"rate_iops": "375,125", "rate_process": "poisson"},
                     "burst": {"thinktime": "3000000", "thinktime_blocks": "2000"},
                     "user": {"thinktime": "5000", "thinktime_blocks": "4"},
                     "hot": {"random_distribution": "zoned:80/10:20/90"}}

@@ -30,7 +30,7 @@ def test_bursts_are_ios_then_a_pause():
                                                                      "thinktime_blocks": "400"}
     assert shape_options(_w(bursts={"ios": 15, "pause": "250ms"}, hot_zones=[{"io_pct": 100, "space_pct": 100}])) \
         == {"thinktime": "250000", "thinktime_blocks": "15", "random_distribution": "zoned:100/100"}
-    assert shape_options(_w(rate_iops=30, arrivals="poisson")) == {"rate_iops": "30", "rate_process": "poisson"}
+    assert shape_options(_w(rate_iops=30, arrivals="poisson")) == {"rate_iops": "15,15", "rate_process": "poisson"}
 
 
 def test_think_time_and_hot_zones():
@@ -38,7 +38,10 @@ def test_think_time_and_hot_zones():
                             hot_zones=[{"io_pct": 60, "space_pct": 10}, {"io_pct": 30, "space_pct": 20},
                                        {"io_pct": 10, "space_pct": 70}]))
     assert opts == {"thinktime": "5000", "thinktime_blocks": "8", "random_distribution": "zoned:60/10:30/20:10/70"}
-    assert shape_options(_w(rate_iops=7)) == {"rate_iops": "7"}
+    assert shape_options(_w(rate_iops=7)) == {"rate_iops": "4,3"}  # fio caps reads and writes each
+    assert shape_options(_w(rate_iops=1)) == {"rate_iops": "1,1"}  # 0 would mean no cap: at least 1 each way
+    from protolab.engine.jobfile import rate_per_direction
+    assert rate_per_direction(462, 200 / 3) == "308,154" and rate_per_direction(200, 100) == "200"
     assert shape_options(_w()) == {}
 
 
