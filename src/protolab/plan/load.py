@@ -180,7 +180,8 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     # a value that could be one of two forms (a name or a table) fails both; the deeper error is the one
     # that says what is wrong inside the table the user wrote
     err = max(errors, key=lambda x: (len(x["loc"]), -errors.index(x)))
-    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int", "TargetSpec", "dict[int,float]"}))
+    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and (
+        p in {"str", "int", "TargetSpec", "dict[int,float]"} or p.startswith(("constrained-", "function-")))))
     field = _dotted(loc)
     msg = err["msg"]
     if msg.startswith("Value error, "):

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from . import safety, shape
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
+from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .shape import Bursts, HotZone, Replay
 from .units import format_duration, format_size, parse_duration, parse_size
 
@@ -253,12 +254,17 @@ class Method(_Model):
     restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
     initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
     duration: float = Field(default=30.0, ge=1, le=MAX_DURATION_S, description="seconds of the measured window")
-    repeats: int = Field(
-        default=5, ge=1, le=100,
-        description="measured windows per cell (Mann–Whitney needs ≥4 per side to ever call a difference)",
+    repeats: Annotated[int, Field(ge=1, le=100)] | AdaptiveRepeats = Field(
+        default=5,
+        description="measured windows per cell, or { min, max, until_ci_pct, until_agree_pct } (plan.repeats)",
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
+
+    @field_validator("repeats", mode="before")
+    @classmethod
+    def _repeats(cls, v: Any) -> Any:
+        return parse_repeats(v)
 
     @field_validator("warmup", "duration", mode="before")
     @classmethod
@@ -275,13 +281,27 @@ class Method(_Model):
             raise ValueError(f"data_size must be at most 1P (got {v!r})")
         return n
 
+    @property
+    def min_repeats(self) -> int:
+        """Repeats every cell gets."""
+        return repeat_bounds(self.repeats)[0]
+
+    @property
+    def max_repeats(self) -> int:
+        """Repeats no cell goes beyond."""
+        return repeat_bounds(self.repeats)[1]
+
     def summary(self) -> str:
         """One line: 'warm-up 5s, measured 30s, 3 repeats'."""
         warm = (f"warm-up until steady (SNIA, {self.steady_window}s window, at most {format_duration(self.warmup)})"
                 if self.warmup_until_steady else f"warm-up {format_duration(self.warmup)}")
         extra = ", restore before each cell" if self.restore else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
-                f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}{extra}")
+                f"{_repeats_text(self.repeats)}{extra}")
+
+
+def _repeats_text(r: int | AdaptiveRepeats) -> str:
+    return r.summary() if isinstance(r, AdaptiveRepeats) else f"{r} repeat{'s' if r != 1 else ''}"
 
 
 MAX_CELLS = 100_000  # ≥ 28 hours of measurement at 1 s per cell: beyond it a plan is a mistake
@@ -319,7 +339,7 @@ class Plan(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
-        cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.repeats
+        cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats); at most {MAX_CELLS} are allowed: split it into several plans")
