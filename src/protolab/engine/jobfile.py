@@ -117,19 +117,23 @@ def render_streams(
     extra: dict | None = None,
     log_prefix: str | None = None,
     ramp: float = 0.0,
+    iologs: dict[int, str] | None = None,
 ) -> str:
-    """A job file with one job per stream (``runtime`` seconds, time based); IOPS logged per second."""
+    """A job file with one job per stream (``runtime`` seconds, time based); IOPS logged per second.
+
+    A replayed trace (``iologs``: each stream's iolog, see engine.replay) gives the streams their I/Os:
+    no access spec, and the run ends with the trace or at ``runtime``, whichever comes first.
+    """
     w = cell.workload
-    glob: dict[str, str] = rw_options(w) | bs_options(w)
-    glob |= {
-        "iodepth": str(cell.oio),
-        "time_based": "1",
-        "runtime": fio_seconds(runtime),
-        "randrepeat": "0",
-        "norandommap": "1",
-    }
-    if ramp:
+    replay = w.replay is not None
+    glob: dict[str, str] = {} if replay else rw_options(w) | bs_options(w)
+    glob |= {"iodepth": str(cell.oio)}
+    glob |= {"runtime": fio_seconds(runtime)} if replay else {"time_based": "1", "runtime": fio_seconds(runtime)}
+    glob |= {"randrepeat": "0", "norandommap": "1"}
+    if ramp and not replay:
         glob["ramp_time"] = fio_seconds(ramp)
+    if replay and w.replay.no_stall:
+        glob["replay_no_stall"] = "1"
     glob |= shape_options(w)
     if log_prefix:
         glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
@@ -139,9 +143,14 @@ def render_streams(
     for st in streams:
         a = st.access
         opts = {"ioengine": a.ioengine, **a.options}
-        if a.filename:
-            opts["filename"] = a.filename
-        opts |= {"offset": str(st.offset), "size": str(st.size)}
+        if replay:  # the iolog names the file and holds each I/O's offset, inside the stream's region
+            if iologs is None or st.index not in iologs:
+                raise ValueError(f"stream {st.index} replays a trace but has no iolog")
+            opts["read_iolog"] = iologs[st.index]
+        else:
+            if a.filename:
+                opts["filename"] = a.filename
+            opts |= {"offset": str(st.offset), "size": str(st.size)}
         lines += _section(f"stream-{st.index}", opts)
     return "\n".join(lines)
 

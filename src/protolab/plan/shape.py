@@ -47,10 +47,6 @@ class HotZone(_Model):
     space_pct: int = Field(ge=1, le=100, description="% of the stream's region they fall on")
 
 
-#: A replayed trace may be at most this large (a plan is passed around; a trace is read whole to check it).
-MAX_TRACE_BYTES = 64 * 1024**2
-
-
 class Replay(_Model):
     """A captured trace (fio iolog v2/v3 or blktrace) replayed by each stream, fitted into its region."""
 
@@ -107,11 +103,19 @@ def check_shape(w: Any) -> None:
         if w.random_pct <= 0:
             raise ValueError("hot_zones place random I/Os; set random_pct above 0 or remove hot_zones")
     if w.replay is not None:
-        extra = [f for f in ("rate_iops", "bursts", "think_time", "hot_zones") if getattr(w, f) is not None]
-        if w.arrivals != "uniform":
-            extra.append("arrivals")
-        if extra:
-            raise ValueError(f"replay takes its timing and offsets from the trace; remove {', '.join(extra)}")
+        replay_conflicts({f: getattr(w, f) for f in REPLAY_EXCLUDES})
+
+
+#: Fields a replayed trace decides itself.
+REPLAY_EXCLUDES = ("rate_iops", "bursts", "think_time", "hot_zones", "arrivals")
+
+
+def replay_conflicts(fields: dict[str, Any]) -> None:
+    """ValueError naming the shape fields (set, not default) that a replay cannot take."""
+    extra = [f for f in REPLAY_EXCLUDES if fields.get(f) is not None and not (f == "arrivals" and
+                                                                              fields[f] == "uniform")]
+    if extra:
+        raise ValueError(f"replay takes its timing and offsets from the trace; remove {', '.join(extra)}")
 
 
 def shape_summary(w: Any) -> str:
