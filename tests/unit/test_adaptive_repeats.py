@@ -144,3 +144,27 @@ def test_repeats_table_errors_are_one_line():
         with pytest.raises(PlanError) as e:
             load_plan_text(PLAN.format(dir="/tmp/pla-none").replace("repeats = 3", f"repeats = {table}"))
         assert expect in str(e.value), str(e.value)
+
+
+def test_a_run_stored_before_the_shape_fields_resumes_as_the_same_plan(tmp_path):
+    """A manifest whose workloads lack arrivals, bursts, … (written before them) is not 'a different plan'."""
+    from protolab.run.resume import differences
+
+    text = PLAN.format(dir=tmp_path)
+    plan = load_plan_text(text)
+    events: list[str] = []
+    fio = FakeFio(events, fail={"tr3808-4k__b__h1s1q1__r1"})
+    with pytest.raises(ProtolabError):
+        Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+              testbed=FakeTestbed(plan, fio, events)).run()
+    rd = RunDir.open(next((tmp_path / "r").iterdir()))
+    stored = rd.manifest()["plan"]
+    for w in stored["workloads"]:
+        for k in ("arrivals", "bursts", "think_time", "think_every", "hot_zones", "replay", "trace"):
+            del w[k]
+    rd.update_manifest(plan=stored)
+    assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == []
+    stored["workloads"][0]["read_pct"] = 50.0  # a real difference still counts
+    rd.update_manifest(plan=stored)
+    assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == [
+        "plan (this protolab reads the stored plan text differently)"]
