@@ -31,8 +31,9 @@ BUILTIN_WORKLOADS: dict[str, Workload] = {
         # - Bursts: the seed says its bursts "briefly exceeded" one 1 GbE link. Each stream issues 4 s of its
         #   average (4 × 462 = 1,848 I/Os; 4 × 662 = 2,648) as fast as its 8 OIO and the storage allow,
         #   then pauses 3 s. When a burst takes 1 s — storage serving 4 × the mean, 8 × 1,848 = 14,784 IOPS,
-        #   1GbE's own 8 KiB ceiling (≈14.2 K at MTU 1500, LAB-NOTES) — the mean is the seed's 462; double
-        #   heavy's 8 × 2,648 = 21,184 per burst is beyond one 1GbE link, as in the seed. Faster storage
+        #   81 % of one 1GbE link's ceiling for this mix (`protolab limits --protocol iscsi --link 1GbE
+        #   --workload exchange-heavy`: 18,346 IOPS at MTU 1500) — the mean is the seed's 462; double heavy's
+        #   8 × 2,648 = 21,184 per second of burst is 115 % of it: beyond one link, as in the seed. Faster storage
         #   gives a higher mean, slower a lower one (fio 3.33 cannot cap a burst, see plan.shape.Bursts);
         #   the measured IOPS say which. The first hours' 6,500 falling to 3,300 were the storage settling,
         #   not the load, so the load itself does not change over the run.
