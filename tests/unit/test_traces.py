@@ -79,3 +79,16 @@ def test_write_iolog_moves_names_and_scales(tmp_path):
         "500 /data/t.dat write 1048576 8192", "500 /data/t.dat close"]
     with pytest.raises(TraceError, match="larger than the stream's region of 4096 bytes"):
         write_iolog(read_trace(p), out, "/x", offset=0, size=4096, time_scale=1.0)
+
+
+def test_validate_warns_when_the_window_cuts_the_replay(tmp_path):
+    from protolab.plan.load import load_plan_text
+    from protolab.plan.warnings import plan_warnings
+
+    text = (f'name = "r"\nbaseline = "a"\nworkloads = [{{ name = "t", replay = {{ file = "{DATA / "replay-small.iolog"}", '
+            'time_scale = 10.0 } }]\nload_points = [{ streams = 1 }]\n[method]\nduration = "3s"\nrepeats = 3\n'
+            f'[[configurations]]\nname = "a"\ntarget = "{tmp_path}/t.dat"\n')
+    assert plan_warnings(load_plan_text(text)) == [
+        "workload 't': its trace lasts 5.9 s at time_scale 10, longer than the 3 s window: the replay is cut there "
+        "(raise method.duration or lower time_scale)"]
+    assert plan_warnings(load_plan_text(text.replace("10.0", "1.0"))) == []

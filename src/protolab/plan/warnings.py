@@ -22,6 +22,13 @@ def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
     elif m.min_repeats < 3:
         out.append(f"method.repeats: a cell whose first {m.min_repeats} repeats already satisfy the rule stops "
                    "there, and with fewer than 3 repeats its differences are \"not tested\" (min = 3 avoids it)")
+    for w in plan.workloads:
+        if w.replay is not None and w.trace and not w.replay.no_stall:
+            lasts = w.trace.get("duration_s", 0) * w.replay.time_scale
+            if lasts > m.duration:
+                out.append(f"workload {w.name!r}: its trace lasts {lasts:.1f} s at time_scale "
+                           f"{w.replay.time_scale:g}, longer than the {m.duration:g} s window: the replay is cut "
+                           "there (raise method.duration or lower time_scale)")
     for c in plan.configurations:
         engine = c.ioengine or "io_uring"
         ref = parse_target(plan.target_of(c).url)
