@@ -43,6 +43,17 @@ def test_every_builtin_workload_parses_in_fio(name, tmp_path, fio_path):
     assert p.returncode == 0 and not p.stderr.strip(), p.stderr
 
 
+@pytest.mark.parametrize("shape", ['think_time = "2ms", think_every = 4', 'skew = { zipf = 1.2 }',
+                                   'skew = { pareto = 0.9 }', 'skew = { normal = 5.0 }',
+                                   'hot_zones = [{ io_pct = 90, space_pct = 10 }, { io_pct = 10, space_pct = 90 }]',
+                                   'rate_iops = 100, arrivals = "poisson"'])
+def test_every_shape_parses_in_fio(shape, tmp_path, fio_path):
+    job = tmp_path / "j.fio"
+    job.write_text(_job(tmp_path, f'{{ name = "s", base = "tr3808-8k", {shape} }}', 5))
+    p = subprocess.run([fio_path, "--parse-only", str(job)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not p.stderr.strip(), p.stderr
+
+
 def test_bursts_then_pauses_and_a_poisson_rate(tmp_path, fio_path):
     """400 I/Os as fast as 1 OIO allows, then 3 s idle; and a Poisson-paced rate keeps its mean."""
     (tmp_path / "t.dat").write_bytes(b"\0" * (8 << 20))

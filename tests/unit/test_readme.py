@@ -34,7 +34,8 @@ def test_shape_example_is_valid():
                     "paced": {"rate_iops": "375,125", "rate_process": "poisson"},
                     "burst": {"thinktime": "3000000", "thinktime_blocks": "2000"},
                     "user": {"thinktime": "5000", "thinktime_blocks": "4"},
-                    "hot": {"random_distribution": "zoned:80/10:20/90"}}
+                    "hot": {"random_distribution": "zoned:80/10:20/90"},
+                    "zipf": {"random_distribution": "zipf:1.2"}}
 
 
 def test_lab_and_hosts_examples_are_valid():

@@ -45,6 +45,13 @@ def test_think_time_and_hot_zones():
     assert shape_options(_w()) == {}
 
 
+@pytest.mark.parametrize("skew, fio", [({"zipf": 1.2}, "zipf:1.2"), ({"pareto": 0.9}, "pareto:0.9"),
+                                       ({"normal": 5.0}, "normal:5")])
+def test_skew_is_fios_random_distribution(skew, fio):
+    w = _w(skew=skew)
+    assert shape_options(w) == {"random_distribution": fio} and w.summary().endswith(f", {fio} offsets")
+
+
 def test_summaries_say_the_shape():
     w = _w(rate_iops=100, arrivals="poisson")
     assert w.summary() == "4k, 50 % read, 100 % random, 4 OIO, ≤100 IOPS/stream, Poisson arrivals"

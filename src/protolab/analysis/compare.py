@@ -20,7 +20,7 @@ from .stats import HIGHER, LOWER, compare_many, decide
 
 #: Workload fields that make two access specs the same workload.
 WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops", "arrivals", "bursts", "think_time",
-                   "think_every", "hot_zones", "replay")
+                   "think_every", "hot_zones", "skew", "replay")
 _BASE_FIELDS = WORKLOAD_FIELDS[:5]
 #: A run written before the load's shape was a field has none: the same as the defaults.
 _SHAPE_DEFAULTS = {"arrivals": "uniform", "think_every": 1}

@@ -63,6 +63,8 @@ def shape_options(w: Workload) -> dict[str, str]:
         out |= {"thinktime": str(round(w.bursts.pause * 1e6)), "thinktime_blocks": str(w.bursts.ios)}
     if w.think_time is not None:
         out |= {"thinktime": str(round(w.think_time * 1e6)), "thinktime_blocks": str(w.think_every)}
+    if w.skew is not None:
+        out["random_distribution"] = w.skew.fio()
     if w.hot_zones is not None:
         out["random_distribution"] = "zoned:" + ":".join(f"{z.io_pct}/{z.space_pct}" for z in w.hot_zones)
     return out

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from . import safety, shape
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
-from .shape import Bursts, HotZone, Replay
+from .shape import Bursts, HotZone, Replay, Skew
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
@@ -57,6 +57,7 @@ class Workload(_Model):
     think_time: float | None = Field(default=None, description="seconds of idle after every think_every I/Os")
     think_every: int = Field(default=1, ge=1, le=10**6, description="I/Os between two think times")
     hot_zones: list[HotZone] | None = Field(default=None, description="skew: [{ io_pct, space_pct }, …]")
+    skew: Skew | None = Field(default=None, description="{ zipf = θ } | { pareto = h } | { normal = % }")
     replay: Replay | None = Field(default=None, description="a trace replayed by each stream (iolog v2/v3, blktrace)")
     trace: dict[str, Any] | None = Field(default=None, description="what the loader read in the replayed trace")
 

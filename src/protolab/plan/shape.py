@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from . import safety
 from .units import format_duration, parse_duration
@@ -45,6 +45,34 @@ class HotZone(_Model):
 
     io_pct: int = Field(ge=1, le=100, description="% of the random I/Os")
     space_pct: int = Field(ge=1, le=100, description="% of the stream's region they fall on")
+
+
+class Skew(_Model):
+    """Random offsets drawn from one of fio's skewed distributions instead of uniformly: exactly one key."""
+
+    zipf: float | None = Field(default=None, gt=0, le=100, description="Zipf theta (fio: not 1.0)")
+    pareto: float | None = Field(default=None, gt=0, lt=1, description="Pareto power h, 0 < h < 1")
+    normal: float | None = Field(default=None, ge=0, lt=100,
+                                 description="Gaussian, its deviation as % of the region, 0 ≤ d < 100")
+
+    @field_validator("zipf", "pareto", "normal", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        return None if v is None else safety.finite_number(v, "skew")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Skew":
+        given = [k for k in ("zipf", "pareto", "normal") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("skew takes exactly one of zipf, pareto or normal, e.g. skew = { zipf = 1.2 }")
+        if self.zipf == 1.0:
+            raise ValueError("skew.zipf: fio's Zipf theta must differ from 1.0")
+        return self
+
+    def fio(self) -> str:
+        """fio's random_distribution value: 'zipf:1.2'."""
+        kind = next(k for k in ("zipf", "pareto", "normal") if getattr(self, k) is not None)
+        return f"{kind}:{getattr(self, kind):g}"
 
 
 class Replay(_Model):
@@ -102,12 +130,17 @@ def check_shape(w: Any) -> None:
                 raise ValueError(f"hot_zones: the zones' {what} must add up to 100 (got {total})")
         if w.random_pct <= 0:
             raise ValueError("hot_zones place random I/Os; set random_pct above 0 or remove hot_zones")
+    if w.skew is not None:
+        if w.hot_zones is not None:
+            raise ValueError("skew and hot_zones both set fio's random_distribution; choose one")
+        if w.random_pct <= 0:
+            raise ValueError("skew places random I/Os; set random_pct above 0 or remove skew")
     if w.replay is not None:
         replay_conflicts({f: getattr(w, f) for f in REPLAY_EXCLUDES})
 
 
 #: Fields a replayed trace decides itself.
-REPLAY_EXCLUDES = ("rate_iops", "bursts", "think_time", "hot_zones", "arrivals")
+REPLAY_EXCLUDES = ("rate_iops", "bursts", "think_time", "hot_zones", "skew", "arrivals")
 
 
 def replay_conflicts(fields: dict[str, Any]) -> None:
@@ -128,6 +161,8 @@ def shape_summary(w: Any) -> str:
     if w.think_time is not None:
         every = f" every {w.think_every} I/Os" if w.think_every != 1 else " per I/O"
         parts.append(f"think {_pause(w.think_time)}{every}")
+    if w.skew is not None:
+        parts.append(f"{w.skew.fio()} offsets")
     if w.hot_zones is not None:
         parts.append("hot zones " + " ".join(f"{z.io_pct}/{z.space_pct}" for z in w.hot_zones))
     return "".join(f", {p}" for p in parts)
