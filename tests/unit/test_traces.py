@@ -92,3 +92,18 @@ def test_validate_warns_when_the_window_cuts_the_replay(tmp_path):
         "workload 't': its trace lasts 5.9 s at time_scale 10, longer than the 3 s window: the replay is cut there "
         "(raise method.duration or lower time_scale)"]
     assert plan_warnings(load_plan_text(text.replace("10.0", "1.0"))) == []
+
+
+def test_replay_is_refused_where_fio_cannot_read_the_iologs(tmp_path):
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+    from protolab.plan.preflight import preflight
+
+    text = (f'name = "r"\nbaseline = "a"\nworkloads = [{{ name = "t", replay = "{DATA / "replay-small.iolog"}" }}]\n'
+            'load_points = [{ streams = 1 }]\n[[configurations]]\nname = "a"\n'
+            f'target = "{tmp_path}/t.dat"\n[[hosts]]\nname = "esx1"\nagent = "ssh://root@esx1"\n')
+    with pytest.raises(PlanError) as e:
+        preflight(load_plan_text(text, source="p.toml"), "p.toml")
+    assert str(e.value) == ("p.toml: workload 't': replay runs only on load hosts that see this machine's files, "
+                            "not on host 'esx1' (ssh://root@esx1); use this machine or the embedded lab's hosts")
+    preflight(load_plan_text(text.replace("ssh://root@esx1", "local"), source="p.toml"), "p.toml")
