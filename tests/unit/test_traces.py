@@ -107,3 +107,16 @@ def test_replay_is_refused_where_fio_cannot_read_the_iologs(tmp_path):
     assert str(e.value) == ("p.toml: workload 't': replay runs only on load hosts that see this machine's files, "
                             "not on host 'esx1' (ssh://root@esx1); use this machine or the embedded lab's hosts")
     preflight(load_plan_text(text.replace("ssh://root@esx1", "local"), source="p.toml"), "p.toml")
+
+
+def test_replay_over_libiscsi_is_refused(tmp_path):
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+    from protolab.plan.preflight import preflight
+
+    text = (f'name = "r"\nbaseline = "a"\nworkloads = [{{ name = "t", replay = "{DATA / "replay-small.iolog"}" }}]\n'
+            'load_points = [{ streams = 1 }]\n[[configurations]]\nname = "a"\n'
+            'target = { url = "iscsi://198.18.0.1/iqn.2024-01.org.x:y/1", allow_overwrite = true }\n')
+    with pytest.raises(PlanError) as e:
+        preflight(load_plan_text(text, source="p.toml"), "p.toml")
+    assert "configuration 'a': workload 't' replays a trace, which fio 3.33's libiscsi engine cannot" in str(e.value)
