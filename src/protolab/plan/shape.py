@@ -137,6 +137,8 @@ def check_shape(w: Any) -> None:
             raise ValueError("skew places random I/Os; set random_pct above 0 or remove skew")
     if w.replay is not None:
         replay_conflicts({f: getattr(w, f) for f in REPLAY_EXCLUDES})
+    elif w.trace is not None:
+        raise ValueError("trace is what protolab read in a replayed file; remove it (or add replay)")
 
 
 #: Fields a replayed trace decides itself.
