@@ -215,8 +215,10 @@ def validate(
                           "configurations": len(p.configurations), "workloads": len(p.workloads),
                           "load_points": len(p.load_points),
                           "repeats": m.repeats if isinstance(m.repeats, int) else m.repeats.model_dump(),
-                          "cells": len(cells),
-                          "measurement_s": len(cells) * (m.warmup + m.duration), "warnings": warnings}, indent=2))
+                          "cells": len(cells), "cells_max": len(cells) // m.min_repeats * m.max_repeats,
+                          "measurement_s": len(cells) * (m.warmup + m.duration),
+                          "measurement_s_max": len(cells) // m.min_repeats * m.max_repeats * (m.warmup + m.duration),
+                          "warnings": warnings}, indent=2))
         return
     for w in warnings:
         err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)

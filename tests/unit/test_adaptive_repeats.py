@@ -168,3 +168,18 @@ def test_a_run_stored_before_the_shape_fields_resumes_as_the_same_plan(tmp_path)
     rd.update_manifest(plan=stored)
     assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == [
         "plan (this protolab reads the stored plan text differently)"]
+
+
+def test_validate_shows_the_range_of_cells(tmp_path):
+    from conftest import run_cli
+
+    plan = tmp_path / "p.toml"
+    plan.write_text(ADAPTIVE.format(dir=tmp_path).replace("max = 4", "max = 5"))
+    p = run_cli("validate", plan, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert ("2 configurations × 1 workloads × 2 load points × 2–5 repeats until the repeats agree within 5 % "
+            "= 8–20 cells, about 0.1–0.3 min of measurement") in p.stdout
+    assert "a cell whose first 2 repeats already satisfy the rule stops there" in p.stderr
+    doc = json.loads(run_cli("validate", "--json", plan, timeout=60).stdout)
+    assert (doc["cells"], doc["cells_max"], doc["measurement_s"], doc["measurement_s_max"]) == (8, 20, 8.0, 20.0)
+    assert doc["repeats"] == {"min": 2, "max": 5, "until_ci_pct": None, "until_agree_pct": 5.0}
