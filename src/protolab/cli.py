@@ -213,14 +213,34 @@ def validate(
 
         print(json.dumps({"plan": str(plan), "name": p.name, "valid": True, "scale": p.scale,
                           "configurations": len(p.configurations), "workloads": len(p.workloads),
-                          "load_points": len(p.load_points), "repeats": m.repeats, "cells": len(cells),
-                          "measurement_s": len(cells) * (m.warmup + m.duration), "warnings": warnings}, indent=2))
+                          "load_points": len(p.load_points),
+                          "repeats": m.repeats if isinstance(m.repeats, int) else m.repeats.model_dump(),
+                          "cells": len(cells), "cells_max": len(cells) // m.min_repeats * m.max_repeats,
+                          "measurement_s": len(cells) * (m.warmup + m.duration),
+                          "measurement_s_max": len(cells) // m.min_repeats * m.max_repeats * (m.warmup + m.duration),
+                          "warnings": warnings}, indent=2))
         return
     for w in warnings:
         err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
-              f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {m.repeats} repeats "
-              f"= {len(cells)} cells, about {len(cells) * (m.warmup + m.duration) / 60:.1f} min of measurement")
+              f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {_repeats(m)} "
+              f"= {_cells(m, len(cells))}, about {_minutes(m, len(cells))} min of measurement")
+
+
+def _repeats(m) -> str:
+    return f"{m.repeats} repeats" if isinstance(m.repeats, int) else m.repeats.summary()
+
+
+def _cells(m, n: int) -> str:
+    """'24 cells', or '24–120 cells' with adaptive repeats."""
+    return f"{n} cells" if isinstance(m.repeats, int) else f"{n}–{n // m.min_repeats * m.max_repeats} cells"
+
+
+def _minutes(m, n: int) -> str:
+    per = (m.warmup + m.duration) / 60
+    if isinstance(m.repeats, int):
+        return f"{n * per:.1f}"
+    return f"{n * per:.1f}–{n // m.min_repeats * m.max_repeats * per:.1f}"
 
 
 def _overwrite_checks(p) -> None:

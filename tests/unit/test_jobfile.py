@@ -76,7 +76,7 @@ def test_render_job_one_section_per_stream_warmup_as_ramp():
     g = cp["global"]
     assert g["ramp_time"] == "7" and g["runtime"] == "60" and g["time_based"] == "1"
     assert g["iodepth"] == "4"  # the workload's OIO, since the load point gives none
-    assert g["rate_iops"] == "500"
+    assert g["rate_iops"] == "375,125"  # 500 in all at 75 % read: fio caps each direction on its own
     assert g["norandommap"] == "0" and g["iodepth_batch_submit"] == "2"  # the configuration's fio options win
     streams = [s for s in cp.sections() if s.startswith("stream-")]
     assert streams == ["stream-0", "stream-1", "stream-2"]

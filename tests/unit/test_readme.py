@@ -20,10 +20,28 @@ def test_plan_example_is_valid():
     assert plan.targets["nvme"].allow_overwrite and plan.method.repeats == 5
 
 
+def _block(start: str) -> str:
+    return next(b for b in BLOCKS if b.startswith(start))
+
+
+def test_shape_example_is_valid():
+    from protolab.engine.jobfile import shape_options
+
+    text = _block("workloads = [") + HEAD.replace('workloads = ["tr3808-4k"]\n', "").format(t="/tmp/a", h=1)
+    plan = load_plan_text(text, source="README shapes")
+    opts = {w.name: shape_options(w) for w in plan.workloads}
+    assert opts == {"mail": {"thinktime": "3000000", "thinktime_blocks": "1848"},
+                    "paced": {"rate_iops": "375,125", "rate_process": "poisson"},
+                    "burst": {"thinktime": "3000000", "thinktime_blocks": "2000"},
+                    "user": {"thinktime": "5000", "thinktime_blocks": "4"},
+                    "hot": {"random_distribution": "zoned:80/10:20/90"},
+                    "zipf": {"random_distribution": "zipf:1.2"}}
+
+
 def test_lab_and_hosts_examples_are_valid():
-    lab = load_plan_text(HEAD.format(t="lab:iscsi", h=8) + BLOCKS[1], source="README lab")
+    lab = load_plan_text(HEAD.format(t="lab:iscsi", h=8) + _block("[lab]"), source="README lab")
     assert (lab.lab.hosts, lab.lab.nics_per_host, lab.lab.storage_ports, lab.lab.link.mtu) == (8, 2, 2, 1500)
-    hosts = load_plan_text(HEAD.format(t="/tmp/a", h=2) + BLOCKS[2], source="README hosts")
+    hosts = load_plan_text(HEAD.format(t="/tmp/a", h=2) + _block("[[hosts]]"), source="README hosts")
     assert [h.agent for h in hosts.hosts] == ["ssh://root@esx1", "fio://10.0.0.12:8765"]
 
 

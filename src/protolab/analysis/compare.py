@@ -19,7 +19,11 @@ from .relative import load_label
 from .stats import HIGHER, LOWER, compare_many, decide
 
 #: Workload fields that make two access specs the same workload.
-WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops")
+WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops", "arrivals", "bursts", "think_time",
+                   "think_every", "hot_zones", "skew", "replay")
+_BASE_FIELDS = WORKLOAD_FIELDS[:5]
+#: A run written before the load's shape was a field has none: the same as the defaults.
+_SHAPE_DEFAULTS = {"arrivals": "uniform", "think_every": 1}
 #: Provenance fields shown as "what differs between the environments".
 ENVIRONMENT_FIELDS = ("kernel", "fio_version", "protolab", "cpu_model", "cpus", "hostname", "machine", "python")
 
@@ -41,7 +45,9 @@ class Difference:
 def _workloads(manifest: dict[str, Any], records: list[CellRecord]) -> dict[str, str]:
     specs = {w.get("name"): w for w in (manifest.get("plan") or {}).get("workloads", []) if isinstance(w, dict)}
     names = list(dict.fromkeys(r.workload for r in records)) or list(specs)
-    return {n: ", ".join(f"{f}={specs[n].get(f)}" for f in WORKLOAD_FIELDS) if n in specs else "" for n in names}
+    return {n: ", ".join(f"{f}={specs[n].get(f)}" for f in WORKLOAD_FIELDS
+                         if f in _BASE_FIELDS or specs[n].get(f, _SHAPE_DEFAULTS.get(f)) != _SHAPE_DEFAULTS.get(f))
+            if n in specs else "" for n in names}
 
 
 def _load_points(records: list[CellRecord]) -> dict[str, list[str]]:

@@ -42,6 +42,34 @@ def bs_options(w: Workload) -> dict[str, str]:
     return {"bssplit": ":".join(f"{format_size(s)}/{p}" for s, p in pct.items() if p > 0)}
 
 
+def rate_per_direction(iops: int, read_pct: float) -> str:
+    """fio's rate_iops for a cap on the stream's total: one value caps reads and writes each (checked on fio
+    3.33: rate_iops=200 at 75 % read gave 393 IOPS, 48 % of them reads), so a mix gets 'READS,WRITES' split
+    by read_pct — each at least 1, since 0 would mean no cap at all."""
+    if read_pct <= 0 or read_pct >= 100:
+        return str(iops)
+    reads = min(iops - 1, max(1, round(iops * read_pct / 100))) if iops > 1 else 1
+    return f"{reads},{max(1, iops - reads)}"
+
+
+def shape_options(w: Workload) -> dict[str, str]:
+    """fio's own options for the load's shape: rate, arrivals, bursts, think time, hot zones."""
+    out: dict[str, str] = {}
+    if w.rate_iops:
+        out["rate_iops"] = rate_per_direction(w.rate_iops, w.read_pct)
+    if w.arrivals == "poisson":
+        out["rate_process"] = "poisson"
+    if w.bursts is not None:  # ios I/Os as fast as the OIO allows, then a pause (see plan.shape.Bursts)
+        out |= {"thinktime": str(round(w.bursts.pause * 1e6)), "thinktime_blocks": str(w.bursts.ios)}
+    if w.think_time is not None:
+        out |= {"thinktime": str(round(w.think_time * 1e6)), "thinktime_blocks": str(w.think_every)}
+    if w.skew is not None:
+        out["random_distribution"] = w.skew.fio()
+    if w.hot_zones is not None:
+        out["random_distribution"] = "zoned:" + ":".join(f"{z.io_pct}/{z.space_pct}" for z in w.hot_zones)
+    return out
+
+
 def fio_seconds(seconds: float) -> str:
     """A time for a job file: whole seconds, or whole milliseconds with fio's 'ms' suffix; never 1e+08."""
     ms = round(seconds * 1000)
@@ -91,21 +119,24 @@ def render_streams(
     extra: dict | None = None,
     log_prefix: str | None = None,
     ramp: float = 0.0,
+    iologs: dict[int, str] | None = None,
 ) -> str:
-    """A job file with one job per stream (``runtime`` seconds, time based); IOPS logged per second."""
+    """A job file with one job per stream (``runtime`` seconds, time based); IOPS logged per second.
+
+    A replayed trace (``iologs``: each stream's iolog, see engine.replay) gives the streams their I/Os:
+    no access spec, and the run ends with the trace or at ``runtime``, whichever comes first.
+    """
     w = cell.workload
-    glob: dict[str, str] = rw_options(w) | bs_options(w)
-    glob |= {
-        "iodepth": str(cell.oio),
-        "time_based": "1",
-        "runtime": fio_seconds(runtime),
-        "randrepeat": "0",
-        "norandommap": "1",
-    }
-    if ramp:
+    replay = w.replay is not None
+    glob: dict[str, str] = {} if replay else rw_options(w) | bs_options(w)
+    glob |= {"iodepth": str(cell.oio)}
+    glob |= {"runtime": fio_seconds(runtime)} if replay else {"time_based": "1", "runtime": fio_seconds(runtime)}
+    glob |= {"randrepeat": "0", "norandommap": "1"}
+    if ramp and not replay:
         glob["ramp_time"] = fio_seconds(ramp)
-    if w.rate_iops:
-        glob["rate_iops"] = str(w.rate_iops)
+    if replay and w.replay.no_stall:
+        glob["replay_no_stall"] = "1"
+    glob |= shape_options(w)
     if log_prefix:
         glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
     for k, v in (extra or {}).items():
@@ -114,9 +145,14 @@ def render_streams(
     for st in streams:
         a = st.access
         opts = {"ioengine": a.ioengine, **a.options}
-        if a.filename:
-            opts["filename"] = a.filename
-        opts |= {"offset": str(st.offset), "size": str(st.size)}
+        if replay:  # the iolog names the file and holds each I/O's offset, inside the stream's region
+            if iologs is None or st.index not in iologs:
+                raise ValueError(f"stream {st.index} replays a trace but has no iolog")
+            opts["read_iolog"] = iologs[st.index]
+        else:
+            if a.filename:
+                opts["filename"] = a.filename
+            opts |= {"offset": str(st.offset), "size": str(st.size)}
         lines += _section(f"stream-{st.index}", opts)
     return "\n".join(lines)
 

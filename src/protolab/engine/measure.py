@@ -19,6 +19,7 @@ from ..safepath import inside
 from .agents import Agent
 from .fio import Fio
 from .jobfile import Stream, render_streams
+from .replay import replay_files
 
 _LOG = re.compile(r"_iops\.(\d+)\.log(?:\.(.+))?$")
 
@@ -93,7 +94,9 @@ def measure(
     jobs = []
     for h in hosts:
         job = inside(folder, f"{name}.{h.name}.fio")
-        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix))
+        iologs = replay_files(cell, h.streams, folder, f"{name}.{h.name}") if cell.workload.replay else None
+        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix,
+                                      iologs=iologs))
         jobs.append(job)
     if len(hosts) == 1 and hosts[0].agent is None:
         text = fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label)

@@ -50,11 +50,14 @@ class Cell:
 
 
 def expand(plan: Plan) -> list[Cell]:
-    """All cells of ``plan`` in run order (configurations interleaved at each load point)."""
+    """All cells of ``plan`` in run order (configurations interleaved at each load point).
+
+    With adaptive repeats these are the first ``min`` repeats; the session adds more (run.schedule).
+    """
     cells = []
     for workload in plan.workloads:
         for li, lp in enumerate(plan.load_points):
-            for repeat in range(1, plan.method.repeats + 1):
+            for repeat in range(1, plan.method.min_repeats + 1):
                 for config in plan.configurations:
                     cells.append(Cell(config, workload, lp, li, repeat))
     return cells

@@ -156,11 +156,50 @@ def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | Non
                 f"{source}{_at(text, ['workloads', str(name)])}: {where}: unknown workload {name!r}; "
                 "run 'protolab workloads' for the built-ins, or give block_size, read_pct and random_pct"
             )
+        if "replay" in entry:
+            entry = _replay_entry(entry, base, source, text, i)
         try:
             out.append(Workload.model_validate({**base, **entry}))
         except ValidationError as e:
             raise PlanError(_one_line(e, source, text, prefix=("workloads", i))) from None
     return out
+
+
+#: The block sizes of a replayed trace that its workload names (the most frequent ones).
+TRACE_SIZES = 8
+
+
+def _replay_entry(entry: dict[str, Any], base: dict[str, Any], source: str, text: str, index: int) -> dict[str, Any]:
+    """A replay workload's access spec, read from its trace (which is checked here, so `validate` refuses
+    a missing, irregular, oversized or malformed trace before anything runs)."""
+    from ..traces import TraceError, read_trace
+    from .shape import Replay, replay_conflicts, replay_form
+
+    at = f"{source}{_at(text, ['workloads'])}: workloads[{index}].replay"
+    raw = entry["replay"]
+    if not isinstance(raw, (str, dict)):
+        raise PlanError(f"{at}: expected a trace's path or a table {{ file = \"PATH\", time_scale = 1.0 }}, "
+                        f"got {type(raw).__name__}")
+    try:
+        replay = Replay.model_validate(replay_form(raw))
+    except ValidationError as e:
+        raise PlanError(_one_line(e, source, text, prefix=("workloads", index, "replay"))) from None
+    given = [k for k in ("block_size", "read_pct", "random_pct", "trace") if k in entry]
+    if given:
+        raise PlanError(f"{at}: {', '.join(given)} come{'s' if len(given) == 1 else ''} from the trace; "
+                        "remove them from the workload")
+    try:
+        replay_conflicts({**base, **entry})
+        summary = read_trace(replay.file).summary()
+    except (TraceError, ValueError) as e:
+        raise PlanError(f"{at}: {e}") from None
+    sizes = {n: c for n, c in summary.pop("sizes").items() if n % 512 == 0 and 512 <= n <= 1024**3}
+    if not sizes:
+        raise PlanError(f"{at}: {replay.file}: no I/O of the trace is a multiple of 512 bytes up to 1G; "
+                        "protolab replays block I/O")
+    top = dict(list(sizes.items())[:TRACE_SIZES])
+    return {**entry, "block_size": top, "read_pct": 100 * summary["reads"] / summary["ios"],
+            "random_pct": summary["random_pct"], "trace": summary}
 
 
 def _validate_lab(raw: Any, source: str, text: str) -> Any:
@@ -180,7 +219,8 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     # a value that could be one of two forms (a name or a table) fails both; the deeper error is the one
     # that says what is wrong inside the table the user wrote
     err = max(errors, key=lambda x: (len(x["loc"]), -errors.index(x)))
-    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p in {"str", "int", "TargetSpec", "dict[int,float]"}))
+    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and (
+        p in {"str", "int", "TargetSpec", "dict[int,float]"} or p.startswith(("constrained-", "function-")))))
     field = _dotted(loc)
     msg = err["msg"]
     if msg.startswith("Value error, "):

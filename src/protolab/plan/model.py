@@ -6,12 +6,14 @@ passed down; nothing else reads the file.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from . import safety
+from . import safety, shape
+from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
+from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
+from .shape import Bursts, HotZone, Replay, Skew
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
@@ -47,7 +49,17 @@ class Workload(_Model):
     read_pct: float = Field(ge=0, le=100, description="share of I/Os that read, in %")
     random_pct: float = Field(ge=0, le=100, description="share of I/Os at random offsets, in %")
     oio: int = Field(default=4, ge=1, le=MAX_OIO, description="outstanding I/Os per load stream")
-    rate_iops: int | None = Field(default=None, gt=0, le=10**9, description="optional cap per load stream")
+    rate_iops: int | None = Field(default=None, gt=0, le=10**9,
+                                  description="optional cap per load stream")
+    arrivals: Literal["uniform", "poisson"] = Field(
+        default="uniform", description="how rate_iops spaces I/Os: evenly, or as a Poisson process (fio rate_process)")
+    bursts: Bursts | None = Field(default=None, description="on/off load: { ios, pause }")
+    think_time: float | None = Field(default=None, description="seconds of idle after every think_every I/Os")
+    think_every: int = Field(default=1, ge=1, le=10**6, description="I/Os between two think times")
+    hot_zones: list[HotZone] | None = Field(default=None, description="skew: [{ io_pct, space_pct }, …]")
+    skew: Skew | None = Field(default=None, description="{ zipf = θ } | { pareto = h } | { normal = % }")
+    replay: Replay | None = Field(default=None, description="a trace replayed by each stream (iolog v2/v3, blktrace)")
+    trace: dict[str, Any] | None = Field(default=None, description="what the loader read in the replayed trace")
 
     @field_validator("name", mode="before")
     @classmethod
@@ -68,6 +80,21 @@ class Workload(_Model):
             return next(iter(mix)) if len(mix) == 1 else mix
         return _block(v)
 
+    @field_validator("think_time", mode="before")
+    @classmethod
+    def _think(cls, v: Any) -> float | None:
+        return shape.think_seconds(v)
+
+    @field_validator("replay", mode="before")
+    @classmethod
+    def _replay(cls, v: Any) -> Any:
+        return shape.replay_form(v)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Workload":
+        shape.check_shape(self)
+        return self
+
     def sizes(self) -> dict[int, float]:
         """Block sizes with weights summing to 1."""
         if isinstance(self.block_size, int):
@@ -86,7 +113,10 @@ class Workload(_Model):
         else:
             bs = "/".join(f"{format_size(s)}:{w:g}" for s, w in self.block_size.items())
         cap = f", ≤{self.rate_iops} IOPS/stream" if self.rate_iops else ""
-        return f"{bs}, {self.read_pct:g} % read, {self.random_pct:g} % random, {self.oio} OIO{cap}"
+        if self.replay is not None:
+            return f"replay of {self.replay.file} ({bs}, {self.read_pct:g} % read), {self.oio} OIO"
+        return (f"{bs}, {self.read_pct:g} % read, {self.random_pct:g} % random, {self.oio} OIO{cap}"
+                f"{shape.shape_summary(self)}")
 
 
 def _block(v: Any) -> int:
@@ -211,63 +241,6 @@ class Initialise(_Model):
         return parse_duration(v)
 
 
-class LoadHost(_Model):
-    """A load host of real infrastructure: where one fio server runs."""
-
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    agent: str = Field(
-        default="local",
-        description="'local', 'ssh://[USER@]HOST[:SSH_PORT]' (fio server started over ssh) or 'fio://HOST[:PORT]' (already running)",
-    )
-    fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
-    fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")
-    ssh_options: list[str] = Field(
-        default_factory=list,
-        description="extra ssh arguments: -F FILE, -i FILE, -p PORT, -o KEY=VALUE (keys that run nothing)",
-    )
-
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name(cls, v: Any) -> str:
-        return safety.check_name(v, "host")
-
-    @field_validator("agent")
-    @classmethod
-    def _agent(cls, v: str) -> str:
-        if v == "local":
-            return v
-        if not v.startswith(("ssh://", "fio://")):
-            raise ValueError(f"agent must be 'local', 'ssh://[USER@]HOST' or 'fio://HOST[:PORT]' (got {v!r})")
-        from urllib.parse import urlsplit
-
-        try:
-            u = urlsplit(v)
-            port = u.port
-        except ValueError:
-            raise ValueError(f"agent {v!r}: the port must be a number from 1 to 65535") from None
-        host, user = u.hostname or "", u.username
-        if (not _HOST.match(host) or host.startswith("-") or (user is not None and not _USER.match(user))
-                or u.password is not None or u.path not in ("", "/") or u.query or u.fragment
-                or port == 0):
-            raise ValueError(f"agent {v!r} is not of the form ssh://[USER@]HOST[:PORT] or fio://HOST[:PORT] "
-                             "(a host name or address, a plain user name)")
-        return v
-
-    @field_validator("fio", mode="before")
-    @classmethod
-    def _fio(cls, v: Any) -> str:
-        return safety.check_remote_fio(v)
-
-    @field_validator("ssh_options", mode="before")
-    @classmethod
-    def _ssh(cls, v: Any) -> list[str]:
-        return safety.check_ssh_options(v)
-
-
-_HOST = re.compile(r"^[A-Za-z0-9_.:-]{1,253}$")
-_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-
-
 class Method(_Model):
     """How each cell is measured."""
 
@@ -282,12 +255,17 @@ class Method(_Model):
     restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
     initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
     duration: float = Field(default=30.0, ge=1, le=MAX_DURATION_S, description="seconds of the measured window")
-    repeats: int = Field(
-        default=5, ge=1, le=100,
-        description="measured windows per cell (Mann–Whitney needs ≥4 per side to ever call a difference)",
+    repeats: Annotated[int, Field(ge=1, le=100)] | AdaptiveRepeats = Field(
+        default=5,
+        description="measured windows per cell, or { min, max, until_ci_pct, until_agree_pct } (plan.repeats)",
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
+
+    @field_validator("repeats", mode="before")
+    @classmethod
+    def _repeats(cls, v: Any) -> Any:
+        return parse_repeats(v)
 
     @field_validator("warmup", "duration", mode="before")
     @classmethod
@@ -304,13 +282,27 @@ class Method(_Model):
             raise ValueError(f"data_size must be at most 1P (got {v!r})")
         return n
 
+    @property
+    def min_repeats(self) -> int:
+        """Repeats every cell gets."""
+        return repeat_bounds(self.repeats)[0]
+
+    @property
+    def max_repeats(self) -> int:
+        """Repeats no cell goes beyond."""
+        return repeat_bounds(self.repeats)[1]
+
     def summary(self) -> str:
         """One line: 'warm-up 5s, measured 30s, 3 repeats'."""
         warm = (f"warm-up until steady (SNIA, {self.steady_window}s window, at most {format_duration(self.warmup)})"
                 if self.warmup_until_steady else f"warm-up {format_duration(self.warmup)}")
         extra = ", restore before each cell" if self.restore else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
-                f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}{extra}")
+                f"{_repeats_text(self.repeats)}{extra}")
+
+
+def _repeats_text(r: int | AdaptiveRepeats) -> str:
+    return r.summary() if isinstance(r, AdaptiveRepeats) else f"{r} repeat{'s' if r != 1 else ''}"
 
 
 MAX_CELLS = 100_000  # ≥ 28 hours of measurement at 1 s per cell: beyond it a plan is a mistake
@@ -348,7 +340,7 @@ class Plan(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
-        cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.repeats
+        cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats); at most {MAX_CELLS} are allowed: split it into several plans")

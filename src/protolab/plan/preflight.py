@@ -103,6 +103,7 @@ def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
     _lab(plan, source, refs, env)
     _hypervisor(plan, source, refs)
     _engines(plan, source, refs, env)
+    _replay(plan, source, refs)
     _regions(plan, source, refs)
     _local_space(plan, source, refs, env)
 
@@ -129,6 +130,24 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
         if c.controller is not None and hv.queues is not None and c.controller not in ("virtio-blk", "virtio-scsi"):
             raise PlanError(f"{source}: configuration {c.name!r}: hypervisor.queues applies to virtio controllers "
                             f"only, not {c.controller}; remove queues or use virtio-blk/virtio-scsi")
+
+
+def _replay(plan: Plan, source: str, refs: list[TargetRef]) -> None:
+    """A replay's per-stream iologs are written in the run directory on this machine, and fio reads them by
+    path: only load hosts that see this machine's files (itself, the lab's namespaces) can replay."""
+    replays = [w.name for w in plan.workloads if w.replay is not None]
+    if not replays:
+        return
+    where = ("[hypervisor] guests" if plan.hypervisor is not None else
+             next((f"host {h.name!r} ({h.agent})" for h in plan.hosts if h.agent != "local"), None))
+    if where is not None:
+        raise PlanError(f"{source}: workload {replays[0]!r}: replay runs only on load hosts that see this "
+                        f"machine's files, not on {where}; use this machine or the embedded lab's hosts")
+    for c, r in zip(plan.configurations, refs):
+        if r.kind == "iscsi" or r.lab == "iscsi":  # tried: fio 3.33 with --ioengine=libiscsi --read_iolog
+            raise PlanError(f"{source}: configuration {c.name!r}: workload {replays[0]!r} replays a trace, which "
+                            "fio 3.33's libiscsi engine cannot (it crashes with signal 11); replay over nbd, nfs "
+                            "or a local path, or remove this configuration")
 
 
 def _local_space(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:

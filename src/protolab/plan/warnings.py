@@ -15,9 +15,20 @@ def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
     """What a reader of this plan's report should know before running it; ``memory_bytes``: the server's RAM."""
     out = []
     m = plan.method
-    if m.repeats < 3:
-        out.append(f"method.repeats = {m.repeats}: with fewer than 3 repeats per cell no difference can be "
+    if m.max_repeats < 3:
+        shown = m.repeats if isinstance(m.repeats, int) else f"at most {m.max_repeats}"
+        out.append(f"method.repeats = {shown}: with fewer than 3 repeats per cell no difference can be "
                    "tested; the report will say \"not tested\" (use 3 or more)")
+    elif m.min_repeats < 3:
+        out.append(f"method.repeats: a cell whose first {m.min_repeats} repeats already satisfy the rule stops "
+                   "there, and with fewer than 3 repeats its differences are \"not tested\" (min = 3 avoids it)")
+    for w in plan.workloads:
+        if w.replay is not None and w.trace and not w.replay.no_stall:
+            lasts = w.trace.get("duration_s", 0) * w.replay.time_scale
+            if lasts > m.duration:
+                out.append(f"workload {w.name!r}: its trace lasts {lasts:.1f} s at time_scale "
+                           f"{w.replay.time_scale:g}, longer than the {m.duration:g} s window: the replay is cut "
+                           "there (raise method.duration or lower time_scale)")
     for c in plan.configurations:
         engine = c.ioengine or "io_uring"
         ref = parse_target(plan.target_of(c).url)

@@ -107,11 +107,11 @@ def plan_of(manifest: dict[str, Any]) -> Plan | None:
 
 
 def is_closed_loop(plan: Plan | None, workload: str) -> bool:
-    """Fixed outstanding I/Os without a rate cap: latency is service time."""
+    """Fixed outstanding I/Os without a rate cap or a timed replay: latency is service time."""
     if plan is None:
         return True
     w = next((w for w in plan.workloads if w.name == workload), None)
-    return w is None or w.rate_iops is None
+    return w is None or (w.rate_iops is None and getattr(w, "replay", None) is None)
 
 
 def metric_title(metric: str, closed_loop: bool) -> str:

@@ -144,6 +144,8 @@ class CellRecord(_Record):
     warmup: Warmup = Field(default_factory=Warmup)
     steady: Steadiness | None = Field(default=None, description="the measured window's own steady-state test")
     host_names: list[str] = Field(default_factory=list)
+    repeat_reason: str | None = Field(default=None, description="why this repeat was measured (adaptive repeats: "
+                                      "the interval or spread that asked for it)")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
 

@@ -45,7 +45,7 @@ def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str,
         out.append(f"kernel ({first['kernel']} then, {platform.release()} now)")
     if first.get("hostname") and first["hostname"] != platform.node():
         out.append(f"machine ({first['hostname']} then, {platform.node()} now)")
-    if m.get("plan") is not None and m["plan"] != plan.model_dump(mode="json"):
+    if m.get("plan") is not None and m["plan"] != _as_stored(plan.model_dump(mode="json"), m["plan"]):
         out.append("plan (this protolab reads the stored plan text differently)")
     then = m.get("testbed") or {}
     keys = ("kind", "prefix", "hosts", "nics_per_host")
@@ -53,6 +53,22 @@ def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str,
         desc = lambda d: ", ".join(f"{k}={d.get(k)}" for k in keys if d.get(k) is not None)  # noqa: E731
         out.append(f"testbed ({desc(then)} then, {desc(testbed)} now)")
     return out
+
+
+#: Fields newer than some stored plans, with the value that means "not used": a plan written before them
+#: is the same plan when they hold it now (a workload without a shape has no bursts).
+_NEWER_DEFAULTS = {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
+                   "hot_zones": None, "skew": None, "replay": None, "trace": None}
+
+
+def _as_stored(now: Any, stored: Any) -> Any:
+    """``now`` without the newer fields ``stored`` lacks where they hold their "not used" value."""
+    if isinstance(now, dict) and isinstance(stored, dict):
+        return {k: _as_stored(v, stored.get(k)) for k, v in now.items()
+                if k in stored or k not in _NEWER_DEFAULTS or v != _NEWER_DEFAULTS[k]}
+    if isinstance(now, list) and isinstance(stored, list) and len(now) == len(stored):
+        return [_as_stored(a, b) for a, b in zip(now, stored)]
+    return now
 
 
 def check_same(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any], force: bool) -> None:

@@ -12,6 +12,8 @@ the session ended. Each session is listed in the manifest.
 from __future__ import annotations
 
 import contextlib
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +30,7 @@ from ..results.rundir import RunDir
 from .procedure import Procedure
 from .progress import Progress, Silent
 from .recording import make_record
+from .schedule import Planned, schedule
 from .testbed import Testbed
 
 Hook = Callable[[str, Cell, Testbed], None]  # (stage: start | ready | done, cell, testbed)
@@ -72,7 +75,7 @@ class Study:
         """Measure the whole matrix into a new run directory; returns it."""
         plan = self.plan
         fio, testbed = self._prepare_checks()
-        cells = expand(plan)
+        cells = expand(plan)  # with adaptive repeats: the first `min` of each cell (the schedule adds more)
         self.rundir = rundir = RunDir.create(self.results_root, plan.name, {
             "status": "running", "phase": "starting", "plan_source": self.source,
             "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text,
@@ -80,7 +83,7 @@ class Study:
             "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
             "sessions": [],
         })
-        return self._session(rundir, testbed, cells)
+        return self._session(rundir, testbed)
 
     def resume(self, rundir: RunDir, force: bool = False) -> RunDir:
         """Measure the pairs ``rundir`` lacks or holds as failed, in the plan's order (see run.resume)."""
@@ -89,9 +92,7 @@ class Study:
         fio, testbed = self._prepare_checks()
         check_same(rundir, self.plan, fio.version(), testbed.describe(), force)
         self.rundir = rundir
-        done = {r.cell_id for r in rundir.records() if not r.failed}
-        todo = [c for c in expand(self.plan) if c.id not in done]
-        return self._session(rundir, testbed, todo)
+        return self._session(rundir, testbed)
 
     def _prepare_checks(self) -> tuple[Fio, Testbed]:
         """Pre-flight and overwrite checks: everything that can refuse, before anything is created."""
@@ -105,7 +106,13 @@ class Study:
 
     # -- the session -------------------------------------------------------------------------------
 
-    def _session(self, rundir: RunDir, testbed: Testbed, cells: list[Cell]) -> RunDir:
+    def _session(self, rundir: RunDir, testbed: Testbed) -> RunDir:
+        """Measure what the schedule says is left (everything for a new run, the rest for a resumed one)."""
+        stops: dict[str, str] = {}
+        todo = schedule(self.plan, rundir.records, stops)
+        first = next(todo, None)
+        done = {r.cell_id for r in rundir.records() if not r.failed}
+        cells = [c for c in expand(self.plan) if c.id not in done]  # the planned count; adaptive adds repeats
         m = rundir.manifest()
         sessions = list(m.get("sessions", []))
         number = len(sessions) + 1
@@ -117,7 +124,8 @@ class Study:
         phase = lambda p: rundir.update_manifest(phase=p)  # noqa: E731
         how, error = "complete", None
         measured = 0
-        if not cells:  # e.g. a run stopped while its report was written: only the report is left to do
+        if first is None:  # e.g. a run stopped while its report was written: only the report is left to do
+            self._note_stops(rundir, stops)
             return self._finished(rundir, number, measured)
         try:
             phase("testbed up")
@@ -135,8 +143,10 @@ class Study:
             if method.restore or method.initialise is not None:
                 testbed.snapshot()  # every cell restores to this state (only the lab can)
                 rundir.update_manifest(snapshot=now())
-            for measured, _ in enumerate(self._cells(rundir, testbed, proc, cells, number), 1):
+            work = itertools.chain([first], todo)
+            for measured, _ in enumerate(self._cells(rundir, testbed, proc, work, len(cells), number, stops), 1):
                 pass
+            self._note_stops(rundir, stops)
         except KeyboardInterrupt:
             how = "interrupted"
             raise
@@ -193,13 +203,24 @@ class Study:
         except ProtolabError:
             pass  # the disk refused; the error that brought us here names the path
 
-    def _cells(self, rundir: RunDir, testbed: Testbed, proc: Procedure, cells: list[Cell], session: int):
-        """Measure ``cells`` in order; yields after each stored record."""
+    def _note_stops(self, rundir: RunDir, stops: dict[str, str]) -> None:
+        """Adaptive repeats: why each cell's repeating ended, in the manifest (kept across sessions)."""
+        if stops:
+            rundir.update_manifest(repeats_stopped={**rundir.manifest().get("repeats_stopped", {}), **stops})
+
+    def _cells(self, rundir: RunDir, testbed: Testbed, proc: Procedure, work: Iterator[Planned], planned: int,
+               session: int, stops: dict[str, str]):
+        """Measure the scheduled pairs in order; yields after each stored record."""
         m = self.plan.method
-        self.progress.start(len(cells), m.warmup + m.duration)
+        self.progress.start(planned, m.warmup + m.duration)
         window = testbed.window()
         seq = int(rundir.manifest().get("last_seq", 0))
-        for i, cell in enumerate(cells, 1):
+        noted = 0
+        for i, item in enumerate(work, 1):
+            cell = item.cell
+            if len(stops) != noted:  # a load point's repeating ended: say why while the run goes
+                self._note_stops(rundir, stops)
+                noted = len(stops)
             seq += 1
             self.progress.cell(i, cell)
             self._hook("start", cell)
@@ -213,6 +234,7 @@ class Study:
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,
                                     steadiness=proc.steadiness(win.measurement.series))
+            rec = rec.model_copy(update={"repeat_reason": item.reason})
             rundir.add_series(rows)
             rundir.add_record(rec, figures(rec).csv_fields())
             self.progress.done(rec)

@@ -1,0 +1,33 @@
+"""Trace replay: each stream's copy of the plan's trace, written as a fio iolog next to its job file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import PlanError
+from ..plan.expand import Cell
+from ..safepath import inside
+from ..traces import TraceError, read_trace, write_iolog
+from .jobfile import Stream
+
+
+def iolog_name(stream: Stream) -> str:
+    """The file name a stream's iolog names: the job's filename as fio's engine takes it (unescaped)."""
+    a = stream.access
+    return (a.filename or f"stream-{stream.index}").replace("\\:", ":")
+
+
+def replay_files(cell: Cell, streams: list[Stream], folder: Path, stem: str) -> dict[int, str]:
+    """Write ``stem``.stream-N.iolog in ``folder`` for every stream; returns their absolute paths by index."""
+    replay = cell.workload.replay
+    assert replay is not None
+    try:
+        trace = read_trace(replay.file)
+        out = {}
+        for st in streams:
+            path = inside(folder, f"{stem}.stream-{st.index}.iolog")
+            write_iolog(trace, path, iolog_name(st), offset=st.offset, size=st.size, time_scale=replay.time_scale)
+            out[st.index] = str(path.absolute())  # fio servers run elsewhere: never a relative path
+        return out
+    except TraceError as e:
+        raise PlanError(f"workload {cell.workload.name!r}: replay: {e}") from None
