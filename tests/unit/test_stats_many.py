@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from protolab.analysis.stats import compare, compare_many
+from protolab.analysis.batch import compare_many
+from protolab.analysis.stats import compare
 
 FIELDS = ("ratio", "ci_low", "ci_high", "p_value", "p_equivalence", "median_base", "median_other", "n_base", "n_other")
 

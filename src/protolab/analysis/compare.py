@@ -16,7 +16,8 @@ from ..errors import ProtolabError
 from ..results.records import CellRecord
 from .findings import METRICS
 from .relative import load_label
-from .stats import HIGHER, LOWER, compare_many, decide
+from .batch import compare_many
+from .stats import HIGHER, LOWER, decide
 
 #: Workload fields that make two access specs the same workload.
 WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops", "arrivals", "bursts", "think_time",

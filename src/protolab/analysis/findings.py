@@ -21,7 +21,8 @@ from ..results.records import CellRecord
 from . import relative
 from .derived import figures
 from .relative import Row, relative_rows
-from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare_many, decide,
+from .batch import compare_many
+from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, decide,
                     outlier_advice)
 
 _QUIET = "quiet"  # a per-metric "no clear difference" before it is merged into one sentence per workload

@@ -16,7 +16,8 @@ from typing import Any, Iterable
 
 from .findings import MAX_NAMED_LOADS, METRICS, TABLE_ONLY, Finding, pct, where_loads  # noqa: F401
 from .relative import Row
-from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, compare_many, decide
+from .batch import compare_many
+from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, decide
 
 PAIR_METRICS = ("packets_per_io", "cpu_us_per_io_server", "cpu_us_per_io_total", "iops")
 _WORDS = {"packets_per_io": ("more", "fewer", "packets per I/O"),

@@ -56,11 +56,9 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
 
 
 def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
-    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
-    from ..results.rundir import RunDir, atomic_write  # noqa: F401
-    from . import tables  # noqa: F401
-    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    from ..results.rundir import atomic_write
+    from . import tables
+    from .markdown import report_markdown
     from .html import render
 
     records = rundir.records()
@@ -101,11 +99,9 @@ def report_json(rundir: RunDir, path: Path) -> dict:
 
 def print_summary(rundir: RunDir, console: Console | None = None) -> None:
     """The report.md tables on the terminal, with the findings."""
-    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
-    from ..results.rundir import RunDir, atomic_write  # noqa: F401
-    from . import tables  # noqa: F401
-    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    from . import tables
+    from .markdown import summary_table
+    from .terminal import make_console, plain_table, print_table
     console = console or make_console()
     data = getattr(rundir, "report_data", None) or tables.build(rundir.manifest(), rundir.records(),
                                                                 series=rundir.series())
@@ -125,11 +121,8 @@ def report_command(
                                  "as JSON instead of the tables."),
 ) -> None:
     """Regenerate a run's report (report.html, report.md, figures/, tables/) from its run directory."""
-    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
-    from ..results.rundir import RunDir, atomic_write  # noqa: F401
-    from . import tables  # noqa: F401
-    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    from ..results.rundir import RunDir
+    from .terminal import make_console
     console = make_console()
     gc.disable()  # a short-lived command that allocates much and frees little (see _no_gc)
     rundir = RunDir.open(run)
@@ -153,11 +146,8 @@ def compare_command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """The same study on two environments: A = 100, B relative, with 95 % CIs and corrected significance."""
-    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
-    from ..results.rundir import RunDir, atomic_write  # noqa: F401
-    from . import tables  # noqa: F401
-    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    from .markdown import compare_rows
+    from .terminal import make_console, plain_table, print_table
     console = make_console()
     path, rows, text = run_compare(run_a, run_b, force=force, out=out)
     if as_json:
@@ -191,11 +181,10 @@ def verdict_tally(rows: list) -> str:
 def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
                 out: Path | None = None) -> tuple[Path, list, str]:
     """Compare two run directories and write compare.md and compare.csv; returns (md path, rows, md text)."""
-    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched  # noqa: F401
-    from ..results.rundir import RunDir, atomic_write  # noqa: F401
-    from . import tables  # noqa: F401
-    from .markdown import compare_markdown, compare_rows, report_markdown, summary_table  # noqa: F401
-    from .terminal import make_console, plain_table, print_table  # noqa: F401
+    from ..analysis.compare import check_comparable, compare_runs, differences, unmatched
+    from ..results.rundir import RunDir, atomic_write
+    from . import tables
+    from .markdown import compare_markdown
     a, b = RunDir.open(run_a), RunDir.open(run_b)
     ma, mb = a.manifest(), b.manifest()
     ra, rb = a.records(), b.records()

@@ -1,0 +1,93 @@
+"""The report's detail charts: latency percentiles and per-second series (a long load ladder gets one chart)."""
+
+from __future__ import annotations
+
+from ..analysis.latency import merge_bins, percentiles
+from ..results.records import CellRecord
+from .tables import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, slug
+
+
+def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
+    bins = merge_bins([r.result.read.bins_ns for r in recs] + [r.result.write.bins_ns for r in recs])
+    pct = percentiles(bins)
+    return {k: (v / 1000 if v is not None else None) for k, v in pct.items()}, sum(bins.values())
+
+
+def percentile_charts(data: ReportData, workload: str) -> list[Chart]:
+    """Latency percentiles merged from fio's histograms: a chart per load point, or p99 at every load point."""
+    closed = is_closed_loop(data.plan, workload)
+    word = "service time" if closed else "latency"
+    loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
+    merged: dict[tuple[int, str], tuple[dict[str, float | None], int, int]] = {}
+    for li, _ in loads:
+        for c in data.configurations:
+            recs = data.cells.get((workload, li, c))
+            if recs:
+                pct, n = _merged_percentiles(recs)
+                if n:  # no histogram stored: nothing, rather than averaging percentiles
+                    merged[(li, c)] = (pct, n, len(recs))
+    table = [{"workload": workload, "load point": label, "configuration": c, "repeats": merged[(li, c)][2],
+              "I/Os": merged[(li, c)][1], **{f"{k} (µs)": merged[(li, c)][0][k] for k in PCT_KEYS}}
+             for li, label in loads for c in data.configurations if (li, c) in merged]
+    if not merged:
+        return []
+    how = "all repeats and jobs merged from fio's histograms (never averaged); µs, log scale"
+    if len(loads) > DETAIL_LOADS:  # one chart: p99 at every load point; every percentile in the table
+        series = [Series(c, [merged[(li, c)][0]["p99"] if (li, c) in merged else None for li, _ in loads])
+                  for c in data.configurations if any((li, c) in merged for li, _ in loads)]
+        return [Chart(slug("percentiles", workload), "percentiles-by-load", "percentiles", workload,
+                      f"{workload} — p99 {word} at each load point", f"{how}; every percentile in the table",
+                      f"p99 {word} (µs)", [label for _, label in loads], series, table, log_y=True)]
+    out = []
+    for li, label in loads:
+        series = [Series(c, [merged[(li, c)][0][k] for k in PCT_KEYS]) for c in data.configurations
+                  if (li, c) in merged]
+        if series:
+            out.append(Chart(slug("percentiles", workload, str(li)), "percentiles", "percentiles", workload,
+                             f"{workload} — {word} percentiles at {label}", how, f"{word} (µs)", PCT_KEYS, series,
+                             [row for row in table if row["load point"] == label], log_y=True))
+    return out
+
+
+def series_loads(data: ReportData, workload: str) -> list[int]:
+    """The load points whose per-second series are drawn: all, or a long ladder's highest."""
+    loads = sorted({r.load_index for r in data.rows if r.workload == workload})
+    return loads if len(loads) <= DETAIL_LOADS else loads[-1:]
+
+
+def series_charts(data: ReportData, workload: str) -> list[Chart]:
+    """IOPS per second of every repeat at the load points `series_loads` picks."""
+    out = []
+    loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
+    wanted = set(series_loads(data, workload))
+    shown = [(li, label) for li, label in loads if li in wanted]
+    for li, label in shown:
+        recs = [r for c in data.configurations for r in data.cells.get((workload, li, c), [])
+                if data.series.get(r.seq, {}).get("all")]
+        if not recs:
+            continue
+        recs.sort(key=lambda r: (data.configurations.index(r.configuration), r.repeat))
+        length = max(len(data.series[r.seq]["all"]) for r in recs)
+        series, table = [], []
+        for r in recs:
+            vals = [float(v) for v in data.series[r.seq]["all"]]
+            series.append(Series(f"{r.configuration} r{r.repeat}", vals + [None] * (length - len(vals))))
+            table.append({"workload": workload, "load point": label, "configuration": r.configuration,
+                          "repeat": r.repeat, "seconds": len(vals), "mean IOPS": sum(vals) / len(vals),
+                          "min IOPS": min(vals), "max IOPS": max(vals), "steady state": steady_word(r)})
+        note = "each repeat's measured window, one line per configuration and repeat"
+        if len(shown) < len(loads):
+            note += f"; the highest of {len(loads)} load points (every series is in series.csv)"
+        out.append(Chart(slug("series", workload, str(li)), "series", "series", workload,
+                         f"{workload} — IOPS per second at {label}", note, "IOPS",
+                         [str(i + 1) for i in range(length)], series, table))
+    return out
+
+
+def steady_word(r: CellRecord) -> str:
+    """'yes', or 'no' with the reason (range or slope over the SNIA limit, window too short), or '–'."""
+    if r.steady is None:
+        return "– (window shorter than the steady-state test's window)"
+    if r.steady.steady:
+        return "yes"
+    return f"no: {r.steady.reason}" if r.steady.reason else "no"
