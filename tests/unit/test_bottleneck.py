@@ -186,6 +186,20 @@ def test_a_job_that_ran_or_waited_for_a_core_90_percent_of_the_window_was_cpu_bo
                           "machine was 100 % busy, 68 % of it with other work)")
 
 
+def test_the_wait_is_charged_only_to_the_roles_one_worker():
+    # merged main on the lab: one of 4 fio jobs at 15 % of a core while fio's tasks waited 79 % of the window;
+    # ganesha's busiest of 90 threads at 10 % of a core (its process 70 %) while the servers waited 80 %
+    b = assess([rec(15000, job=0.15, jobs=4, per_host_cpu_s={"h0": 0.5 * 2.0}, waits={"loadgen": 0.79})], CEIL)
+    assert b.held == Usage("fio", "wait", pytest.approx(0.79), 1) and b.label == "fio CPU wait 79 %"
+    b = assess([rec(5000, servers={"ganesha.nfsd": 0.7}, threads={"ganesha.nfsd": (0.1, 90, 0.68)},
+                    waits={"servers": 0.8})], CEIL)
+    assert b.held == Usage("ganesha.nfsd", "wait", pytest.approx(0.8), 1)
+    assert b.busiest == Usage("ganesha.nfsd", "thread", pytest.approx(0.1), 1, None)
+    # a thread with >= 90 % of its process's CPU is the role's worker: its wait is its own
+    b = assess([rec(5000, servers={"tgtd": 0.6}, threads={"tgtd": (0.56, 17, 0.6)}, waits={"servers": 0.35})], CEIL)
+    assert b.held == Usage("tgtd", "thread", pytest.approx(0.56), 1, pytest.approx(0.91))
+
+
 def test_a_role_that_waited_for_a_cpu_was_held_by_cpu_time_it_did_not_get():
     # psync at 1 OIO on the shared machine (measured): its job ran 27 % of a core and fio waited for one 26 %
     b = assess([rec(15000, config="psync", job=0.27, busy_s=3.84, roles={"loadgen": 0.26},

@@ -5,8 +5,8 @@ bottleneck, named"). On the medians of a cell's repeats, failed windows left out
 2. cpu: the first CPU user at ≥ CPU_SHARE of what it can use — one thread-like user (a server's busiest
    thread, QEMU's, fio's busiest job, a server process without trustworthy thread data, one core's
    softirq) of one core; a server's threads or fio's jobs together of min(threads, cores) cores; this
-   run's own CPU of the machine's cores. A thread or fio job counts with its demand, per repeat: its CPU
-   plus its role's wait for a CPU (PSI 'some'; exact for one busy thread, an upper bound otherwise).
+   run's own CPU of the machine's cores. The role's only worker (one fio job; a thread with ≥ 90 % of its
+   process's CPU) counts with its demand, per repeat: its CPU plus its role's wait for a CPU (PSI 'some').
    Else a role that waited for a CPU ≥ WAIT_SHARE of the window: CPU time it did not get.
 3. none: neither, storage- or latency-bound. 4. unknown: no CPU telemetry, or an unmodelled wire.
 Other work is never named: it shows as a role's wait, and a busy machine (> derived.BUSY_OTHER_SHARE
@@ -130,13 +130,16 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
     out = []
     waits = {k: v / win for k, v in t.roles_cpu_wait_s.items()} if t is not None and win else {}
 
-    def one(what: str, scope: str, share: float, role: str) -> Usage:
-        return Usage(what, scope, share, 1, share + waits[role] if role in waits else None)
+    def one(what: str, scope: str, share: float, role: str, alone: bool) -> Usage:
+        # the role's wait is this user's only when it is the role's one worker: a single fio job, a thread
+        # holding >= 90 % of its process's CPU (with 4 jobs or 90 ganesha threads it is any task's wait)
+        return Usage(what, scope, share, 1, share + waits[role] if alone and role in waits else None)
 
     if res.job_cpu_share_max is not None:
-        out.append(one("fio", "job", res.job_cpu_share_max, "loadgen"))
+        out.append(one("fio", "job", res.job_cpu_share_max, "loadgen", res.jobs == 1))
     elif res.per_host_cpu_s and res.jobs and res.runtime_s > 0:
-        out.append(one("fio", "job mean", sum(res.per_host_cpu_s.values()) / res.jobs / res.runtime_s, "loadgen"))
+        out.append(one("fio", "job mean", sum(res.per_host_cpu_s.values()) / res.jobs / res.runtime_s, "loadgen",
+                       res.jobs == 1))
     if res.per_host_cpu_s and res.jobs > 1 and res.runtime_s > 0:
         out.append(Usage("fio", "jobs", sum(res.per_host_cpu_s.values()) / res.runtime_s, min(res.jobs, cores or 1)))
     if t is None or win is None:
@@ -148,11 +151,13 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
         if th is None:  # no per-thread data: the process at one core counts as saturated
             out.append(Usage(name, "process", s / win, 1))  # threads unknown: its role's wait is not its own
             continue
-        out.append(one(name, "thread", th.cpu_s / win, "servers"))
+        out.append(one(name, "thread", th.cpu_s / win, "servers", th.cpu_s >= CPU_SHARE * s))
         if th.threads > 1:
             out.append(Usage(name, "threads", s / win, min(th.threads, cores or 1)))
     if t.hypervisor_thread is not None:
-        out.append(one("QEMU", "thread", t.hypervisor_thread.cpu_s / win, "hypervisors"))
+        hv = sum(t.hypervisor_cpu_s.values())
+        out.append(one("QEMU", "thread", t.hypervisor_thread.cpu_s / win, "hypervisors",
+                       t.hypervisor_thread.cpu_s >= CPU_SHARE * hv))
         if t.hypervisor_cpu_s and t.hypervisor_thread.threads > 1:
             out.append(Usage("QEMU", "threads", sum(t.hypervisor_cpu_s.values()) / win,
                              min(t.hypervisor_thread.threads, cores or 1)))
