@@ -117,10 +117,10 @@ def test_every_chart_draws_its_series_in_one_colour_per_configuration_without_er
     dom_text, log = chromium_dom(real_run / "report.html", tmp_path / "profile")
     dom = Dom()
     dom.feed(dom_text)
-    # 1 workload: IOPS, average and p99 service time, load-generator CPU per I/O (4 relative charts),
-    # 2 percentile charts (one per load point), 2 per-second series charts (one per load point)
+    # 1 workload: IOPS, average and p99 service time, load-generator and machine CPU per I/O (5 relative
+    # charts), 2 percentile charts (one per load point), 2 per-second series charts (one per load point)
     expected = {"iops-tr3808-4k": 2, "lat_mean_us-tr3808-4k": 2, "lat_p99_us-tr3808-4k": 2,
-                "cpu_us_per_io_loadgen-tr3808-4k": 2,  # psync and io_uring
+                "cpu_us_per_io_loadgen-tr3808-4k": 2, "cpu_us_per_io_total-tr3808-4k": 2,  # psync and io_uring
                 "percentiles-tr3808-4k-0": 2, "percentiles-tr3808-4k-1": 2,
                 "series-tr3808-4k-0": 4, "series-tr3808-4k-1": 4}  # 2 configurations × 2 repeats
     assert {k: c["expected"] for k, c in dom.charts.items()} == expected
@@ -179,7 +179,7 @@ def test_at_1366_px_the_verdict_column_is_in_view_and_no_label_is_clipped(real_r
     root.feed(dom_text)
     a = root.root_attrs
     assert a.get("data-width") == "1366"
-    assert int(a["data-verdicts"]) == 4  # the four relative charts' tables
+    assert int(a["data-verdicts"]) == 5  # the five relative charts' tables
     assert a["data-verdicts-hidden"] == "0"
     assert a["data-labels-clipped"] == ""
     shot = tmp_path / "shot.png"
@@ -194,7 +194,7 @@ def test_at_1366_px_the_verdict_column_is_in_view_and_no_label_is_clipped(real_r
 def test_figures_and_tables_exist_for_every_chart(real_run, tmp_path):
     dom_text, _ = chromium_dom(real_run / "report.html", tmp_path / "profile")
     ids = re.findall(r'data-chart="([^"]+)"', dom_text)
-    assert len(ids) == 8
+    assert len(ids) == 9
     for cid in ids:
         assert (real_run / "figures" / f"{cid}.png").stat().st_size > 1000
         svg = (real_run / "figures" / f"{cid}.svg").read_text()
