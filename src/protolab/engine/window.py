@@ -31,6 +31,7 @@ from ..plan.expand import Cell
 from ..safepath import inside
 from .fio import Fio
 from .jobfile import render_streams
+from .replay import replay_files
 from .measure import HostRun
 from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
 
@@ -137,7 +138,8 @@ def run_window(
     jobs = []
     for h in hosts:
         job = inside(folder, f"{name}.{h.name}.fio")
-        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra))
+        iologs = replay_files(cell, h.streams, folder, f"{name}.{h.name}") if cell.workload.replay else None
+        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, iologs=iologs))
         jobs.append(job)
     timeout = runtime + timeout_margin_s
     live = _Live(duration_s * 1000.0, warmup_done, sample, on_warmup_end)

@@ -154,10 +154,14 @@ class Procedure:
                 self.phase("measure")
 
         def interpolate(a, b, t):
+            if isinstance(a, tuple):  # a VM window's sample: (counters, the hypervisor's threads), the nearer's
+                near = a if abs(t - a[0].t) <= abs(b[0].t - t) else b
+                return interpolate(a[0], b[0], t), near[1]
             snap = telemetry_interpolate(a, b, t)
             if not snap.offloads:
                 full[:] = full or [window.sample()]
-                snap.offloads = full[0].offloads
+                first = full[0][0] if isinstance(full[0], tuple) else full[0]
+                snap.offloads = first.offloads
             return snap
 
         run = run_window(self.fio, cell, hosts, warmup_max_s=m.warmup, duration_s=m.duration, warmup_done=rule,

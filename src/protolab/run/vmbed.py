@@ -73,7 +73,7 @@ class VmWindow(Window):
         super().__init__(base.runner, base.server_pids, base.interfaces, base.clock, base.cgroups, base.offload_ports)
         self.pids = pids
 
-    def sample(self):
+    def sample(self, offloads: bool = True):
         from ..vm import cpu
 
         threads = []
@@ -82,7 +82,7 @@ class VmWindow(Window):
                 threads.append(cpu.sample(pid))
             except OSError:
                 pass
-        return super().sample(), threads
+        return super().sample(offloads), threads
 
     def delta(self, a, b) -> dict:  # type: ignore[override]
         out = Window.delta(a[0], b[0])
@@ -197,6 +197,6 @@ class _GuestWindow(VmWindow):
         super().__init__(base, [])
         self.testbed = testbed
 
-    def sample(self):
+    def sample(self, offloads: bool = True):
         self.pids = [a.guest.pid for a in self.testbed.guests.values() if a.guest.pid]
-        return super().sample()
+        return super().sample(offloads)
