@@ -9,7 +9,7 @@ from .tables import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
     bins = merge_bins([r.result.read.bins_ns for r in recs] + [r.result.write.bins_ns for r in recs])
-    pct = percentiles(bins)
+    pct = percentiles(bins, in_order=True)
     return {k: (v / 1000 if v is not None else None) for k, v in pct.items()}, sum(bins.values())
 
 

@@ -4,8 +4,8 @@ One renderer for every output, so the page, the SVG and the PNG show the same pi
 Each configuration keeps its colour in every chart (its place in the plan picks it).
 Uses matplotlib's object API (Figure + FigureCanvasAgg), never pyplot, so no global
 figure state is kept and nothing needs a display. Many charts are drawn by two worker
-processes (this machine has two cores), started fresh (spawn): matplotlib is imported
-only where charts are drawn, so the process that builds the report stays small.
+processes (this machine has two cores), forked early: matplotlib is imported only where
+charts are drawn, so the process that builds the report stays small.
 """
 
 from __future__ import annotations
@@ -204,8 +204,9 @@ def _warm() -> None:
 
 
 class Drawer:
-    """Two worker processes for drawing, started fresh (spawn) before the report's data is built, so their
-    imports overlap with reading the run; `start` hands them the charts."""
+    """Two worker processes for drawing, forked before the report's data is read (so they are small and
+    need not import protolab again) and importing matplotlib while this process reads the run; `start`
+    hands them the charts."""
 
     def __init__(self) -> None:
         self.pool = None
@@ -213,8 +214,8 @@ class Drawer:
             import multiprocessing as mp
 
             try:
-                self.pool = mp.get_context("spawn").Pool(2, initializer=_warm)
-            except OSError:  # no processes to be had here: draw in this process
+                self.pool = mp.get_context("fork").Pool(2, initializer=_warm)
+            except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
                 self.pool = None
 
     def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
