@@ -27,18 +27,18 @@ ioengine = "{engine}"
 [[load_points]]
 streams = 2
 [method]
-warmup = 0
+warmup = "{warmup}"
 duration = "20s"
 repeats = 1
 data_size = "16M"
 """
 
 
-def _run(tmp_path, cli, replay: str, oio: int = 1, engine: str = "psync"):
+def _run(tmp_path, cli, replay: str, oio: int = 1, engine: str = "psync", warmup: str = "0s"):
     data = tmp_path / "data"
     data.mkdir(exist_ok=True)
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(dir=data, replay=replay, oio=oio, engine=engine))
+    plan.write_text(PLAN.format(dir=data, replay=replay, oio=oio, engine=engine, warmup=warmup))
     results = tmp_path / f"r{len(list(tmp_path.glob('r*')))}"
     p = cli("run", plan, "--results", results, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -48,7 +48,8 @@ def _run(tmp_path, cli, replay: str, oio: int = 1, engine: str = "psync"):
 
 
 def test_an_iolog_is_replayed_io_for_io_by_every_stream(tmp_path, cli):
-    rec, run, m = _run(tmp_path, cli, f'"{TRACE}"')
+    # a plan's warm-up does not eat the trace's start: a replay is measured whole
+    rec, run, m = _run(tmp_path, cli, f'"{TRACE}"', warmup="2s")
     r, w = rec["result"]["read"], rec["result"]["write"]
     # two streams, each the whole trace: 98 reads of 733,184 bytes and 52 writes of 364,544 bytes
     assert (r["ios"], r["bytes"], w["ios"], w["bytes"]) == (2 * 98, 2 * 733_184, 2 * 52, 2 * 364_544)
@@ -68,8 +69,10 @@ def test_an_iolog_is_replayed_io_for_io_by_every_stream(tmp_path, cli):
 
 
 def test_time_scale_stretches_the_replay(tmp_path, cli):
-    rec, _, _ = _run(tmp_path, cli, f'{{ file = "{TRACE}", time_scale = 4.0 }}')
-    assert rec["result"]["read"]["ios"] == 196
+    # 2.4 s of trace with a 1 s warm-up planned: the replay is measured whole all the same (no warm-up)
+    rec, _, _ = _run(tmp_path, cli, f'{{ file = "{TRACE}", time_scale = 4.0 }}', warmup="1s")
+    assert rec["result"]["read"]["ios"] == 196 and rec["result"]["write"]["ios"] == 104
+    assert rec["warmup"]["seconds"] == 0
     assert 4 * 0.59 * 0.9 < rec["result"]["runtime_s"] < 4 * 0.59 * 1.5  # 0.59 s of trace, 4 × slower
     rec, _, _ = _run(tmp_path, cli, f'{{ file = "{TRACE}", no_stall = true }}')
     assert rec["result"]["read"]["ios"] == 196 and rec["result"]["runtime_s"] < 0.5

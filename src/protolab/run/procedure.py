@@ -142,15 +142,16 @@ class Procedure:
     def window(self, cell: Cell, hosts: list[HostRun], window: Window, seq: int) -> tuple[Window_, Warmup]:
         """The warm-up and the measured window in one fio run; telemetry covers the window only."""
         m = self.plan.method
+        warmup = 0.0 if cell.workload.replay is not None else m.warmup  # a trace is measured whole, from its start
         self.testbed.check_agents()
-        self.phase("warm-up" if m.warmup > 0 else "measure")
-        rule = WarmupRule(m.warmup, m.warmup_until_steady, m.steady_window)
+        self.phase("warm-up" if warmup > 0 else "measure")
+        rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window)
         started: list[str] = [now()]
         full: list = []  # a client run's samples of every second skip the offload states, which a cell keeps
 
         def warmed() -> None:
             started[0] = now()
-            if m.warmup > 0:
+            if warmup > 0:
                 self.phase("measure")
 
         def interpolate(a, b, t):
@@ -164,7 +165,7 @@ class Procedure:
                 snap.offloads = first.offloads
             return snap
 
-        run = run_window(self.fio, cell, hosts, warmup_max_s=m.warmup, duration_s=m.duration, warmup_done=rule,
+        run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=m.duration, warmup_done=rule,
                          sample=window.sample, tick=lambda: window.sample(offloads=False), interpolate=interpolate,
                          folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
