@@ -44,6 +44,7 @@ class Window:
     def sample(self, offloads: bool = True) -> Snapshot:
         """Read every counter now (``offloads``: also the interfaces' offload state, which a window does
         not change: the samples taken every second of a client run skip it)."""
+        t0 = self.clock()
         roles = self.cgroups.read() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
         servers = {name: tree_cpu_seconds(pid) for name, pid in self.server_pids.items()}
@@ -53,9 +54,12 @@ class Window:
             for n, ifname in self.interfaces:
                 if n == ns and ifname in seen:
                     counters[(ns, ifname)] = seen[ifname]
+        # the counters were read over the time `ip` took in each namespace (tens of ms, more on a busy machine):
+        # they stand for the middle of it
+        t = (t0 + self.clock()) / 2
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
         states = {key: read_offloads(self.runner, key[0], key[1]) for key in ports} if offloads else {}
-        return Snapshot(self.clock(), busy, total, servers, counters, roles, states)
+        return Snapshot(t, busy, total, servers, counters, roles, states)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
