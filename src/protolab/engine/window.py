@@ -13,8 +13,8 @@ appears, and fio is stopped right after the window's end. fio's client prints it
 servers' documents only when the run ends, so a client run lasts the longest
 warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
 boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
-boundaries' instants: every server's status timer starts when it gets its jobs, right
-after the client starts, and fires every second.
+boundaries' instants, placed back from the moment the client starts printing its
+document (right after the last server's jobs end) by the jobs' own I/O time.
 
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
@@ -168,8 +168,10 @@ def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio)
 def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
             socket_dir, timeout: float, label: str, clock) -> WindowRun:
     ticks: list[tuple[float, Any]] = [(clock(), tick())]
+    printed = _PrintWatch(output, clock)
 
     def poll() -> None:
+        printed.check()
         if clock() - ticks[-1][0] >= 1.0:
             ticks.append((clock(), tick()))
 
@@ -180,7 +182,6 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
     where = {getattr(h.agent, "client_netns", None) for h in hosts}
     netns = where.pop() if len(where) == 1 else None
-    spawned = clock()
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
@@ -191,17 +192,35 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
 
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
-    grid = min(len(v) for v in per.values()) - 1  # statuses 0 … grid-1 come every second on every server
+    ended = printed.at if printed.at is not None else exited
 
     def at(i: int) -> float:
-        # a server's status timer starts when it gets its jobs (right after the client starts) and fires
-        # every second; a last status off that grid came when the jobs ended, just before the client exited
-        return spawned + i + 1.0 if i < grid else exited
+        # the client prints its document as soon as the last server's jobs have ended: status i came that
+        # long before, in that server's own I/O time (the server whose end is furthest from status i)
+        return ended - max(v[-1].runtime_ms - v[min(i, len(v) - 1)].runtime_ms for v in per.values()) / 1000.0
 
     before = live.before if start == -1 else _read(ticks, at(start), interpolate)
     after = _read(ticks, at(end), interpolate)
     live.on_warmup_end()
     return _result(output, per, start, end, before, after, False, fio)
+
+
+class _PrintWatch:
+    """When fio's client starts printing its JSON document (a '{' opening a line of its output file)."""
+
+    def __init__(self, output: Path, clock: Callable[[], float]):
+        self.output, self.clock, self.pos, self.last, self.at = output, clock, 0, "\n", None
+
+    def check(self) -> None:
+        if self.at is not None or not self.output.exists():
+            return
+        with self.output.open() as f:
+            f.seek(self.pos)
+            chunk = f.read()
+            self.pos = f.tell()
+        if chunk and "\n{" in self.last + chunk:
+            self.at = self.clock()
+        self.last = chunk[-1:] or self.last
 
 
 def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:

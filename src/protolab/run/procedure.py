@@ -26,7 +26,6 @@ from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.window import Window
-from ..telemetry.window import interpolate as telemetry_interpolate
 from .progress import Progress
 from .testbed import Testbed
 
@@ -146,22 +145,14 @@ class Procedure:
         self.phase("warm-up" if m.warmup > 0 else "measure")
         rule = WarmupRule(m.warmup, m.warmup_until_steady, m.steady_window)
         started: list[str] = [now()]
-        full: list = []  # a client run's samples of every second skip the offload states, which a cell keeps
 
         def warmed() -> None:
             started[0] = now()
             if m.warmup > 0:
                 self.phase("measure")
 
-        def interpolate(a, b, t):
-            snap = telemetry_interpolate(a, b, t)
-            if not snap.offloads:
-                full[:] = full or [window.sample()]
-                snap.offloads = full[0].offloads
-            return snap
-
         run = run_window(self.fio, cell, hosts, warmup_max_s=m.warmup, duration_s=m.duration, warmup_done=rule,
-                         sample=window.sample, tick=lambda: window.sample(offloads=False), interpolate=interpolate,
+                         sample=window.sample, tick=window.sample, interpolate=window.interpolate,
                          folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
                          on_warmup_end=warmed, socket_dir=self.testbed.sockets)

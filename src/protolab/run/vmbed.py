@@ -84,6 +84,17 @@ class VmWindow(Window):
                 pass
         return super().sample(), threads
 
+    def interpolate(self, a, b, t):  # type: ignore[override]
+        """Both parts at instant ``t``: the lab's counters, and the QEMU threads' CPU summed (what delta uses)."""
+        from ..telemetry.window import interpolate
+        from ..vm.cpu import ThreadCpu
+
+        snap = interpolate(a[0], b[0], t)
+        f = 0.0 if b[0].t <= a[0].t else min(1.0, max(0.0, (t - a[0].t) / (b[0].t - a[0].t)))
+        at = [sum(getattr(x, k) for x in a[1]) for k in ("vcpu_s", "io_s")]
+        bt = [sum(getattr(x, k) for x in b[1]) for k in ("vcpu_s", "io_s")]
+        return snap, [ThreadCpu(*(u + (v - u) * f for u, v in zip(at, bt)), {})]
+
     def delta(self, a, b) -> dict:  # type: ignore[override]
         out = Window.delta(a[0], b[0])
         vcpu = sum(t.vcpu_s for t in b[1]) - sum(t.vcpu_s for t in a[1])

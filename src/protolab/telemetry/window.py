@@ -41,9 +41,8 @@ class Window:
     cgroups: RoleCgroups | None = None
     offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
 
-    def sample(self, offloads: bool = True) -> Snapshot:
-        """Read every counter now (``offloads``: also the interfaces' offload state, which a window does
-        not change: the samples taken every second of a client run skip it)."""
+    def sample(self) -> Snapshot:
+        """Read every counter now."""
         t0 = self.clock()
         roles = self.cgroups.read() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
@@ -58,8 +57,12 @@ class Window:
         # they stand for the middle of it
         t = (t0 + self.clock()) / 2
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
-        states = {key: read_offloads(self.runner, key[0], key[1]) for key in ports} if offloads else {}
-        return Snapshot(t, busy, total, servers, counters, roles, states)
+        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
+        return Snapshot(t, busy, total, servers, counters, roles, offloads)
+
+    def interpolate(self, a: Snapshot, b: Snapshot, t: float) -> Snapshot:
+        """The counters at instant ``t`` between two of this window's samples (see ``interpolate``)."""
+        return interpolate(a, b, t)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
