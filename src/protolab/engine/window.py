@@ -13,8 +13,7 @@ appears, and fio is stopped right after the window's end. fio's client prints it
 servers' documents only when the run ends, so a client run lasts the longest
 warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
 boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
-boundaries' instants, placed back from the moment the client starts printing its
-document (right after the last server's jobs end) by the jobs' own I/O time.
+boundaries' instants, estimated between two bounds (see ``_client``).
 
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
@@ -58,6 +57,9 @@ class WindowRun:
     after: Any = None  # … and at the window's end
     live: bool = True  # False: a client run, boundaries placed afterwards
     op_errors: list[str] = field(default_factory=list)
+    #: the largest difference between the window and one fio's own I/O time between its boundary statuses: a
+    #: client run's servers whose statuses fell out of step (a status timer that skipped a beat) make it large
+    out_of_step_s: float = 0.0
 
 
 @dataclass
@@ -182,6 +184,7 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
     where = {getattr(h.agent, "client_netns", None) for h in hosts}
     netns = where.pop() if len(where) == 1 else None
+    spawned = clock()
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
@@ -193,11 +196,19 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
     ended = printed.at if printed.at is not None else exited
+    grid = max(len(v) for v in per.values()) - 1  # status i < grid came on some server's every-second timer
 
     def at(i: int) -> float:
-        # the client prints its document as soon as the last server's jobs have ended: status i came that
-        # long before, in that server's own I/O time (the server whose end is furthest from status i)
-        return ended - max(v[-1].runtime_ms - v[min(i, len(v) - 1)].runtime_ms for v in per.values()) / 1000.0
+        """Status i's instant on our clock, between two bounds (fio 3.33's client gives no time per status):
+        no earlier than i + 1 s after the client started (each server's status timer starts when it gets
+        its jobs: later, by as much as a slow guest takes), and no later than the client's printing (it
+        starts once every job has ended: later, by the time it takes to build a large document) less any
+        job's I/O time from status i to its end (a job not started yet at i: all of it). The middle is at
+        most half their distance wrong."""
+        hi = ended - max(end - now for v in per.values()
+                         for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
+        lo = spawned + i + 1.0 if i < grid else hi
+        return (lo + hi) / 2
 
     before = live.before if start == -1 else _read(ticks, at(start), interpolate)
     after = _read(ticks, at(end), interpolate)
@@ -242,9 +253,13 @@ def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, 
         warm_by[src] = series[:s + 1]
         series_by[src] = series[s + 1:]
     t0 = elapsed_ms(per, start)
+    window_ms = elapsed_ms(per, end) - t0
+    step = max((abs(min(e.job_runtimes_ms) - (min(a.job_runtimes_ms) if a else 0.0) - window_ms)
+                for a, e in pairs if e.jobs), default=0.0)
     return WindowRun(
         output=output, window_doc=window_document(pairs, client=not live),
         series=total_series(series_by), series_by_host=series_by, warmup_series=total_series(warm_by),
         warmup_s=t0 / 1000.0, window_s=(elapsed_ms(per, end) - t0) / 1000.0,
         before=before, after=after, live=live, op_errors=list(getattr(fio, "op_errors", [])),
+        out_of_step_s=step / 1000.0,
     )

@@ -157,6 +157,9 @@ class Procedure:
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
                          on_warmup_end=warmed, socket_dir=self.testbed.sockets)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
+        if run.out_of_step_s > 0.5:
+            self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "
+                               "step (a busy machine delays fio's status timer); its window is uncertain")
         if run.window_s < m.duration - 0.5:  # fio ended first: its jobs started further apart than its spare
             self.progress.note(f"cell {cell.id}: the measured window lasted {run.window_s:.1f}s of "
                                f"{m.duration:g}s (fio's jobs ended first; see {run.output.name})")
