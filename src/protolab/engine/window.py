@@ -13,7 +13,7 @@ appears, and fio is stopped right after the window's end. fio's client prints it
 servers' documents only when the run ends, so a client run lasts the longest
 warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
 boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
-boundaries' instants, estimated between two bounds (see ``_client``).
+boundaries' instants, placed back from the client's printing (see ``_client``).
 
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
@@ -184,7 +184,6 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
     where = {getattr(h.agent, "client_netns", None) for h in hosts}
     netns = where.pop() if len(where) == 1 else None
-    spawned = clock()
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
@@ -196,19 +195,16 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
     ended = printed.at if printed.at is not None else exited
-    grid = max(len(v) for v in per.values()) - 1  # status i < grid came on some server's every-second timer
 
     def at(i: int) -> float:
-        """Status i's instant on our clock, between two bounds (fio 3.33's client gives no time per status):
-        no earlier than i + 1 s after the client started (each server's status timer starts when it gets
-        its jobs: later, by as much as a slow guest takes), and no later than the client's printing (it
-        starts once every job has ended: later, by the time it takes to build a large document) less any
-        job's I/O time from status i to its end (a job not started yet at i: all of it). The middle is at
-        most half their distance wrong."""
-        hi = ended - max(end - now for v in per.values()
-                         for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
-        lo = spawned + i + 1.0 if i < grid else hi
-        return (lo + hi) / 2
+        """Status i's instant on our clock (fio 3.33's client gives no time per status): the client starts
+        printing once every job has ended, so status i came no later than that less any job's I/O time from
+        status i to its end (a job not started yet at i: all of it). That bound is late by the time the
+        client takes to build its document (large with many jobs). The other bound, i + 1 s after the
+        client started (each server's status timer starts when it gets its jobs), is early by as much as
+        a slow server takes to start them: a TCG guest's, by a second."""
+        return ended - max(end - now for v in per.values()
+                           for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
 
     before = live.before if start == -1 else _read(ticks, at(start), interpolate)
     after = _read(ticks, at(end), interpolate)
