@@ -67,7 +67,9 @@ def main() -> None:
         recs = sorted((json.loads(line) for line in lines if line.strip()), key=lambda r: r["seq"])
     starts = [_t(r["started"]) for r in recs]
     # 'started' is when the measured window starts (the warm-up's end); a gap holds one warm-up + window + overhead
-    gaps = [b - a - args.warmup - args.seconds for a, b in zip(starts, starts[1:])]
+    # the window's and the next warm-up's own seconds (a warm-up ends at fio's status nearest its time)
+    gaps = [b - a - ra["result"]["runtime_s"] - rb["warmup"]["seconds"]
+            for a, b, ra, rb in zip(starts, starts[1:], recs, recs[1:])]
     print(f"cells {len(recs)}, warm-up {args.warmup:g} s + window {args.seconds:g} s, whole run {total:.1f} s")
     print(f"per-cell overhead  median {statistics.median(gaps):.3f} s  (range {min(gaps):.3f}–{max(gaps):.3f}, "
           f"{len(gaps)} gaps)")

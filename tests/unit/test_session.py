@@ -122,6 +122,9 @@ class FakeTestbed(_Testbed):
 
             def delta(self_, a, b):
                 return {"elapsed_s": 1.0}
+
+            def interpolate(self_, a, b, t):
+                return None
         return W()
 
 

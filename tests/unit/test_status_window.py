@@ -179,11 +179,18 @@ class FakeFio:
 
     def run_clients(self, clients, output, *, cwd=None, timeout, label, status_interval, on_poll, netns=None):
         assert status_interval and len(clients) == 2
-        for _ in range(60):  # 6 s of the client's run, polled every 0.1 s
-            self.clock.t += 0.1
-            on_poll()
-        open(output, "w").write(CLIENT)
-        self.clock.t += 0.05  # the client exits 50 ms after the jobs' last status
+        head, doc = CLIENT[:CLIENT.index("\n{") + 1], CLIENT[CLIENT.index("\n{") + 1:]
+        with open(output, "w") as f:
+            for _ in range(60):  # 6 s of the client's run, polled every 0.1 s
+                self.clock.t += 0.1
+                on_poll()
+                if _ == 10:
+                    f.write(head)  # the '<host>' lines, flushed early
+                    f.flush()
+            f.write(doc)  # at 106.0 s: the document, once the jobs have ended
+        self.clock.t += 0.02
+        on_poll()  # seen at 106.02 s
+        self.clock.t += 0.03  # the client exits
         return CLIENT
 
 
@@ -264,8 +271,9 @@ def test_a_client_run_places_its_boundaries_afterwards_and_interpolates_telemetr
     assert run.warmup_s == 0.872 and run.window_s == pytest.approx(2.0)
     r = parse_fio_json(run.window_doc)
     assert r.read.ios + r.write.ios == (s1[2].ios - s1[0].ios) + (s2[2].ios - s2[0].ios)
-    # the client started at 100 s; each server's status timer fires every second from then: status k at 101 + k
-    assert run.before == pytest.approx(101.0) and run.after == pytest.approx(103.0)
+    # status k came no later than the client's printing (seen at 106.02 s) less the jobs' I/O time from it to
+    # their end (the job furthest from its end: 4001 - 872 ms, and 4001 - 2872 ms)
+    assert run.before == pytest.approx(106.02 - 3.129) and run.after == pytest.approx(106.02 - 1.129)
     assert sorted(run.series_by_host) == sorted(per) and len(run.series) == 2
 
 

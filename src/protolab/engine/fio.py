@@ -159,7 +159,7 @@ class Fio:
         ``netns``: where the client runs (a guest's fio server is forwarded on 127.0.0.1 of its host's namespace).
         ``status_interval``: each server sends a cumulative status every second; fio 3.33's client prints
         them only at the end, all in one document (client.c: handle_ts, fio_client_json_fini), so they
-        cannot be read live. ``on_poll`` is called about every 0.1 s while the client runs.
+        cannot be read live. ``on_poll`` is called every ``POLL_S`` while the client runs.
         """
         # --status-interval after --client=… is sent to that server (a FIO_CLIENT_FLAG option in init.c)
         per = ["--status-interval=1"] if status_interval else []
@@ -184,7 +184,7 @@ class Fio:
         ``on_status`` gets each document fio writes to ``output`` while it runs (with --status-interval);
         returning True stops fio's process group with SIGTERM, which fio handles by ending its jobs and
         writing its last document (exit code 128, taken as success: the caller has what it asked for).
-        ``on_poll`` is called about every 0.1 s.
+        ``on_poll`` is called every ``POLL_S``.
         """
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
         if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup

@@ -13,8 +13,7 @@ appears, and fio is stopped right after the window's end. fio's client prints it
 servers' documents only when the run ends, so a client run lasts the longest
 warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
 boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
-boundaries' instants: every server's status timer starts when it gets its jobs, right
-after the client starts, and fires every second.
+boundaries' instants, placed back from the client's printing (see ``_client``).
 
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
@@ -59,6 +58,9 @@ class WindowRun:
     after: Any = None  # … and at the window's end
     live: bool = True  # False: a client run, boundaries placed afterwards
     op_errors: list[str] = field(default_factory=list)
+    #: the largest difference between the window and one fio's own I/O time between its boundary statuses: a
+    #: client run's servers whose statuses fell out of step (a status timer that skipped a beat) make it large
+    out_of_step_s: float = 0.0
 
 
 @dataclass
@@ -170,8 +172,10 @@ def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio)
 def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
             socket_dir, timeout: float, label: str, clock) -> WindowRun:
     ticks: list[tuple[float, Any]] = [(clock(), tick())]
+    printed = _PrintWatch(output, clock)
 
     def poll() -> None:
+        printed.check()
         if clock() - ticks[-1][0] >= 1.0:
             ticks.append((clock(), tick()))
 
@@ -182,7 +186,6 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
     where = {getattr(h.agent, "client_netns", None) for h in hosts}
     netns = where.pop() if len(where) == 1 else None
-    spawned = clock()
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
@@ -193,17 +196,40 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
 
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
-    grid = min(len(v) for v in per.values()) - 1  # statuses 0 … grid-1 come every second on every server
+    ended = printed.at if printed.at is not None else exited
 
     def at(i: int) -> float:
-        # a server's status timer starts when it gets its jobs (right after the client starts) and fires
-        # every second; a last status off that grid came when the jobs ended, just before the client exited
-        return spawned + i + 1.0 if i < grid else exited
+        """Status i's instant on our clock (fio 3.33's client gives no time per status): the client starts
+        printing once every job has ended, so status i came no later than that less any job's I/O time from
+        status i to its end (a job not started yet at i: all of it). That bound is late by the time the
+        client takes to build its document (large with many jobs). The other bound, i + 1 s after the
+        client started (each server's status timer starts when it gets its jobs), is early by as much as
+        a slow server takes to start them: a TCG guest's, by a second."""
+        return ended - max(end - now for v in per.values()
+                           for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
 
     before = live.before if start == -1 else _read(ticks, at(start), interpolate)
     after = _read(ticks, at(end), interpolate)
     live.on_warmup_end()
     return _result(output, per, start, end, before, after, False, fio)
+
+
+class _PrintWatch:
+    """When fio's client starts printing its JSON document (a '{' opening a line of its output file)."""
+
+    def __init__(self, output: Path, clock: Callable[[], float]):
+        self.output, self.clock, self.pos, self.last, self.at = output, clock, 0, "\n", None
+
+    def check(self) -> None:
+        if self.at is not None or not self.output.exists():
+            return
+        with self.output.open() as f:
+            f.seek(self.pos)
+            chunk = f.read()
+            self.pos = f.tell()
+        if chunk and "\n{" in self.last + chunk:
+            self.at = self.clock()
+        self.last = chunk[-1:] or self.last
 
 
 def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:
@@ -225,9 +251,13 @@ def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, 
         warm_by[src] = series[:s + 1]
         series_by[src] = series[s + 1:]
     t0 = elapsed_ms(per, start)
+    window_ms = elapsed_ms(per, end) - t0
+    step = max((abs(min(e.job_runtimes_ms) - (min(a.job_runtimes_ms) if a else 0.0) - window_ms)
+                for a, e in pairs if e.jobs), default=0.0)
     return WindowRun(
         output=output, window_doc=window_document(pairs, client=not live),
         series=total_series(series_by), series_by_host=series_by, warmup_series=total_series(warm_by),
         warmup_s=t0 / 1000.0, window_s=(elapsed_ms(per, end) - t0) / 1000.0,
         before=before, after=after, live=live, op_errors=list(getattr(fio, "op_errors", [])),
+        out_of_step_s=step / 1000.0,
     )

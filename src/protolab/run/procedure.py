@@ -26,7 +26,6 @@ from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.window import Window
-from ..telemetry.window import interpolate as telemetry_interpolate
 from .progress import Progress
 from .testbed import Testbed
 
@@ -147,30 +146,21 @@ class Procedure:
         self.phase("warm-up" if warmup > 0 else "measure")
         rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window)
         started: list[str] = [now()]
-        full: list = []  # a client run's samples of every second skip the offload states, which a cell keeps
 
         def warmed() -> None:
             started[0] = now()
             if warmup > 0:
                 self.phase("measure")
 
-        def interpolate(a, b, t):
-            if isinstance(a, tuple):  # a VM window's sample: (counters, the hypervisor's threads), the nearer's
-                near = a if abs(t - a[0].t) <= abs(b[0].t - t) else b
-                return interpolate(a[0], b[0], t), near[1]
-            snap = telemetry_interpolate(a, b, t)
-            if not snap.offloads:
-                full[:] = full or [window.sample()]
-                first = full[0][0] if isinstance(full[0], tuple) else full[0]
-                snap.offloads = first.offloads
-            return snap
-
         run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=m.duration, warmup_done=rule,
-                         sample=window.sample, tick=lambda: window.sample(offloads=False), interpolate=interpolate,
+                         sample=window.sample, tick=window.sample, interpolate=window.interpolate,
                          folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
                          on_warmup_end=warmed, socket_dir=self.testbed.sockets)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
+        if run.out_of_step_s > 0.5:
+            self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "
+                               "step (a busy machine delays fio's status timer); its window is uncertain")
         if run.window_s < m.duration - 0.5:  # fio ended first: its jobs started further apart than its spare
             self.progress.note(f"cell {cell.id}: the measured window lasted {run.window_s:.1f}s of "
                                f"{m.duration:g}s (fio's jobs ended first; see {run.output.name})")

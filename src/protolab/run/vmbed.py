@@ -73,7 +73,7 @@ class VmWindow(Window):
         super().__init__(base.runner, base.server_pids, base.interfaces, base.clock, base.cgroups, base.offload_ports)
         self.pids = pids
 
-    def sample(self, offloads: bool = True):
+    def sample(self):
         from ..vm import cpu
 
         threads = []
@@ -82,7 +82,18 @@ class VmWindow(Window):
                 threads.append(cpu.sample(pid))
             except OSError:
                 pass
-        return super().sample(offloads), threads
+        return super().sample(), threads
+
+    def interpolate(self, a, b, t):  # type: ignore[override]
+        """Both parts at instant ``t``: the lab's counters, and the QEMU threads' CPU summed (what delta uses)."""
+        from ..telemetry.window import interpolate
+        from ..vm.cpu import ThreadCpu
+
+        snap = interpolate(a[0], b[0], t)
+        f = 0.0 if b[0].t <= a[0].t else min(1.0, max(0.0, (t - a[0].t) / (b[0].t - a[0].t)))
+        at = [sum(getattr(x, k) for x in a[1]) for k in ("vcpu_s", "io_s")]
+        bt = [sum(getattr(x, k) for x in b[1]) for k in ("vcpu_s", "io_s")]
+        return snap, [ThreadCpu(*(u + (v - u) * f for u, v in zip(at, bt)), {})]
 
     def delta(self, a, b) -> dict:  # type: ignore[override]
         out = Window.delta(a[0], b[0])
@@ -197,6 +208,6 @@ class _GuestWindow(VmWindow):
         super().__init__(base, [])
         self.testbed = testbed
 
-    def sample(self, offloads: bool = True):
+    def sample(self):
         self.pids = [a.guest.pid for a in self.testbed.guests.values() if a.guest.pid]
-        return super().sample(offloads)
+        return super().sample()

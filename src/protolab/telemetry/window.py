@@ -44,9 +44,9 @@ class Window:
     cgroups: RoleCgroups | None = None
     offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
 
-    def sample(self, offloads: bool = True) -> Snapshot:
-        """Read every counter now (``offloads``: also the interfaces' offload state, which a window does
-        not change: the samples taken every second of a client run skip it)."""
+    def sample(self) -> Snapshot:
+        """Read every counter now."""
+        t0 = self.clock()
         roles = self.cgroups.read() if self.cgroups is not None else {}
         waits = self.cgroups.cpu_wait() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
@@ -62,9 +62,16 @@ class Window:
             for n, ifname in self.interfaces:
                 if n == ns and ifname in seen:
                     counters[(ns, ifname)] = seen[ifname]
+        # the counters were read over the time `ip` took in each namespace (tens of ms, more on a busy machine):
+        # they stand for the middle of it
+        t = (t0 + self.clock()) / 2
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
-        states = {key: read_offloads(self.runner, key[0], key[1]) for key in ports} if offloads else {}
-        return Snapshot(self.clock(), busy, total, servers, counters, roles, states, threads, softirq, waits)
+        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
+        return Snapshot(t, busy, total, servers, counters, roles, offloads, threads, softirq, waits)
+
+    def interpolate(self, a: Snapshot, b: Snapshot, t: float) -> Snapshot:
+        """The counters at instant ``t`` between two of this window's samples (see ``interpolate``)."""
+        return interpolate(a, b, t)
 
     @staticmethod
     def delta(a: Snapshot, b: Snapshot) -> dict:
