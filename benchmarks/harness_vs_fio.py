@@ -65,7 +65,7 @@ def main() -> None:
             if p.returncode != 0:
                 sys.exit(f"protolab run failed: {p.stderr.strip()[-500:]}")
             run = next(out.iterdir())
-            rec = json.loads(next((run / "records").glob("*.json")).read_text())
+            rec = json.loads((run / "records.jsonl").read_text().splitlines()[0])  # the schema-2 store
             h = rec["result"]["iops"]
             # the same job, minus protolab's per-second IOPS log
             job = (run / rec["job_file"]).read_text()
