@@ -25,7 +25,7 @@ BURNER = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end
 def test_a_cpu_burner_outside_the_lab_leaves_role_cpu_per_io_alone(workdir, tmp_path):  # noqa: F811
     text = plan_text(config("nbd", "lab:nbd"), lab="[lab.link]\nrate = \"10GbE\"",
                      workload='{ name = "tr3808-8k", read_pct = 100 }', load="streams = 1\noio = 4",
-                     method='warmup = "1s"\nduration = "2s"\nrepeats = 8')
+                     method='warmup = "1s"\nduration = "5s"\nrepeats = 8')
     burned: dict[int, bool] = {}
     burner: list[subprocess.Popen] = []
 
