@@ -66,9 +66,10 @@ def test_bursts_then_pauses_and_a_poisson_rate(tmp_path, fio_path):
     j = json.loads(out.read_text())["jobs"][0]
     assert j["read"]["total_ios"] == 800  # two bursts (at 0 s and after the 3 s pause) in 5 s
     series, _ = read_series(tmp_path, "w")
-    # a burst is well under a second: fio's per-second log (a rate over its 1 s interval) shows each in one second
-    assert series[0] == pytest.approx(400, abs=5) and series[1] == series[2] == 0
-    assert series[3] == pytest.approx(400, abs=5)
+    # a burst is well under a second: fio's per-second log (a rate over its 1 s interval) shows each in about one
+    # second (on a busy machine a burst may straddle a second's boundary: the pair of seconds holds it whole)
+    assert series[0] + series[1] == pytest.approx(400, abs=5) and series[2] <= 5
+    assert series[3] + (series[4] if len(series) > 4 else 0) == pytest.approx(400, abs=5)
     job.write_text(_job(tmp_path, '{ name = "p", block_size = "4k", read_pct = 100, random_pct = 100, oio = 1, '
                                   'rate_iops = 200, arrivals = "poisson" }', runtime=4))
     subprocess.run([fio_path, "--output-format=json", f"--output={out}", str(job)], check=True, timeout=60,
