@@ -70,6 +70,17 @@ def read_series(folder: Path, prefix: str) -> tuple[list[float], dict[str, list[
     return total, hosts
 
 
+def client_plan(hosts: list[HostRun], jobs: list[Path]) -> tuple[list[tuple[str, Path]], str | None]:
+    """(fio --client arguments with their job files, the namespace the client must run in, if one)."""
+    missing = [h.name for h in hosts if h.agent is None]
+    if missing:
+        raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
+    clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
+    # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
+    where = {getattr(h.agent, "client_netns", None) for h in hosts}
+    return clients, (where.pop() if len(where) == 1 else None)
+
+
 def measure(
     fio: Fio,
     cell: Cell,
@@ -101,13 +112,7 @@ def measure(
     if len(hosts) == 1 and hosts[0].agent is None:
         text = fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label)
     else:
-        missing = [h.name for h in hosts if h.agent is None]
-        if missing:
-            raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
-        clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
-        # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
-        where = {getattr(h.agent, "client_netns", None) for h in hosts}
-        netns = where.pop() if len(where) == 1 else None
+        clients, netns = client_plan(hosts, jobs)
         text = fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label,
                                **({"netns": netns} if netns else {}))
     series, by_host = read_series(folder, name)

@@ -30,6 +30,7 @@ from ..plan.expand import Cell
 from ..safepath import inside
 from .fio import Fio
 from .jobfile import render_streams
+from .measure import client_plan
 from .replay import replay_files
 from .measure import HostRun
 from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
@@ -179,13 +180,7 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         if clock() - ticks[-1][0] >= 1.0:
             ticks.append((clock(), tick()))
 
-    missing = [h.name for h in hosts if h.agent is None]
-    if missing:
-        raise ValueError(f"hosts without a fio server in a multi-host cell: {missing}")
-    clients = [(h.agent.client_arg(), job) for h, job in zip(hosts, jobs)]  # type: ignore[union-attr]
-    # agents reached over TCP on a namespace's loopback (guests) need the client in that namespace
-    where = {getattr(h.agent, "client_netns", None) for h in hosts}
-    netns = where.pop() if len(where) == 1 else None
+    clients, netns = client_plan(hosts, jobs)
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
