@@ -116,9 +116,11 @@ def _measure(study, go) -> None:
 
         progress.stop()
         html = write_report(rundir)
+        stop.check()  # a signal swallowed while the report was drawn (at-fork callbacks ignore exceptions)
         print_summary(rundir, out)  # medians with their intervals (% of the baseline), then the findings
         out.print(f"run directory: {rundir.path}  (manifest.json, records.jsonl, series.csv, cells.csv, raw/)")
         out.print(f"report: {html}  (and report.md, figures/, tables/)")
+        stop.check()
 
     study.protect, study.finish = stop.protect, finish
     with stop.installed():

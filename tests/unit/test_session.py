@@ -270,6 +270,25 @@ def test_a_signal_during_teardown_waits_for_it():
     assert stop.exit_code == 143
 
 
+def test_a_signal_swallowed_by_an_at_fork_callback_is_raised_again_by_check():
+    import os
+    import signal
+
+    stop = Stopper()
+    stop.check()  # nothing caught: nothing raised
+    armed = [True]  # at-fork callbacks cannot be unregistered: this one acts once
+    with stop.installed():
+        os.register_at_fork(after_in_parent=lambda: armed and armed.pop() and os.kill(os.getpid(), signal.SIGTERM))
+        pid = os.fork()  # the handler's KeyboardInterrupt is raised inside the at-fork callback: Python ignores it
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert not armed
+        assert stop.signum == signal.SIGTERM
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            stop.check()
+
+
 def test_resume_refuses_when_fio_differs_unless_forced(setup):
     events: list[str] = []
     with pytest.raises(ProtolabError):

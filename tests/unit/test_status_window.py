@@ -277,6 +277,54 @@ def test_a_client_run_places_its_boundaries_afterwards_and_interpolates_telemetr
     assert sorted(run.series_by_host) == sorted(per) and len(run.series) == 2
 
 
+def test_a_client_run_with_storage_traffic_places_its_boundaries_where_the_traffic_reached_their_share(tmp_path):
+    """Bytes on the storage ports are I/Os done: status k is read where the traffic we counted reached the share
+    of the run's I/Os fio had done by k — even when fio's client printed seconds after the last I/O."""
+    plan, cell, streams = _cell(tmp_path, "1s", "2s")
+
+    class Agent:
+        def __init__(self, n):
+            self.n = n
+
+        def client_arg(self):
+            return f"sock:/tmp/fiot/s{self.n}.sock"
+
+    fio, clock = FakeFio(CLIENT, []), Clock()
+    fio.clock = clock
+    per = snapshots(documents(CLIENT))
+    ios_end = sum(v[-1].ios for v in per.values())
+
+    def traffic(t):  # 1,000 bytes per I/O, all of them between 100 s and 104 s, then nothing until the print
+        return 5e6 + 1000 * ios_end * min(1.0, max(0.0, (t - 100.0) / 4.0))
+
+    samples = []
+
+    def tick():
+        samples.append(clock.t)
+        return clock.t
+
+    run = run_window(fio, cell, [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None,
+                                                                                    streams[1:])],
+                     warmup_max_s=1, duration_s=2, warmup_done=WarmupRule(1, False, 3), sample=lambda: None,
+                     tick=tick, interpolate=lambda a, b, t: t, folder=tmp_path / "raw", tag="measure",
+                     label="cell", timeout_margin_s=60, clock=clock, progress=lambda t: (t, traffic(t)))
+    s1, s2 = per["/tmp/fiot/s1.sock:8765"], per["/tmp/fiot/s2.sock:8765"]
+    share = [(s1[k].ios + s2[k].ios) / ios_end for k in (0, 2)]
+    assert run.before == pytest.approx(100.0 + 4.0 * share[0], abs=0.01)
+    assert run.after == pytest.approx(100.0 + 4.0 * share[1], abs=0.01)
+    assert run.after < 104.0 < 106.02 - 1.129  # inside the traffic, not where the print placed it
+
+    # no traffic counted: placed by the client's print, as before
+    fio, clock = FakeFio(CLIENT, []), Clock()
+    fio.clock = clock
+    run = run_window(fio, cell, [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None,
+                                                                                    streams[1:])],
+                     warmup_max_s=1, duration_s=2, warmup_done=WarmupRule(1, False, 3), sample=lambda: None,
+                     tick=lambda: clock.t, interpolate=lambda a, b, t: t, folder=tmp_path / "raw", tag="measure",
+                     label="cell", timeout_margin_s=60, clock=clock, progress=lambda t: None)
+    assert run.after == pytest.approx(106.02 - 1.129)
+
+
 def test_telemetry_is_read_on_the_line_between_two_samples():
     a = Tele(10.0, 5.0, 20.0, {"tgtd": 1.0, "gone": None}, {("s", "eth0"): Counters(1000, 0, 10, 0)},
              {"servers": 2.0}, {("s", "eth0"): False})

@@ -130,6 +130,7 @@ def run_window(
     on_warmup_end: Callable[[], None] = lambda: None,
     socket_dir: Path | None = None,
     clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[Any], tuple[float, float] | None] = lambda sample: None,
 ) -> WindowRun:
     """Warm up until ``warmup_done(series, seconds)`` (called at each second; with no warm-up it says True
     at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``."""
@@ -154,7 +155,7 @@ def run_window(
                     on_status=live)
         return _direct(output, live, warmup_done, duration_s, fio)
     return _client(fio, hosts, jobs, output, live, warmup_done, duration_s, tick, interpolate, socket_dir,
-                   timeout, label, clock)
+                   timeout, label, clock, progress)
 
 
 def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio) -> WindowRun:
@@ -171,7 +172,7 @@ def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio)
 
 
 def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
-            socket_dir, timeout: float, label: str, clock) -> WindowRun:
+            socket_dir, timeout: float, label: str, clock, progress=lambda sample: None) -> WindowRun:
     ticks: list[tuple[float, Any]] = [(clock(), tick())]
     printed = _PrintWatch(output, clock)
 
@@ -203,10 +204,37 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         return ended - max(end - now for v in per.values()
                            for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
 
-    before = live.before if start == -1 else _read(ticks, at(start), interpolate)
-    after = _read(ticks, at(end), interpolate)
+    sample_at = _by_traffic(per, ticks, progress, interpolate) or (lambda i: _read(ticks, at(i), interpolate))
+    before = live.before if start == -1 else sample_at(start)
+    after = sample_at(end)
     live.on_warmup_end()
     return _result(output, per, start, end, before, after, False, fio)
+
+
+def _by_traffic(per: dict[str, list[Snapshot]], ticks: list[tuple[float, Any]],
+                progress: Callable[[Any], tuple[float, float] | None], interpolate) -> Callable[[int], Any] | None:
+    """The telemetry at status i, read where the storage traffic we counted reached the share of the run's I/Os
+    that fio had done by status i (every I/O of one workload moves about the same bytes).
+
+    This needs no clock of fio's: a busy machine delayed fio's client print by 7 s after the last I/O (160
+    jobs' results to gather), which placed a window after the traffic had ended (0 bytes per I/O). None
+    when there is no traffic to go by (no lab interfaces, or none counted). ``progress`` gives a sample's
+    instant and bytes; the instant is the one ``interpolate`` reads the sample at."""
+    marks = [progress(s) for _, s in ticks]
+    ios_end = sum(v[-1].ios for v in per.values())
+    if any(m is None for m in marks) or ios_end <= 0 or marks[-1][1] <= marks[0][1]:  # type: ignore[index]
+        return None
+    b0, b1 = marks[0][1], marks[-1][1]  # type: ignore[index]
+
+    def sample_at(i: int) -> Any:
+        share = sum(v[min(i, len(v) - 1)].ios for v in per.values()) / ios_end
+        target = b0 + share * (b1 - b0)
+        for k, ((ta, ba), (tb, bb)) in enumerate(zip(marks, marks[1:])):  # type: ignore[misc]
+            if bb >= target and bb > ba:
+                return interpolate(ticks[k][1], ticks[k + 1][1], ta + (target - ba) / (bb - ba) * (tb - ta))
+        return ticks[-1][1]
+
+    return sample_at
 
 
 class _PrintWatch:

@@ -156,7 +156,7 @@ class Procedure:
                          sample=window.sample, tick=window.sample, interpolate=window.interpolate,
                          folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
-                         on_warmup_end=warmed, socket_dir=self.testbed.sockets)
+                         on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
         if run.out_of_step_s > 0.5:
             self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "

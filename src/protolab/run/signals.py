@@ -41,6 +41,15 @@ class Stopper:
             for s, h in before.items():
                 signal.signal(s, h)
 
+    def check(self) -> None:
+        """Raise the caught signal again if its KeyboardInterrupt was swallowed.
+
+        Python ignores an exception raised in some callbacks (e.g. ``os.fork``'s at-fork handlers, which the
+        report's drawing workers run): a signal landing there would otherwise be lost and the run end "complete".
+        """
+        if self.signum is not None and not self._protected:
+            raise KeyboardInterrupt(self.name)
+
     def protect(self) -> "_Protected":
         """A block no signal interrupts (its signal is raised after it, if nothing else went wrong)."""
         return _Protected(self)

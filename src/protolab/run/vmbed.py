@@ -84,6 +84,9 @@ class VmWindow(Window):
                 pass
         return super().sample(), threads
 
+    def progress(self, s) -> tuple[float, float] | None:  # type: ignore[override]
+        return super().progress(s[0])
+
     def interpolate(self, a, b, t):  # type: ignore[override]
         """Both parts at instant ``t``: the lab's counters, and the QEMU threads' CPU summed (what delta uses)."""
         from ..telemetry.window import interpolate

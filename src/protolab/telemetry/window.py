@@ -9,7 +9,7 @@ from typing import Callable
 from ..proc import Runner
 from .cgroups import RoleCgroups
 from .cpu import cores_softirq_seconds, machine_cpu_seconds, thread_cpu_seconds, tree_cpu_seconds
-from .net import Counters, read_counters, read_offloads
+from .net import Counters, read_namespaces, read_offloads
 
 
 @dataclass
@@ -43,31 +43,40 @@ class Window:
     clock: Callable[[], float] = time.monotonic
     cgroups: RoleCgroups | None = None
     offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
+    _offloads: dict[tuple[str, str], bool | None] | None = field(default=None, init=False, repr=False)
 
     def sample(self) -> Snapshot:
-        """Read every counter now."""
+        """Read every counter now.
+
+        The counters a window's figures are made of (role and machine CPU, bytes and packets, the servers'
+        CPU) are read first, in a few milliseconds, and the sample's instant is the middle of those reads;
+        per-thread CPU and softirq (the bottleneck's detail) come after: a server with hundreds of threads on
+        a busy machine took seconds to read, which must not stretch the instant the counters stand for.
+        """
         t0 = self.clock()
         roles = self.cgroups.read() if self.cgroups is not None else {}
-        waits = self.cgroups.cpu_wait() if self.cgroups is not None else {}
         busy, total = machine_cpu_seconds()
+        seen = read_namespaces(self.runner, sorted({ns for ns, _ in self.interfaces}))
+        counters = {(ns, ifname): seen[ns][ifname] for ns, ifname in self.interfaces if ifname in seen[ns]}
         servers = {name: tree_cpu_seconds(pid) for name, pid in self.server_pids.items()}
+        t = (t0 + self.clock()) / 2
+        waits = self.cgroups.cpu_wait() if self.cgroups is not None else {}
         threads = {name: thread_cpu_seconds(pid) for name, pid in self.server_pids.items()}
         try:
             softirq = cores_softirq_seconds()
         except OSError:
             softirq = []
-        counters: dict[tuple[str, str], Counters] = {}
-        for ns in sorted({ns for ns, _ in self.interfaces}):
-            seen = read_counters(self.runner, ns)
-            for n, ifname in self.interfaces:
-                if n == ns and ifname in seen:
-                    counters[(ns, ifname)] = seen[ifname]
-        # the counters were read over the time `ip` took in each namespace (tens of ms, more on a busy machine):
-        # they stand for the middle of it
-        t = (t0 + self.clock()) / 2
+        if self._offloads is None:  # a link's offloads change only between cells: read once per window
+            ports = self.interfaces if self.offload_ports is None else self.offload_ports
+            self._offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
+        return Snapshot(t, busy, total, servers, counters, roles, dict(self._offloads), threads, softirq, waits)
+
+    def progress(self, s: Snapshot) -> tuple[float, float] | None:
+        """(instant, bytes the storage ports — every interface without them — had carried) at ``s``; None
+        without any."""
         ports = self.interfaces if self.offload_ports is None else self.offload_ports
-        offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
-        return Snapshot(t, busy, total, servers, counters, roles, offloads, threads, softirq, waits)
+        counted = [s.interfaces[p] for p in ports if p in s.interfaces]
+        return (s.t, float(sum(c.rx_bytes + c.tx_bytes for c in counted))) if counted else None
 
     def interpolate(self, a: Snapshot, b: Snapshot, t: float) -> Snapshot:
         """The counters at instant ``t`` between two of this window's samples (see ``interpolate``)."""
