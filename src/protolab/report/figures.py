@@ -206,34 +206,102 @@ def _warm() -> None:
 class Drawer:
     """Two worker processes for drawing, forked before the report's data is read (so they are small and
     need not import protolab again) and importing matplotlib while this process reads the run; `start`
-    hands them the charts."""
+    hands them the charts.
+
+    Each worker is one forked process with one pipe, and nothing replaces a worker that ends:
+    multiprocessing.Pool's worker handler re-forked workers from its thread while `terminate` ran,
+    and such a late child, forked while other threads held locks, hung on a lock for ever after its
+    parent had gone (seen in CI). A worker ends when its pipe closes, so no worker outlives this process.
+    """
 
     def __init__(self) -> None:
-        self.pool = None
+        self.workers: list[tuple[Any, Any]] = []  # (process, this end of its pipe)
         if (os.cpu_count() or 1) > 1:
             import multiprocessing as mp
 
+            ctx = mp.get_context("fork")
             try:
-                self.pool = mp.get_context("fork").Pool(2, initializer=_warm)
+                for _ in range(2):
+                    ours, theirs = ctx.Pipe()
+                    others = [o for _, o in self.workers] + [ours]  # the child closes every parent's end
+                    p = ctx.Process(target=_serve, args=(theirs, others), daemon=True, name="protolab-draw")
+                    p.start()
+                    theirs.close()
+                    self.workers.append((p, ours))
             except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
-                self.pool = None
+                self.close()
 
     def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
               png: bool = True) -> Any:
         """Start drawing every chart; returns a function that waits and gives {id: Drawn}."""
         jobs = [(c, folder, configurations, png) for c in charts]
-        if self.pool is not None and len(jobs) > 1:
-            pending = self.pool.map_async(_draw_args, jobs, chunksize=1)
-            return lambda: {d.id: d for d in pending.get()}
-        done = {d.id: d for d in map(_draw_args, jobs)}
-        return lambda: done
+        if len(self.workers) < 2 or len(jobs) < 2:
+            done = {d.id: d for d in map(_draw_args, jobs)}
+            return lambda: done
+        parts = [jobs[0::2], jobs[1::2]]
+        sent = []
+        for (_, conn), part in zip(self.workers, parts):
+            try:
+                conn.send(part)
+                sent.append(True)
+            except (OSError, ValueError):  # the worker is gone
+                sent.append(False)
+
+        def wait() -> dict[str, Drawn]:
+            out: dict[str, Drawn] = {}
+            for (_, conn), part, ok in zip(self.workers, parts, sent):
+                try:
+                    got = conn.recv() if ok else None
+                except (EOFError, OSError):
+                    got = None
+                if got is None:  # the worker died: its charts are drawn here
+                    got = [_draw_args(j) for j in part]
+                if isinstance(got, str):
+                    from ..errors import ToolError
+
+                    raise ToolError(f"drawing the report's charts failed: {got}")
+                out.update({d.id: d for d in got})
+            return out
+
+        return wait
 
     def close(self) -> None:
         """Stop the workers (also when drawing failed)."""
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
+        for _, conn in self.workers:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        for p, _ in self.workers:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        self.workers = []
+
+
+def _serve(conn, parents_ends) -> None:
+    """A drawing worker: lists of charts in, lists of Drawn (or an error's one line) out, until the pipe closes."""
+    import signal
+
+    for end in parents_ends:
+        end.close()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's handlers: the parent stops us
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    _warm()
+    while True:
+        try:
+            jobs = conn.recv()
+        except (EOFError, OSError):
+            return
+        if jobs is None:
+            return
+        try:
+            conn.send([_draw_args(j) for j in jobs])
+        except Exception as e:  # noqa: BLE001 — the parent raises it, in one line
+            conn.send(f"{type(e).__name__}: {e}")
 
 
 def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,

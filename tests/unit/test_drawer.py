@@ -1,0 +1,76 @@
+"""The report's two drawing workers: charts drawn there equal charts drawn here, and no worker outlives its use."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from protolab.report.figures import Drawer, draw
+from protolab.report.tables import Chart, Series
+
+
+def _charts(n: int) -> list[Chart]:
+    return [Chart(id=f"c{i}", kind="relative", section="s", workload="w", title=f"chart {i}", note="a = 100",
+                  ylabel="% of a", x=["1×1", "1×4"], series=[Series("a", [100.0, 100.0]), Series("b", [50.0 + i, 80.0])],
+                  table=[]) for i in range(n)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone too
+        return open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_draw_what_this_process_draws_and_end_on_close():
+    charts = _charts(5)
+    drawer = Drawer()
+    pids = [p.pid for p, _ in drawer.workers]
+    assert len(pids) == (2 if (os.cpu_count() or 1) > 1 else 0)
+    try:
+        got = drawer.start(charts, None, ["a", "b"], png=False)()
+    finally:
+        drawer.close()
+    assert sorted(got) == [c.id for c in charts]
+    for c in charts:
+        assert got[c.id].svg == draw(c, None, ["a", "b"], False).svg
+    assert not drawer.workers and not any(_alive(p) for p in pids)
+
+
+def test_a_worker_that_dies_has_its_charts_drawn_here_and_none_is_left():
+    drawer = Drawer()
+    if len(drawer.workers) < 2:
+        drawer.close()
+        return
+    dead, _ = drawer.workers[0]
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.join(5)
+    try:
+        got = drawer.start(_charts(4), None, ["a", "b"], png=False)()
+    finally:
+        drawer.close()
+    assert sorted(got) == ["c0", "c1", "c2", "c3"]
+
+
+def test_workers_end_when_their_parent_is_gone():
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:  # a report process that dies without closing its drawer
+        os.close(r)
+        d = Drawer()
+        os.write(w, (",".join(str(p.pid) for p, _ in d.workers) + "\n").encode())
+        os._exit(0)
+    os.close(w)
+    line = os.read(r, 100).decode().strip()
+    os.close(r)
+    os.waitpid(child, 0)
+    pids = [int(x) for x in line.split(",") if x]
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids), pids
