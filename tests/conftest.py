@@ -15,11 +15,22 @@ PROTOLAB = [sys.executable, "-m", "protolab.cli"]
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None):
-    """Run `protolab ARGS` as a user would; returns the CompletedProcess (text)."""
-    return subprocess.run(
-        [*PROTOLAB, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
+    """Run `protolab ARGS` as a user would; returns the CompletedProcess (text). On timeout its whole process
+    group is killed (nothing it started may outlive the test) and TimeoutExpired is raised."""
+    import signal
+
+    p = subprocess.Popen([*PROTOLAB, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "COLUMNS": "200", **(env or {})}, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 @pytest.fixture

@@ -125,6 +125,9 @@ class FakeTestbed(_Testbed):
 
             def interpolate(self_, a, b, t):
                 return None
+
+            def progress(self_, s):
+                return None
         return W()
 
 
