@@ -74,3 +74,27 @@ def test_workers_end_when_their_parent_is_gone():
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids), pids
+
+
+def test_a_signal_while_the_workers_are_forked_is_handled_after_the_fork_and_no_worker_is_left():
+    """A SIGTERM landing in os.fork's at-fork callbacks was ignored by Python (its traceback printed, the run went
+    on); it is held while the workers are forked, then raised where the run can handle it."""
+    from protolab.run.signals import Stopper
+
+    if (os.cpu_count() or 1) < 2:
+        return  # one core: no workers are forked
+    armed = [True]  # at-fork callbacks cannot be unregistered: this one acts once
+    os.register_at_fork(after_in_parent=lambda: armed and armed.pop() and os.kill(os.getpid(), signal.SIGTERM))
+    stop = Stopper()
+    with stop.installed():
+        import pytest
+
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            Drawer()
+    assert not armed
+    import multiprocessing as mp
+
+    deadline = time.monotonic() + 10
+    while mp.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not mp.active_children()

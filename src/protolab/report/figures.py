@@ -203,6 +203,10 @@ def _warm() -> None:
     import matplotlib.figure  # noqa: F401
 
 
+#: The signals that stop a run (run.signals.Stopper); held while the drawing workers are forked.
+STOP_SIGNALS = {2, 15, 1}  # SIGINT, SIGTERM, SIGHUP
+
+
 class Drawer:
     """Two worker processes for drawing, forked before the report's data is read (so they are small and
     need not import protolab again) and importing matplotlib while this process reads the run; `start`
@@ -219,17 +223,29 @@ class Drawer:
         if (os.cpu_count() or 1) > 1:
             import multiprocessing as mp
 
+            import signal
+
             ctx = mp.get_context("fork")
+            # a signal must not land in os.fork's at-fork callbacks, where Python ignores the handler's
+            # KeyboardInterrupt (printing its traceback): it waits, blocked, until both workers exist
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
             try:
-                for _ in range(2):
-                    ours, theirs = ctx.Pipe()
-                    others = [o for _, o in self.workers] + [ours]  # the child closes every parent's end
-                    p = ctx.Process(target=_serve, args=(theirs, others), daemon=True, name="protolab-draw")
-                    p.start()
-                    theirs.close()
-                    self.workers.append((p, ours))
+                try:
+                    for _ in range(2):
+                        ours, theirs = ctx.Pipe()
+                        others = [o for _, o in self.workers] + [ours]  # the child closes every parent's end
+                        p = ctx.Process(target=_serve, args=(theirs, others, held), daemon=True,
+                                        name="protolab-draw")
+                        p.start()
+                        theirs.close()
+                        self.workers.append((p, ours))
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
             except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
                 self.close()
+            except BaseException:
+                self.close()
+                raise
 
     def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
               png: bool = True) -> Any:
@@ -281,7 +297,7 @@ class Drawer:
         self.workers = []
 
 
-def _serve(conn, parents_ends) -> None:
+def _serve(conn, parents_ends, mask) -> None:
     """A drawing worker: lists of charts in, lists of Drawn (or an error's one line) out, until the pipe closes."""
     import signal
 
@@ -290,6 +306,7 @@ def _serve(conn, parents_ends) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's handlers: the parent stops us
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     _warm()
     while True:
         try:
