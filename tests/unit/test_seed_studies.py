@@ -90,10 +90,13 @@ def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
     d.plan, d.manifest, d.bottlenecks = plan, {"provenance": {"cpus": 2}}, {}
     d.findings = [Finding("pair", "vmtn-max-read: MTU 9000 (nfs-9000) against MTU 1500 (nfs-1500): 3.1 % "
                                   "(1.0–5.0 %) more IOPS.", "iops", "vmtn-max-read", ("nfs-1500", "nfs-9000")),
-                  Finding("difference", "vmtn-max-50read: nfs-1500 had 40 % fewer IOPS.", "iops,lat_mean_us"),
+                  Finding("difference", "vmtn-max-50read: nfs-1500 had 40 % fewer IOPS.", "iops,lat_mean_us",
+                          "vmtn-max-50read"),
                   Finding("pair", "packets", "packets_per_io")]
+    d.findings.append(Finding("difference", "vmtn-max-read: nfs-1500 had 5 % fewer IOPS.", "iops", "vmtn-max-read"))
     items = seed_items(d)
-    assert [len(i.measured) for i in items] == [1, 1]  # MTU pairs for the jumbo finding, baseline for iSCSI vs NFS
+    # MTU pairs for the jumbo finding; for iSCSI against NFS the baseline's sentences on Max Throughput-50%Read only
+    assert [len(i.measured) for i in items] == [1, 1]
     assert "3.1 %" in items[0].measured[0] and "40 %" in items[1].measured[0]
     md = "\n".join(seed_lines(d))
     assert "## The seed beside the measurement" in md and "NFS gained 0-3 %" in md
@@ -114,3 +117,14 @@ def test_readme_seed_and_fill_examples_are_valid():
     plan = load_plan_text(head + block + tail, source="README seed")
     assert plan.seed_findings[0].metric == "iops" and plan.method.fill.levels == [10, 25, 50, 100]
     assert "# fill = { levels = [10, 25, 50, 100] }" in readme  # the main example keeps prepare = true
+
+
+def test_a_seed_finding_naming_an_unknown_workload_is_refused_in_one_line():
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+
+    text = builtin_studies()["jumbo-vmtn"].replace('workloads = ["vmtn-max-50read"]', 'workloads = ["vmtn-max50"]')
+    with pytest.raises(PlanError) as e:
+        load_plan_text(text, source="j.toml", scale="quick")
+    msg = str(e.value)
+    assert "seed_findings: workload(s) vmtn-max50 are not in the plan" in msg and "\n" not in msg

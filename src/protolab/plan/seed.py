@@ -35,6 +35,8 @@ class SeedFinding(BaseModel):
         default="iops", description="the measured figure (or figures) set beside it")
     compare: Literal["baseline", "mtu", "fill"] = Field(
         default="baseline", description="which sentences answer it: against the baseline, MTU pairs, fill levels")
+    workloads: list[str] = Field(default_factory=list, max_length=100,
+                                 description="only the sentences about these workloads (default: every workload)")
     here: _Text = Field(default="", max_length=2000,
                         description="why this machine may not reproduce it (the report adds its bottleneck analysis)")
 

@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: How each stage dimension's value reads in a label ("fill 25 %").
 STAGE_UNITS = {"fill": "%"}
+#: What a stage dimension's axis shows, in the report's words.
+STAGE_AXES = {"fill": "fill level (% of each target written)"}
 #: Fill levels end on whole MiB, as stream regions start on them (plan.preflight.ALIGN).
 MIB = 1024**2
 

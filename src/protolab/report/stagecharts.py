@@ -13,7 +13,7 @@ from ..analysis.batch import compare_many
 from ..analysis.findings import Finding, pct
 from ..analysis.stages import unfold
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
-from ..plan.stages import stage_label
+from ..plan.stages import STAGE_AXES, stage_label
 from .tables import Chart, ReportData, Series, is_closed_loop, slug
 
 _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
@@ -51,6 +51,8 @@ def stage_charts(data: ReportData) -> list[Chart]:
     if not steps:
         return []
     x = list(steps.values())
+    dims = list(dict.fromkeys(k for r in data.records for k in r.dimensions))
+    axis = " and ".join(STAGE_AXES.get(d, d) for d in dims)
     charts = []
     for w in data.workloads:
         lines = _lines(data, w)
@@ -74,7 +76,7 @@ def stage_charts(data: ReportData) -> list[Chart]:
                                           "configuration": c, "repeats": at[k].repeats,
                                           f"median {metric}": at[k].values.get(metric)})
             if series:
-                charts.append(Chart(slug("stage", metric, w), "stage", "stages", w, f"{w} — {title} against {x[0].split()[0]}",
+                charts.append(Chart(slug("stage", metric, w), "stage", "stages", w, f"{w} — {title} against the {axis}",
                                     "each point: the median of its repeats; the data is not restored between steps",
                                     ylabel, x, series, table))
     return charts
@@ -101,7 +103,7 @@ def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02
                                           alpha=alpha, noise=noise)):
         head = f"{w}: {c} at {load}, IOPS at {steps[last]} against {steps[first]}:"
         if v.verdict == NOT_TESTED:
-            text = f"{head} not tested ({v.n_min} repeats; {MIN_REPEATS} needed)."
+            text = f"{head} not tested ({v.n_min} repeat{'s' if v.n_min != 1 else ''}; {MIN_REPEATS} needed)."
         elif v.verdict == HIGHER:
             text = (f"{head} {pct(100 * (v.ratio - 1))} % ({pct(100 * (v.ci_low - 1))}–{pct(100 * (v.ci_high - 1))} %) "
                     f"more ({v.interval_name}; corrected p = {v.p_adjusted:.2g}).")
