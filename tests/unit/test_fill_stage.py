@@ -165,3 +165,20 @@ def test_validate_shows_the_fill_and_its_cells(tmp_path):
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "36" in p.stdout and "fill to 25, 50, 100 %" in p.stdout
+
+
+def test_a_fill_level_sentence_names_the_change_with_its_interval():
+    from types import SimpleNamespace as NS
+
+    from protolab.analysis.stages import STRIDE
+    from protolab.report.stagecharts import stage_findings
+
+    recs = [NS(dimensions={"fill": lv}, load_index=k * STRIDE) for k, lv in enumerate((10, 100))]
+    rows = [NS(workload="w", configuration="a", load_index=0, load_label="fill 10 % · 1×1×1=1",
+               samples={"iops": [1000.0, 1010.0, 990.0, 1005.0]}),
+            NS(workload="w", configuration="a", load_index=STRIDE, load_label="fill 100 % · 1×1×1=1",
+               samples={"iops": [700.0, 707.0, 693.0, 702.0]})]
+    [f] = stage_findings(NS(records=recs, rows=rows, workloads=["w"]))
+    assert f.kind == "stage" and f.metric == "iops"
+    assert f.text.startswith("w: a at 1×1×1=1, IOPS at fill 100 % against fill 10 %: 30 % (")
+    assert "fewer (95 % CI; corrected p = " in f.text

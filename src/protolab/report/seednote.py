@@ -35,8 +35,8 @@ def seed_items(data: ReportData) -> list[SeedItem]:
         return []
     out = []
     for s in data.plan.seed_findings:
-        said = [f.text for f in data.findings if f.kind in _KINDS[s.compare] and set(s.metrics) & set(f.metric.split(","))
-                and (not s.workloads or f.workload in s.workloads)]
+        said = [f.text for f in data.findings if f.kind in _KINDS[s.compare]
+                and set(s.metrics) & set(f.metric.split(",")) and (not s.workloads or f.workload in s.workloads)]
         out.append(SeedItem(s.said, said, s.here))
     return out
 

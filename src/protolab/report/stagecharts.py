@@ -76,7 +76,8 @@ def stage_charts(data: ReportData) -> list[Chart]:
                                           "configuration": c, "repeats": at[k].repeats,
                                           f"median {metric}": at[k].values.get(metric)})
             if series:
-                charts.append(Chart(slug("stage", metric, w), "stage", "stages", w, f"{w} — {title} against the {axis}",
+                charts.append(Chart(slug("stage", metric, w), "stage", "stages", w,
+                                    f"{w} — {title} against the {axis}",
                                     "each point: the median of its repeats; the data is not restored between steps",
                                     ylabel, x, series, table))
     return charts
@@ -104,12 +105,12 @@ def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02
         head = f"{w}: {c} at {load}, IOPS at {steps[last]} against {steps[first]}:"
         if v.verdict == NOT_TESTED:
             text = f"{head} not tested ({v.n_min} repeat{'s' if v.n_min != 1 else ''}; {MIN_REPEATS} needed)."
-        elif v.verdict == HIGHER:
-            text = (f"{head} {pct(100 * (v.ratio - 1))} % ({pct(100 * (v.ci_low - 1))}–{pct(100 * (v.ci_high - 1))} %) "
-                    f"more ({v.interval_name}; corrected p = {v.p_adjusted:.2g}).")
-        elif v.verdict == LOWER:
-            text = (f"{head} {pct(100 * (1 - v.ratio))} % ({pct(100 * (1 - v.ci_high))}–{pct(100 * (1 - v.ci_low))} %) "
-                    f"fewer ({v.interval_name}; corrected p = {v.p_adjusted:.2g}).")
+        elif v.verdict in (HIGHER, LOWER):
+            up = v.verdict == HIGHER
+            mid, lo, hi = ((v.ratio - 1, v.ci_low - 1, v.ci_high - 1) if up else
+                           (1 - v.ratio, 1 - v.ci_high, 1 - v.ci_low))
+            text = (f"{head} {pct(100 * mid)} % ({pct(100 * lo)}–{pct(100 * hi)} %) {'more' if up else 'fewer'} "
+                    f"({v.interval_name}; corrected p = {v.p_adjusted:.2g}).")
         else:
             text = f"{head} no clear difference ({v.reason})."
         out.append(Finding("stage", text, "iops", w, (c,)))
