@@ -25,6 +25,11 @@ PLAN = f"""
 name = "fill-lab"
 baseline = "local"
 workloads = ["tr3808-4k"]
+seed = "S4 EMC: performance against fill level"
+[[seed_findings]]
+said = "IOPS fell as the LUNs filled."
+compare = "fill"
+here = "a 64 MiB export on a loop device"
 [lab]
 prefix = "{PREFIX}"
 pool_size = "512M"
@@ -93,4 +98,9 @@ def test_fill_levels_write_each_new_part_once_and_cells_carry_the_level(workdir,
     assert "fill 25 % · 1×2×4=8" in md and "fill 100 % · 1×2×4=8" in md
     table = list(csv.DictReader((run / "tables" / "stage-iops-tr3808-4k.csv").open()))
     assert [r["stage"] for r in table if r["configuration"] == "iscsi"] == ["fill 25 %", "fill 50 %", "fill 100 %"]
-    assert "Against the stage" in (run / "report.html").read_text()
+    html = (run / "report.html").read_text()
+    assert "Against the stage" in html and "The seed beside the measurement" in html
+    # the seed's finding beside the fill sentences (one repeat a side: not tested), in both reports
+    assert "IOPS fell as the LUNs filled." in md and html.count("IOPS at fill 100 % against fill 25 %") == 4
+    seed = md.split("## The seed beside the measurement")[1]
+    assert seed.count("IOPS at fill 100 % against fill 25 %: not tested (1 repeat; 3 needed)") == 2

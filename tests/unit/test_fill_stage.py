@@ -182,3 +182,25 @@ def test_a_fill_level_sentence_names_the_change_with_its_interval():
     assert f.kind == "stage" and f.metric == "iops"
     assert f.text.startswith("w: a at 1×1×1=1, IOPS at fill 100 % against fill 10 %: 30 % (")
     assert "fewer (95 % CI; corrected p = " in f.text
+
+
+def test_a_fill_on_a_file_that_holds_data_needs_the_opt_in(tmp_path):
+    from protolab.errors import TargetError
+
+    data = tmp_path / "data.dat"
+    data.write_bytes(b"the user's data" * 100)
+    text = FILL.format(dir=tmp_path)
+    plan = _plan(text)
+    events: list[str] = []
+    fio = FakeFio(events)
+    with pytest.raises(TargetError) as e:
+        Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+              testbed=FakeTestbed(plan, fio, events)).run()
+    assert "is a non-empty file protolab did not create" in str(e.value) and "allow_overwrite = true" in str(e.value)
+    assert events == [] and data.read_bytes() == b"the user's data" * 100  # nothing ran, nothing written
+    assert not (tmp_path / "r").exists()
+    allowed = text.replace('url = "', 'allow_overwrite = true\nurl = "')
+    plan = _plan(allowed)
+    rd = Study(plan, allowed, "fake.toml", results_root=tmp_path / "r", fio=fio,
+               testbed=FakeTestbed(plan, fio, events)).run()
+    assert [s["level"] for s in rd.manifest()["stages"]] == [25, 50, 100]
