@@ -55,7 +55,7 @@ levels = [25, 50, 100]
 @pytest.fixture
 def workdir():
     need_root_and_tools()
-    w = LABTEST_ROOT / "fill-stage"
+    w = LABTEST_ROOT / f"{PREFIX}-fill-stage"
     shutil.rmtree(w, ignore_errors=True)
     yield w
     left = leftovers(PREFIX)
