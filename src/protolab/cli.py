@@ -216,6 +216,7 @@ def validate(
         print(json.dumps({"plan": str(plan), "name": p.name, "valid": True, "scale": p.scale,
                           "configurations": len(p.configurations), "workloads": len(p.workloads),
                           "load_points": len(p.load_points),
+                          "fill_levels": m.fill.levels if m.fill is not None else None,
                           "repeats": m.repeats if isinstance(m.repeats, int) else m.repeats.model_dump(),
                           "cells": len(cells), "cells_max": len(cells) // m.min_repeats * m.max_repeats,
                           "measurement_s": len(cells) * (m.warmup + m.duration),
@@ -225,8 +226,10 @@ def validate(
     for w in warnings:
         err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
-              f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {_repeats(m)} "
-              f"= {_cells(m, len(cells))}, about {_minutes(m, len(cells))} min of measurement")
+              f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {_repeats(m)}"
+              f"{f' × {len(m.fill.levels)} fill levels' if m.fill is not None else ''} "
+              f"= {_cells(m, len(cells))}, about {_minutes(m, len(cells))} min of measurement"
+              f"{f'; {m.fill.summary()}' if m.fill is not None else ''}")
 
 
 def _repeats(m) -> str:

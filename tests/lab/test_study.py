@@ -53,7 +53,8 @@ def config(name: str, target: str, extra: str = "") -> str:
 @pytest.fixture
 def workdir(request):
     need_root_and_tools()
-    w = LABTEST_ROOT / f"study-{request.node.name[:30]}"
+    # the prefix in the name: two sessions running the same test must not share (and remove) one workdir
+    w = LABTEST_ROOT / f"{PREFIX}-study-{request.node.name[:30]}"
     shutil.rmtree(w, ignore_errors=True)
     yield w
     left = leftovers(PREFIX)

@@ -27,7 +27,8 @@ FIO_ENGINES = ["sync", "psync", "vsync", "pvsync", "pvsync2", "null", "posixaio"
 def _seeds() -> list[dict]:
     texts = list(builtin_studies().values())
     readme = (ROOT / "README.md").read_text()
-    texts += [t for t in re.findall(r"```toml\n(.*?)```", readme, re.S) if "baseline" in t]
+    # the README's whole plans (they set a baseline), not its fragments
+    texts += [t for t in re.findall(r"```toml\n(.*?)```", readme, re.S) if re.search(r"^baseline\s*=", t, re.M)]
     out = [tomllib.loads(t) for t in texts]
     assert len(out) >= 3
     return out

@@ -8,6 +8,7 @@ from statistics import median
 from typing import Callable, Iterable
 
 from ..results.records import CellRecord
+from .stages import stage_prefix
 
 #: metric name → (how to read it from a record, unit, higher is better)
 METRICS: dict[str, tuple[Callable[[CellRecord], float | None], str, bool]] = {
@@ -34,8 +35,9 @@ class Row:
 
 
 def load_label(r: CellRecord) -> str:
-    """'1×4×4=16': hosts × streams per host × OIO per stream = outstanding I/Os in all."""
-    return f"{r.hosts}×{r.streams_per_host}×{r.oio_per_stream}={r.total_oio}"
+    """'1×4×4=16': hosts × streams per host × OIO per stream = outstanding I/Os in all (after a stage step,
+    when the cell has one: 'fill 25 % · 1×4×4=16')."""
+    return f"{stage_prefix(r)}{r.hosts}×{r.streams_per_host}×{r.oio_per_stream}={r.total_oio}"
 
 
 def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] = METRICS) -> list[Row]:

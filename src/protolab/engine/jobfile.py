@@ -172,3 +172,13 @@ def render_prepare(access: Access) -> str:
         glob["filename"] = access.filename
     return "\n".join(["# protolab: fill the target once before the first cell", *_section("global", glob),
                       *_section("prepare", {})])
+
+
+def render_fill(access: Access, offset: int, size: int, block_size: int, level: int) -> str:
+    """A job that writes ``size`` bytes of the target from ``offset`` sequentially: one fill level's new part."""
+    glob = {"ioengine": access.ioengine, **access.options}
+    glob |= {"rw": "write", "bs": str(block_size), "iodepth": "8", "offset": str(offset), "size": str(size)}
+    if access.filename:
+        glob["filename"] = access.filename
+    return "\n".join([f"# protolab: fill the target to {level} % (bytes {offset} to {offset + size})",
+                      *_section("global", glob), *_section("fill", {})])

@@ -1,6 +1,6 @@
 """Expansion of a plan into its ordered matrix of cells.
 
-Order: for each workload, for each load point, for each repeat, every
+Order: for each stage step (fill level; see plan.stages), for each workload, for each load point, for each repeat, every
 configuration in turn (A B C A B C …), so that drift of the machine over time
 does not masquerade as a difference between configurations.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import Configuration, LoadPoint, Plan, Workload
+from .stages import StageStep, stage_steps
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Cell:
     load_point: LoadPoint
     load_index: int
     repeat: int  # 1-based
+    stage: StageStep | None = None  # the stage step the cell runs at (fill level), when the plan has one
 
     @property
     def oio(self) -> int:
@@ -41,7 +43,8 @@ class Cell:
     def key(self) -> str:
         """A stable, file-name-safe id of the cell (without the repeat)."""
         lp = self.load_point
-        return f"{self.workload.name}__{self.configuration.name}__h{lp.hosts}s{lp.streams}q{self.oio}"
+        stage = f"__{self.stage.key}" if self.stage is not None else ""
+        return f"{self.workload.name}__{self.configuration.name}__h{lp.hosts}s{lp.streams}q{self.oio}{stage}"
 
     @property
     def id(self) -> str:
@@ -55,9 +58,10 @@ def expand(plan: Plan) -> list[Cell]:
     With adaptive repeats these are the first ``min`` repeats; the session adds more (run.schedule).
     """
     cells = []
-    for workload in plan.workloads:
-        for li, lp in enumerate(plan.load_points):
-            for repeat in range(1, plan.method.min_repeats + 1):
-                for config in plan.configurations:
-                    cells.append(Cell(config, workload, lp, li, repeat))
+    for stage in stage_steps(plan.method):  # outermost: a step changes the data, its cells follow it
+        for workload in plan.workloads:
+            for li, lp in enumerate(plan.load_points):
+                for repeat in range(1, plan.method.min_repeats + 1):
+                    for config in plan.configurations:
+                        cells.append(Cell(config, workload, lp, li, repeat, stage))
     return cells

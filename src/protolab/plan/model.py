@@ -13,7 +13,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from . import safety, shape
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
+from .seed import SeedFinding
 from .shape import Bursts, HotZone, Replay, Skew
+from .stages import Fill, stage_steps
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
@@ -261,6 +263,21 @@ class Method(_Model):
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
+    fill: Fill | None = Field(default=None, description="a fill-level stage: { levels = [10, 25, 50, 100] } "
+                              "(% of each target, written sequentially before each level's cells; plan.stages)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("fill") is not None:
+            if data.get("restore") is True:
+                raise ValueError("fill and restore = true cannot go together: a restore before each cell would "
+                                 "undo the fill; remove restore (or the fill levels)")
+            if data.get("prepare") is True:
+                raise ValueError("fill and prepare = true cannot go together: prepare writes each whole target "
+                                 "before the first cell; the fill writes it level by level — remove prepare")
+            data = {**data, "prepare": False}
+        return data
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -297,6 +314,7 @@ class Method(_Model):
         warm = (f"warm-up until steady (SNIA, {self.steady_window}s window, at most {format_duration(self.warmup)})"
                 if self.warmup_until_steady else f"warm-up {format_duration(self.warmup)}")
         extra = ", restore before each cell" if self.restore else ""
+        extra += f"; {self.fill.summary()}" if self.fill is not None else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 
@@ -314,6 +332,8 @@ class Plan(_Model):
     name: str = Field(description=safety.NAME_RULE)
     description: Description = ""
     seed: Description = Field("", description="the study in ../shared/STUDIES.md this plan reproduces (built-ins)")
+    seed_findings: list[SeedFinding] = Field(default_factory=list, max_length=50,
+                                             description="the seed's findings set beside the measurement (plan.seed)")
     baseline: str
     workloads: list[Workload] = Field(min_length=1)
     targets: dict[str, TargetSpec] = Field(default_factory=dict)
@@ -340,10 +360,11 @@ class Plan(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
-        cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
+        cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
+                 * len(stage_steps(self.method)))
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
-                             f"repeats); at most {MAX_CELLS} are allowed: split it into several plans")
+                             f"repeats × stage steps); at most {MAX_CELLS} are allowed: split it into several plans")
         names = [c.name for c in self.configurations]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -359,6 +380,10 @@ class Plan(_Model):
         if self.hosts and most > len(self.hosts):
             raise ValueError(f"a load point asks for {most} hosts but [[hosts]] names {len(self.hosts)}; "
                              "add hosts or lower the load point's hosts")
+        for f in self.seed_findings:
+            if set(f.workloads) - set(wnames):
+                raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(wnames)))} "
+                                 f"are not in the plan; choose from: {', '.join(wnames)}")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"

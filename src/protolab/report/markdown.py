@@ -135,9 +135,11 @@ def report_markdown(data: ReportData) -> str:
     if missing:
         out += ["", f"Not measured in this run: {', '.join(missing)}."]
     out += sessions_lines(data)
+    from .seednote import seed_lines
     from .vmnote import vm_lines
 
     out += vm_lines(data)
+    out += seed_lines(data)
     out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
             "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference; "
             "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "

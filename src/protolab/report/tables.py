@@ -283,6 +283,9 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
     ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
     (a long run's series.csv holds far more than the charts draw).
     """
+    from ..analysis.stages import fold
+
+    records = fold(records)  # a stage step (fill level) is its own cell: folded into the load point
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
     present, absent = measured_metrics(records)
@@ -312,6 +315,10 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
         data.charts.extend(percentile_charts(data, w))
     for w in data.workloads:
         data.charts.extend(series_charts(data, w))
+    from .stagecharts import stage_charts, stage_findings
+
+    data.charts.extend(stage_charts(data))
+    data.findings += stage_findings(data, alpha=alpha, noise=noise)
     ceilings, note = ceiling_charts(data)
     data.charts.extend(ceilings)
     for m in absent:

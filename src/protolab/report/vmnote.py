@@ -1,4 +1,7 @@
-"""The report's section on virtual machines as load hosts: the accelerator and what it means, the CPU split."""
+"""The report's section on virtual machines as load hosts: the accelerator and what it means, the CPU split.
+
+The seed beside the measurement (TR-3916's PVSCSI finding) is the study file's `[[seed_findings]]`, rendered
+for every built-in study by report.seednote."""
 
 from __future__ import annotations
 
@@ -44,10 +47,4 @@ def vm_lines(data: ReportData) -> list[str]:
         out += ["", "Hypervisor CPU per I/O by QEMU thread (medians over every window; µs): vCPU threads run the "
                 "guest, I/O threads emulate the controller and run the storage initiator.", "",
                 "| configuration | vCPU µs/IO | I/O threads µs/IO | guest's own µs/IO |", "|---|---:|---:|---:|", *rows]
-    seed = data.plan.seed if data.plan is not None else ""
-    if seed:
-        base = data.baseline
-        said = [f.text for f in data.findings if "hypervisor CPU" in f.text]
-        out += ["", f"Seed: {seed}. Measured here (relative to {base}): "
-                + (" ".join(said) if said else "no sentence about the hypervisor's CPU could be made.")]
     return out

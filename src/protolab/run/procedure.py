@@ -9,18 +9,20 @@ its telemetry is sampled at the warm-up's end and the window's end.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..analysis.steady import steady_state
-from ..engine.jobfile import layout, render_prepare
+from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
 from ..engine.window import run_window
 from ..engine.parse import parse_fio_json
-from ..engine.targets import create_file
+from ..engine.targets import Access, create_file
 from ..plan.expand import Cell
 from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
+from ..plan.stages import StageStep, filled_bytes
+from ..errors import ToolError
 from ..results.files import now
 from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
@@ -89,6 +91,7 @@ class Procedure:
                  phase: Callable[[str], None]):
         self.plan, self.testbed, self.rundir, self.progress = plan, testbed, rundir, progress
         self.phase = phase  # tells the session (and the manifest) which step runs
+        self.filled: dict[str, int] = {}  # bytes written so far by the fill stage, per distinct target
 
     @property
     def fio(self):
@@ -132,10 +135,56 @@ class Procedure:
             done[name] = round(parse_fio_json(m.json_text).iops, 1)
         return done
 
+    def stage(self, step: StageStep) -> list[dict]:
+        """Change the data for a stage step before its cells (fill: write up to the level); what it did."""
+        if step.dimension == "fill":
+            return self.fill(step.value)
+        raise ValueError(f"unknown stage {step.dimension!r}")  # the plan model admits no other
+
+    def fill(self, level: int) -> list[dict]:
+        """Write every distinct target sequentially from where the last level ended up to ``level`` % of it.
+
+        Nothing is written twice within a session: levels ascend and nothing restores between them. A new
+        session (resume) starts from nothing, since the lab's pool does not outlive its teardown.
+        """
+        fill = self.plan.method.fill
+        assert fill is not None
+        self.phase(f"fill {level} %")
+        done = []
+        for name, c in self.distinct_targets().items():
+            a = self.testbed.data_access(c)
+            start, end = self.filled.get(name, 0), filled_bytes(a.size, level)
+            if end <= start:
+                continue
+            self.progress.note(f"filling {a.describe()} to {level} % ({start:,} to {end:,} bytes)")
+            if a.kind == "file" and a.local_path is not None:
+                create_file(a.local_path, a.size)
+            tag = f"fill{level}__{name}"
+            job = self.rundir.job_path(tag)
+            job.write_text(render_fill(a, start, end - start, fill.block_size, level))
+            started = now()
+            text = self.fio.run_job(job, self.rundir.raw_path(tag), netns=a.netns,
+                                    timeout=max(1800.0, (end - start) / 1e6), label=f"filling the target of {name!r}")
+            result = parse_fio_json(text)
+            if result.errors:
+                raise ToolError(f"filling the target of {name!r} to {level} %: "
+                                f"{'; '.join(result.error_messages[:3]) or 'fio reported an error'}")
+            self.filled[name] = end
+            done.append({"level": level, "target": name, "offset": start, "bytes": end - start,
+                         "written_bytes": result.write.bytes, "capacity": a.size, "mbps": round(result.mbps, 1),
+                         "started": started, "ended": now()})
+        return done
+
+    def _region(self, cell: Cell, a: Access) -> Access:
+        """The part of the target a cell measures on: at a fill level, the filled region only."""
+        if cell.stage is not None and cell.stage.dimension == "fill":
+            return replace(a, size=filled_bytes(a.size, cell.stage.value))
+        return a
+
     def hosts(self, cell: Cell) -> list[HostRun]:
         """Where each host of the cell runs its streams."""
         c = cell.configuration
-        per_host = layout(cell, lambda h, g: self.testbed.access(c, h, g))
+        per_host = layout(cell, lambda h, g: self._region(cell, self.testbed.access(c, h, g)))
         return [run for h, s in enumerate(per_host) for run in self.testbed.host_runs(c, h, len(per_host), s)]
 
     def window(self, cell: Cell, hosts: list[HostRun], window: Window, seq: int) -> tuple[Window_, Warmup]:

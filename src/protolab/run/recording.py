@@ -13,8 +13,11 @@ from .procedure import Window_
 
 def coords(cell: Cell) -> dict[str, str | int]:
     """A cell's named dimensions."""
-    return {"workload": cell.workload.name, "configuration": cell.configuration.name,
-            "load": cell.load_index, "repeat": cell.repeat}
+    out: dict[str, str | int] = {"workload": cell.workload.name, "configuration": cell.configuration.name,
+                                 "load": cell.load_index, "repeat": cell.repeat}
+    if cell.stage is not None:
+        out[cell.stage.dimension] = cell.stage.value
+    return out
 
 
 def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from ..analysis.repeats import next_repeat
 from ..plan.expand import Cell, expand
 from ..plan.model import Plan
 from ..plan.repeats import AdaptiveRepeats
+from ..plan.stages import StageStep, stage_steps
 from ..results.records import CellRecord
 
 
@@ -41,32 +42,36 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
         yield from (Planned(c, f"repeat {c.repeat} of {rule}") for c in cells)
         return
     stops = {} if stops is None else stops
-    for workload in plan.workloads:
-        for li, lp in enumerate(plan.load_points):
-            group = [c for c in cells if c.workload.name == workload.name and c.load_index == li]
-            yield from (Planned(c, f"repeat {c.repeat} of at least {rule.min}") for c in group)
-            while True:
-                values = _iops(stored(), workload.name, li)
-                extra = []
-                for config in plan.configurations:
-                    d = next_repeat(values.get(config.name, []), minimum=rule.min, maximum=rule.max,
-                                    ci_pct=rule.until_ci_pct, agree_pct=rule.until_agree_pct)
-                    key = Cell(config, workload, lp, li, 1).key
-                    if d.more:
-                        n = len(values.get(config.name, []))
-                        extra.append(Planned(Cell(config, workload, lp, li, n + 1), d.reason))
-                        stops.pop(key, None)
-                    else:
-                        stops[key] = d.reason
-                if not extra:
-                    break
-                yield from extra
+    for stage in stage_steps(plan.method):
+        for workload in plan.workloads:
+            for li, lp in enumerate(plan.load_points):
+                group = [c for c in cells if c.workload.name == workload.name and c.load_index == li
+                         and c.stage == stage]
+                yield from (Planned(c, f"repeat {c.repeat} of at least {rule.min}") for c in group)
+                while True:
+                    values = _iops(stored(), workload.name, li, stage)
+                    extra = []
+                    for config in plan.configurations:
+                        d = next_repeat(values.get(config.name, []), minimum=rule.min, maximum=rule.max,
+                                        ci_pct=rule.until_ci_pct, agree_pct=rule.until_agree_pct)
+                        key = Cell(config, workload, lp, li, 1, stage).key
+                        if d.more:
+                            n = len(values.get(config.name, []))
+                            extra.append(Planned(Cell(config, workload, lp, li, n + 1, stage), d.reason))
+                            stops.pop(key, None)
+                        else:
+                            stops[key] = d.reason
+                    if not extra:
+                        break
+                    yield from extra
 
 
-def _iops(records: list[CellRecord], workload: str, load: int) -> dict[str, list[float]]:
-    """IOPS of the stored ok windows at one workload and load point, per configuration, by repeat."""
+def _iops(records: list[CellRecord], workload: str, load: int,
+          stage: StageStep | None = None) -> dict[str, list[float]]:
+    """IOPS of the stored ok windows at one workload, load point and stage step, per configuration, by repeat."""
+    dims = {} if stage is None else {stage.dimension: stage.value}
     out: dict[str, list[tuple[int, float]]] = {}
     for r in records:
-        if r.workload == workload and r.load_index == load and not r.failed and not r.dimensions:
+        if r.workload == workload and r.load_index == load and not r.failed and r.dimensions == dims:
             out.setdefault(r.configuration, []).append((r.repeat, r.result.iops))
     return {k: [v for _, v in sorted(pairs)] for k, pairs in out.items()}

@@ -24,6 +24,7 @@ from ..errors import ProtolabError, ToolError
 from ..plan.expand import Cell, expand
 from ..plan.model import Plan
 from ..plan.preflight import Environment, preflight
+from ..plan.stages import stage_steps
 from ..proc import Runner, SubprocessRunner
 from ..results.files import now, provenance
 from ..results.rundir import RunDir
@@ -81,7 +82,7 @@ class Study:
             "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text,
             "provenance": provenance(fio.version(), fio.engines(), fio.path), "started": now(), "ended": None,
             "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
-            "sessions": [],
+            "sessions": [], "dimensions": list(dict.fromkeys(s.dimension for s in stage_steps(plan.method) if s)),
         })
         return self._session(rundir, testbed)
 
@@ -216,8 +217,15 @@ class Study:
         window = testbed.window()
         seq = int(rundir.manifest().get("last_seq", 0))
         noted = 0
+        stage = None  # the stage step the data is at in this session (a new session starts from nothing)
         for i, item in enumerate(work, 1):
             cell = item.cell
+            if cell.stage is not None and cell.stage != stage:  # change the data before the step's first cell
+                did = proc.stage(cell.stage)
+                if did:
+                    rundir.update_manifest(stages=[*rundir.manifest().get("stages", []),
+                                                   *({**d, "session": session} for d in did)])
+                stage = cell.stage
             if len(stops) != noted:  # a load point's repeating ended: say why while the run goes
                 self._note_stops(rundir, stops)
                 noted = len(stops)

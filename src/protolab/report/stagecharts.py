@@ -1,0 +1,117 @@
+"""The report's stage charts: IOPS and latency against the stage's steps (x = fill level), and their sentences.
+
+The analysis keeps each stage step apart by folding it into the load index (analysis.stages);
+here it is unfolded again: one chart per workload and metric, the steps on the x axis, one
+line per configuration (and load point, when the plan has several). Each sentence compares
+the last step with the first, per configuration and load point, with the report's test
+(ratio of medians, bootstrap interval, Welch on logs, Holm over the family, ±noise band).
+"""
+
+from __future__ import annotations
+
+from ..analysis.batch import compare_many
+from ..analysis.findings import Finding, pct
+from ..analysis.stages import unfold
+from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
+from ..plan.stages import STAGE_AXES, stage_label
+from .tables import Chart, ReportData, Series, is_closed_loop, slug
+
+_METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
+            "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}
+
+
+def _steps(data: ReportData) -> dict[int, str]:
+    """Stage rank → its label ('fill 25 %'), from the records."""
+    out: dict[int, str] = {}
+    for r in data.records:
+        if r.dimensions:
+            rank, _ = unfold(r.load_index)
+            out.setdefault(rank, " · ".join(stage_label(k, v) for k, v in r.dimensions.items()))
+    return dict(sorted(out.items()))
+
+
+def _lines(data: ReportData, workload: str) -> dict[tuple[str, int], dict[int, object]]:
+    """(configuration, plan load index) → stage rank → the report row there."""
+    out: dict[tuple[str, int], dict[int, object]] = {}
+    for r in data.rows:
+        if r.workload != workload:
+            continue
+        rank, li = unfold(r.load_index)
+        out.setdefault((r.configuration, li), {})[rank] = r
+    return out
+
+
+def _plain(label: str) -> str:
+    return label.split(" · ")[-1]
+
+
+def stage_charts(data: ReportData) -> list[Chart]:
+    """Per workload: IOPS and average latency against the stage's steps; [] when the run has no stage."""
+    steps = _steps(data)
+    if not steps:
+        return []
+    x = list(steps.values())
+    dims = list(dict.fromkeys(k for r in data.records for k in r.dimensions))
+    axis = " and ".join(STAGE_AXES.get(d, d) for d in dims)
+    charts = []
+    for w in data.workloads:
+        lines = _lines(data, w)
+        loads = sorted({li for _, li in lines})
+        closed = is_closed_loop(data.plan, w)
+        for metric, (title, ylabel, _, _) in _METRICS.items():
+            if metric == "lat_mean_us" and not closed:
+                title = "average latency"
+            series, table = [], []
+            for c in data.configurations:
+                for li in loads:
+                    at = lines.get((c, li))
+                    if not at:
+                        continue
+                    some = next(iter(at.values()))
+                    name = c if len(loads) == 1 else f"{c} {_plain(some.load_label)}"
+                    series.append(Series(name, [at[k].values.get(metric) if k in at else None for k in steps]))
+                    for k, label in steps.items():
+                        if k in at:
+                            table.append({"workload": w, "stage": label, "load point": _plain(at[k].load_label),
+                                          "configuration": c, "repeats": at[k].repeats,
+                                          f"median {metric}": at[k].values.get(metric)})
+            if series:
+                charts.append(Chart(slug("stage", metric, w), "stage", "stages", w,
+                                    f"{w} — {title} against the {axis}",
+                                    "each point: the median of its repeats; the data is not restored between steps",
+                                    ylabel, x, series, table))
+    return charts
+
+
+def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> list[Finding]:
+    """Per workload, configuration and load point: IOPS at the last stage step against the first, tested."""
+    steps = _steps(data)
+    if len(steps) < 2:
+        return []
+    first, last = min(steps), max(steps)
+    keys, samples = [], []
+    for w in data.workloads:
+        for (c, li), at in _lines(data, w).items():
+            if first in at and last in at:
+                a, b = at[first].samples.get("iops") or [], at[last].samples.get("iops") or []
+                if a and b:
+                    keys.append((w, c, _plain(at[first].load_label)))
+                    samples.append((a, b))
+    if not samples:
+        return []
+    out = []
+    for (w, c, load), v in zip(keys, decide(compare_many(samples, labels=[str(k) for k in keys], noise=noise),
+                                          alpha=alpha, noise=noise)):
+        head = f"{w}: {c} at {load}, IOPS at {steps[last]} against {steps[first]}:"
+        if v.verdict == NOT_TESTED:
+            text = f"{head} not tested ({v.n_min} repeat{'s' if v.n_min != 1 else ''}; {MIN_REPEATS} needed)."
+        elif v.verdict in (HIGHER, LOWER):
+            up = v.verdict == HIGHER
+            mid, lo, hi = ((v.ratio - 1, v.ci_low - 1, v.ci_high - 1) if up else
+                           (1 - v.ratio, 1 - v.ci_high, 1 - v.ci_low))
+            text = (f"{head} {pct(100 * mid)} % ({pct(100 * lo)}–{pct(100 * hi)} %) {'more' if up else 'fewer'} "
+                    f"({v.interval_name}; corrected p = {v.p_adjusted:.2g}).")
+        else:
+            text = f"{head} no clear difference ({v.reason})."
+        out.append(Finding("stage", text, "iops", w, (c,)))
+    return out

@@ -1,0 +1,130 @@
+"""The seeds' built-in studies (tr3808, tr3916-shared, jumbo-vmtn): each loads, validates and expands at both
+scales with the seed's own numbers at full; their lab prefixes are their own; `protolab plans` lists their
+seed and runtime at each scale; the report sets each seed finding beside the measured sentences."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from protolab.analysis.findings import Finding
+from protolab.plan.expand import expand
+from protolab.plan.library import builtin_studies
+from protolab.plan.load import load_builtin
+from protolab.plan.repeats import AdaptiveRepeats
+from protolab.plan.topology import LabSpec
+
+# name → (quick cells, full cells)
+CELLS = {"tr3808": (7 * 2 * 2 * 3, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 * 3, 5 * 2 * 4 * 3),
+         "jumbo-vmtn": (4 * 4 * 1 * 2, 4 * 4 * 1 * 2)}
+
+
+@pytest.mark.parametrize("name", sorted(CELLS))
+def test_each_seed_study_loads_and_expands_at_both_scales(name):
+    quick, _ = load_builtin(name, "quick")
+    full, _ = load_builtin(name, "full")
+    assert (len(expand(quick)), len(expand(full))) == CELLS[name]
+    assert quick.seed and quick.seed_findings and quick.scale == "quick" and full.scale == "full"
+    lab = quick.lab if isinstance(quick.lab, LabSpec) else LabSpec.model_validate(quick.lab)
+    assert lab.hosts >= max(lp.hosts for lp in quick.load_points)
+
+
+def test_full_scales_are_the_seeds_own_numbers():
+    tr3808, _ = load_builtin("tr3808", "full")
+    assert [(lp.hosts, lp.streams, lp.oio) for lp in tr3808.load_points] == [(8, 4, 4), (8, 12, 4), (8, 20, 4)]
+    assert sum(lp.hosts * lp.streams * lp.oio for lp in tr3808.load_points) == 128 + 384 + 640
+    m = tr3808.method
+    assert (m.warmup, m.duration, m.restore, m.initialise.workload, m.initialise.duration) == \
+        (300, 300, True, "tr3808-init", 300)
+    assert {w.name for w in tr3808.workloads} == {"tr3808-4k", "tr3808-8k"} and tr3808.baseline == "direct"
+    policies = {c.path_policy for c in tr3808.configurations}
+    links = {(c.link.get("rate", "1GbE"), c.link.get("mtu", 1500)) for c in tr3808.configurations}
+    assert policies == {"fixed", "round-robin"} and links == {("1GbE", 1500), ("1GbE", 9000), ("10GbE", 1500),
+                                                             ("10GbE", 9000)}
+    shared, _ = load_builtin("tr3916-shared", "full")
+    # two data disks per VM: 2 streams of 1 OIO per VM keep the seed's 64 / 128 / 192 / 256 OIO in all
+    assert [lp.hosts * lp.streams * lp.oio for lp in shared.load_points] == [64, 128, 192, 256]
+    assert (shared.method.warmup, shared.method.duration) == (600, 900)
+    assert {w.name for w in shared.workloads} == {"tr3916-4k", "tr3916-8k"}
+    jumbo, _ = load_builtin("jumbo-vmtn", "full")
+    assert [(lp.hosts, lp.streams, lp.oio) for lp in jumbo.load_points] == [(1, 1, 64)]
+    assert (jumbo.method.warmup, jumbo.method.duration) == (120, 300)
+    r = jumbo.method.repeats
+    assert isinstance(r, AdaptiveRepeats) and (r.min, r.max) == (2, 3) and r.until_agree_pct == 5
+    assert {c.link.get("mtu", 1500) for c in jumbo.configurations} == {1500, 9000}
+    assert len(jumbo.workloads) == 4
+
+
+def test_built_in_lab_prefixes_differ_from_each_other_and_the_tests():
+    prefixes = {}
+    for name, text in builtin_studies().items():
+        lab = tomllib.loads(text).get("lab")
+        if lab is not None:
+            prefixes[name] = lab.get("prefix", "pl")
+    assert len(set(prefixes.values())) == len(prefixes), prefixes
+    # the lab tests' own prefixes (plt…, and the study tests' pls…) must not be the start of a built-in's
+    assert not any(p.startswith(("plt", "pls")) for p in prefixes.values())
+
+
+def test_plans_lists_seed_and_runtime_at_each_scale():
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "plans"], capture_output=True, text=True, timeout=120,
+                       env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    for name in CELLS:
+        line = next(ln for ln in p.stdout.splitlines() if ln.startswith(name + " "))
+        assert "seed: S" in line and "quick ≈" in line and "full ≈" in line
+
+
+def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
+    from protolab.report.seednote import seed_items, seed_lines
+
+    plan, _ = load_builtin("jumbo-vmtn", "quick")
+
+    class Data:  # the fields of ReportData the section reads
+        pass
+
+    d = Data()
+    d.plan, d.manifest, d.bottlenecks = plan, {"provenance": {"cpus": 2}}, {}
+    d.findings = [Finding("pair", "vmtn-max-read: MTU 9000 (nfs-9000) against MTU 1500 (nfs-1500): 3.1 % "
+                                  "(1.0–5.0 %) more IOPS.", "iops", "vmtn-max-read", ("nfs-1500", "nfs-9000")),
+                  Finding("difference", "vmtn-max-50read: nfs-1500 had 40 % fewer IOPS.", "iops,lat_mean_us",
+                          "vmtn-max-50read"),
+                  Finding("pair", "packets", "packets_per_io")]
+    d.findings.append(Finding("difference", "vmtn-max-read: nfs-1500 had 5 % fewer IOPS.", "iops", "vmtn-max-read"))
+    items = seed_items(d)
+    # MTU pairs for the jumbo finding; for iSCSI against NFS the baseline's sentences on Max Throughput-50%Read only
+    assert [len(i.measured) for i in items] == [1, 1]
+    assert "3.1 %" in items[0].measured[0] and "40 %" in items[1].measured[0]
+    md = "\n".join(seed_lines(d))
+    assert "## The seed beside the measurement" in md and "NFS gained 0-3 %" in md
+    assert md.count("**Why this machine may differ:**") == 2
+
+
+def test_readme_seed_and_fill_examples_are_valid():
+    import re
+    from pathlib import Path
+
+    from protolab.plan.load import load_plan_text
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if b.startswith('seed = "S1'))
+    head = 'name = "x"\nbaseline = "a"\nworkloads = ["tr3808-4k"]\n'
+    tail = ('[[configurations]]\nname = "a"\ntarget = "/tmp/a"\n[[load_points]]\nstreams = 1\n[method]\n'
+            'fill = { levels = [10, 25, 50, 100] }\n')
+    plan = load_plan_text(head + block + tail, source="README seed")
+    assert plan.seed_findings[0].metric == "iops" and plan.method.fill.levels == [10, 25, 50, 100]
+    assert "# fill = { levels = [10, 25, 50, 100] }" in readme  # the main example keeps prepare = true
+
+
+def test_a_seed_finding_naming_an_unknown_workload_is_refused_in_one_line():
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+
+    text = builtin_studies()["jumbo-vmtn"].replace('workloads = ["vmtn-max-50read"]', 'workloads = ["vmtn-max50"]')
+    with pytest.raises(PlanError) as e:
+        load_plan_text(text, source="j.toml", scale="quick")
+    msg = str(e.value)
+    assert "seed_findings: workload(s) vmtn-max50 are not in the plan" in msg and "\n" not in msg
