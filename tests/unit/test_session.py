@@ -64,7 +64,7 @@ class FakeFio:
     def engines(self):
         return ENGINES
 
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None):
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
         self.runs += 1
         cell = Path(job).name.split(".")[0]
         if self.interrupt_at is not None and self.runs == self.interrupt_at:

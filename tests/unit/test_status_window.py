@@ -166,7 +166,7 @@ class FakeFio:
     def __init__(self, text, events):
         self.docs, self.events = documents(text), events
 
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None):
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
         self.job = job.read_text()
         with open(output, "w") as f:
             for doc in self.docs:

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from . import safety, shape
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
+from .longrun import Slo, Stage, parse_interval
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .shape import Bursts, HotZone, Replay, Skew
 from .units import format_duration, format_size, parse_duration, parse_size
@@ -251,7 +252,8 @@ class Method(_Model):
     warmup_until_steady: bool = Field(
         default=False, description="end the warm-up as soon as IOPS is steady by the SNIA PTS rule"
     )
-    steady_window: int = Field(default=5, ge=3, le=60, description="seconds in the steady-state window")
+    steady_window: int = Field(default=5, ge=3, le=60, description="intervals (of method.interval seconds) in the "
+                               "steady-state window")
     restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
     initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
     duration: float = Field(default=30.0, ge=1, le=MAX_DURATION_S, description="seconds of the measured window")
@@ -261,6 +263,14 @@ class Method(_Model):
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
+    interval: int = Field(default=1, ge=1, le=3600, description="seconds per series interval (fio's status "
+                          "interval): the warm-up's steps, the steady window's samples and series.csv's rows")
+    slo: Slo | None = Field(default=None, description="a latency objective per interval, e.g. { p95 = \"20ms\" }")
+
+    @field_validator("interval", mode="before")
+    @classmethod
+    def _interval(cls, v: Any) -> int:
+        return parse_interval(v)
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -294,9 +304,11 @@ class Method(_Model):
 
     def summary(self) -> str:
         """One line: 'warm-up 5s, measured 30s, 3 repeats'."""
-        warm = (f"warm-up until steady (SNIA, {self.steady_window}s window, at most {format_duration(self.warmup)})"
+        warm = (f"warm-up until steady (SNIA, {self.steady_window * self.interval}s window, at most {format_duration(self.warmup)})"
                 if self.warmup_until_steady else f"warm-up {format_duration(self.warmup)}")
         extra = ", restore before each cell" if self.restore else ""
+        extra += f", series every {format_duration(self.interval)}" if self.interval != 1 else ""
+        extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 
@@ -320,6 +332,7 @@ class Plan(_Model):
     configurations: list[Configuration] = Field(min_length=1)
     load_points: list[LoadPoint] = Field(min_length=1)
     method: Method = Method()
+    stage: Stage | None = Field(default=None, description="[stage.age]: age the data (plan.longrun)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
@@ -341,6 +354,7 @@ class Plan(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
         cells = len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
+        cells *= self.age_steps
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats); at most {MAX_CELLS} are allowed: split it into several plans")
@@ -359,6 +373,9 @@ class Plan(_Model):
         if self.hosts and most > len(self.hosts):
             raise ValueError(f"a load point asks for {most} hosts but [[hosts]] names {len(self.hosts)}; "
                              "add hosts or lower the load point's hosts")
+        if self.age_steps > 1 and isinstance(self.method.repeats, AdaptiveRepeats):
+            raise ValueError("stage.age with adaptive repeats: an aging sequence is one long measurement; "
+                             "give method.repeats a number")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"
@@ -376,6 +393,11 @@ class Plan(_Model):
         if config.target in self.targets:
             return self.targets[config.target]
         return TargetSpec(url=config.target)
+
+    @property
+    def age_steps(self) -> int:
+        """Cells per aging sequence (1 without [stage.age])."""
+        return self.stage.age.steps if self.stage is not None and self.stage.age is not None else 1
 
     def uses_lab(self) -> bool:
         """True when any configuration targets a lab export."""
