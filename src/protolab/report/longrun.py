@@ -55,8 +55,8 @@ class LongRun:
         parts = [f"IOPS steady from {_span(self.onset)} (SNIA rule over {window} intervals)" if self.onset is not None
                  else f"IOPS never steady by the SNIA rule over {window} intervals"]
         if self.trend is not None:
-            parts.append(f"IOPS {'change ' if self.trend.clear else ''}{self.trend.sentence()} (95 % interval "
-                         f"from the means of {self.trend.blocks} consecutive blocks)")
+            parts.append(f"IOPS{' change ' if self.trend.clear else ': '}{self.trend.sentence()}, 95 % interval "
+                         f"by batch means of {self.trend.blocks} blocks")
         else:
             parts.append("too few intervals to estimate a change over time")
         if self.slo is not None:

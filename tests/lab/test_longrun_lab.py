@@ -1,0 +1,93 @@
+"""The aging stage on the real lab: random writes on a copy-on-write export (lab.cow) for 30 s in steps of 10 s,
+no restore between them; cells.csv has a row per step, series.csv one continuous time axis, the report the slope."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+
+import pytest
+from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
+
+from protolab.lab import down_all
+from protolab.plan.load import load_plan_text
+from protolab.results.rundir import RunDir
+from protolab.run import Study
+
+pytestmark = pytest.mark.lab
+# its own prefix (PROTOLAB_TEST_LAB_PREFIX + "a" when set, so parallel sessions never share one)
+PREFIX = (os.environ.get("PROTOLAB_TEST_LAB_PREFIX", "")[:5] + "a") if os.environ.get("PROTOLAB_TEST_LAB_PREFIX") \
+    else "pla"
+
+PLAN = f"""
+name = "aging"
+baseline = "nbd"
+workloads = [{{ name = "randwrite", block_size = "4k", read_pct = 0, random_pct = 100, oio = 4 }}]
+[lab]
+prefix = "{PREFIX}"
+pool_size = "1G"
+export_size = "128M"
+cow = true
+[[configurations]]
+name = "nbd"
+target = "lab:nbd"
+[[load_points]]
+streams = 1
+[method]
+warmup = "2s"
+repeats = 1
+data_size = "64M"
+interval = "1s"
+slo = {{ p95 = "50ms" }}
+[stage.age]
+duration = "30s"
+every = "10s"
+"""
+
+
+@pytest.fixture
+def workdir(request):
+    need_root_and_tools()
+    w = LABTEST_ROOT / f"{PREFIX}-aging-{request.node.name[:30]}"
+    shutil.rmtree(w, ignore_errors=True)
+    try:
+        yield w
+    finally:
+        left = leftovers(PREFIX)
+        if left:
+            down_all(PREFIX, workdirs=[w])
+            pytest.fail(f"the aging study left behind: {', '.join(left)}")
+        shutil.rmtree(w, ignore_errors=True)
+
+
+def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):
+    from protolab.report.commands import write_report
+
+    study = Study(load_plan_text(PLAN), PLAN, "test", results_root=tmp_path / "results", lab_workdir=workdir)
+    rd = study.run()
+    assert leftovers(PREFIX) == []
+    rd = RunDir.open(rd.path)
+    recs = rd.records()
+    assert [(r.coords["stage"], r.coords["age_s"]) for r in recs] == [("age", 0), ("age", 10), ("age", 20)]
+    assert all(r.status == "ok" and r.result.iops > 0 and 9.5 <= r.result.runtime_s <= 10.5 for r in recs)
+    # only the first step warms up: the data is under load without a break but fio's restarts
+    assert recs[0].warmup.seconds >= 1.5 and [r.warmup.seconds for r in recs[1:]] == [0.0, 0.0]
+    rows = list(csv.DictReader((rd.path / "cells.csv").open()))
+    assert [(x["stage"], x["age_s"]) for x in rows] == [("age", "0"), ("age", "10"), ("age", "20")]
+    series = rd.intervals()
+    axis = [row.t_s for seq in sorted(series) for row in series[seq]]
+    assert axis == [float(t) for t in range(1, 31)]  # one time axis over the three steps
+    assert all(row.lat_p95_us is not None and row.lat_p95_us > 0 for seq in series for row in series[seq])
+    # each step's series is that step's window: the mean of its intervals is its IOPS
+    for r in recs:
+        vals = [row.iops for row in series[r.seq]]
+        assert abs(sum(vals) / len(vals) - r.result.iops) / r.result.iops < 0.03
+
+    path = write_report(rd)
+    html = path.read_text()
+    said = [f.text for f in rd.report_data.findings if f.kind == "long run"]
+    assert len(said) == 1 and said[0].startswith("randwrite, aging of nbd at 1×1×4=4 (repeat 1, 30 intervals over 30 s)")
+    assert " %/h" in said[0] and ", 95 % interval by batch means of 10 blocks; " in said[0]
+    assert "p95 over 50 ms in " in said[0] and said[0] in html
+    assert (rd.path / "figures" / "longrun-iops-randwrite-1-1-4-4.png").stat().st_size > 1000
