@@ -227,3 +227,21 @@ def test_math_is_finite_for_empty_intervals():
     iv = interval([(snaps[1], snaps[1])], 1.0)  # no time passed: nothing, and no division by zero
     assert (iv.ios, iv.iops, iv.lat_p95_us, iv.lat_mean_us) == (0, 0.0, None, None)
     assert not math.isnan(iv.mbps)
+
+
+def test_a_run_stored_before_interval_slo_and_stage_resumes_as_the_same_plan():
+    from protolab.run.resume import differences
+
+    plan = _plan()
+    stored = plan.model_dump(mode="json")
+    for k in ("interval", "slo"):
+        del stored["method"][k]
+    del stored["stage"]
+
+    class Old:
+        def manifest(self):
+            return {"plan": stored}
+
+    assert differences(Old(), plan, "", {}) == []
+    aged = _plan(stage='[stage.age]\nduration = "30s"\nevery = "10s"')
+    assert differences(Old(), aged, "", {}) == ["plan (this protolab reads the stored plan text differently)"]

@@ -14,9 +14,9 @@ every = "1h"                # one measured cell (a row of cells.csv) per step of
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from .units import format_duration, parse_duration
 
@@ -54,6 +54,10 @@ def parse_latency(v: Any) -> float:
     if not 0 < float(v) <= 3600:
         raise ValueError(f"a latency objective must be above 0 and at most 1h (got {v!r})")
     return float(v)
+
+
+#: method.interval: whole seconds from 1 s to 1 h, written "10s" or 10.
+Interval = Annotated[int, BeforeValidator(parse_interval)]
 
 
 class Slo(_Model):
@@ -136,3 +140,9 @@ class Stage(_Model):
     """Steps that change the data and are not restored between them (see DESIGN.md)."""
 
     age: Aging | None = None
+
+
+def plan_seconds_per_cell(plan: Any) -> float:
+    """Warm-up and window per cell, on average: an aging step lasts age.every, and only the first warms up."""
+    m, age = plan.method, plan.stage.age if plan.stage is not None else None
+    return m.warmup + m.duration if age is None else (m.warmup + age.duration) / age.steps

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from . import safety, shape
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
-from .longrun import Slo, Stage, parse_interval
+from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .shape import Bursts, HotZone, Replay, Skew
 from .units import format_duration, format_size, parse_duration, parse_size
@@ -263,14 +263,9 @@ class Method(_Model):
     )
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
-    interval: int = Field(default=1, ge=1, le=3600, description="seconds per series interval (fio's status "
-                          "interval): the warm-up's steps, the steady window's samples and series.csv's rows")
+    interval: Interval = Field(default=1, description="seconds per series interval (fio's status interval): "
+                               "the warm-up's steps, the steady window's samples and series.csv's rows")
     slo: Slo | None = Field(default=None, description="a latency objective per interval, e.g. { p95 = \"20ms\" }")
-
-    @field_validator("interval", mode="before")
-    @classmethod
-    def _interval(cls, v: Any) -> int:
-        return parse_interval(v)
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -398,6 +393,11 @@ class Plan(_Model):
     def age_steps(self) -> int:
         """Cells per aging sequence (1 without [stage.age])."""
         return self.stage.age.steps if self.stage is not None and self.stage.age is not None else 1
+
+    @property
+    def seconds_per_cell(self) -> float:
+        """Warm-up and window per cell, on average (see plan.longrun)."""
+        return plan_seconds_per_cell(self)
 
     def uses_lab(self) -> bool:
         """True when any configuration targets a lab export."""

@@ -119,7 +119,11 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
     if timed:
         ax.set_xlabel(chart.xlabel)
         if chart.log_x:
+            from matplotlib.ticker import FuncFormatter
+
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # plain numbers, not mathtext
+            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         if chart.hline is not None:
             ax.axhline(chart.hline, color="#555555", linewidth=0.8, linestyle="--")
     elif chart.kind == "series":

@@ -68,5 +68,6 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
     rows = []
     for key, values in meas.series_by_host.items():
         rows += [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host=names.get(key, key),
-                           t_s=offset + (i + 1.0) * interval_s, iops=v, session=session) for i, v in enumerate(values)]
+                           t_s=offset + (i + 1.0) * interval_s, iops=round(v, 3), session=session)
+                 for i, v in enumerate(values)]
     return rec, rows

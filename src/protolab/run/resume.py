@@ -58,7 +58,8 @@ def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str,
 #: Fields newer than some stored plans, with the value that means "not used": a plan written before them
 #: is the same plan when they hold it now (a workload without a shape has no bursts).
 _NEWER_DEFAULTS = {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
-                   "hot_zones": None, "skew": None, "replay": None, "trace": None}
+                   "hot_zones": None, "skew": None, "replay": None, "trace": None,
+                   "interval": 1, "slo": None, "stage": None}
 
 
 def _as_stored(now: Any, stored: Any) -> Any:

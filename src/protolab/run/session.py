@@ -211,7 +211,7 @@ class Study:
                session: int, stops: dict[str, str]):
         """Measure the scheduled pairs in order; yields after each stored record."""
         m = self.plan.method
-        self.progress.start(planned, m.warmup + m.duration)
+        self.progress.start(planned, self.plan.seconds_per_cell)
         window = testbed.window()
         # a window that was interrupted has no record but keeps its series under its seq: never reuse it
         # (Procedure.window notes the seq in the manifest when it writes a window's first row)
