@@ -90,4 +90,48 @@ def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):
     assert len(said) == 1 and said[0].startswith("randwrite, aging of nbd at 1×1×4=4 (repeat 1, 30 intervals over 30 s)")
     assert " %/h" in said[0] and ", 95 % interval by batch means of 10 blocks; " in said[0]
     assert "p95 over 50 ms in " in said[0] and said[0] in html
+    assert "the tables pool the steps of each aging sequence as windows of its cell" in html
     assert (rd.path / "figures" / "longrun-iops-randwrite-1-1-4-4.png").stat().st_size > 1000
+
+
+TWO_HOSTS = f"""
+name = "twohosts"
+baseline = "nbd"
+workloads = ["tr3808-4k"]
+[lab]
+prefix = "{PREFIX}"
+pool_size = "1G"
+export_size = "128M"
+hosts = 2
+[[configurations]]
+name = "nbd"
+target = "lab:nbd"
+[[load_points]]
+hosts = 2
+streams = 1
+oio = 4
+[method]
+warmup = "2s"
+duration = "6s"
+interval = "2s"
+repeats = 1
+data_size = "64M"
+"""
+
+
+def test_a_client_run_writes_its_merged_intervals_when_the_client_prints(workdir, tmp_path):
+    """Two lab hosts, one fio client: statuses every 2 s from both servers, merged into each interval's row."""
+    study = Study(load_plan_text(TWO_HOSTS), TWO_HOSTS, "test", results_root=tmp_path / "results",
+                  lab_workdir=workdir)
+    rd = RunDir.open(study.run().path)
+    assert leftovers(PREFIX) == []
+    [rec] = rd.records()
+    assert rec.status == "ok" and sorted(rec.result.per_host_iops) == ["h1", "h2"]
+    rows = rd.intervals()[rec.seq]
+    assert [r.t_s for r in rows] == [2.0, 4.0, 6.0]  # 6 s in intervals of 2 s
+    assert all(r.lat_p95_us > 0 and r.lat_p99_us >= r.lat_p95_us and r.mbps > 0 for r in rows)
+    # each interval sums both servers: the mean of the merged IOPS is the window's, and the hosts' rows add up to it
+    assert abs(sum(r.iops for r in rows) / 3 / rec.result.iops - 1) < 0.03
+    per_host = rd.series()[rec.seq]
+    assert sorted(per_host) == ["all", "h1", "h2"]
+    assert [a + b for a, b in zip(per_host["h1"], per_host["h2"])] == pytest.approx([r.iops for r in rows], rel=1e-3)

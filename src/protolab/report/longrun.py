@@ -142,6 +142,10 @@ def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
         if any(row.lat_p95_us is not None for r in group for row in r.rows):
             charts.append(_chart(group, w, group[0].load_label, "lat_p95_us", limit))
     data.findings += [Finding("long run", r.sentence(window), "iops", r.workload, (r.configuration,)) for r in runs]
+    if any(r.aging for r in runs):  # until the tables know stages, say what their numbers pool
+        data.findings.append(Finding("note", "the tables pool the steps of each aging sequence as windows of its cell "
+                                     "(steps of one aging are not independent repeats): read the aging from its "
+                                     "change per hour above"))
     measured = {r.seq for r in data.records}
     windows = {int(w["seq"]): w for w in [*data.manifest.get("interrupted_windows", []),
                                           data.manifest.get("measuring") or {}] if w and int(w["seq"]) not in measured}
