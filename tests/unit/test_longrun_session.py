@@ -105,3 +105,49 @@ def test_long_run_sentences_and_charts_from_the_intervals(tmp_path, monkeypatch)
 
     drawn = draw(charts[1], tmp_path / "fig", ["a"])
     assert 'data-series="a r1"' in drawn.svg and (tmp_path / "fig" / f"{charts[1].id}.png").stat().st_size > 1000
+
+
+def test_an_interrupted_aging_sequence_is_measured_again_whole_from_age_zero(tmp_path):
+    text = ONE.format(dir=tmp_path).replace('duration = "4s"\nrepeats = 2', 'repeats = 1').replace(
+        "warmup = 0", 'warmup = "1s"') + \
+        '[stage.age]\nduration = "8s"\nevery = "2s"\n'
+    plan = load_plan_text(text)
+    assert plan.age_steps == 4
+    events: list[str] = []
+    fio = StatusFio(events, interrupt_at=3, after=1)  # signalled in the third step, after its first interval
+    study = Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio, testbed=FakeTestbed(plan, fio, events))
+    with pytest.raises(KeyboardInterrupt):
+        study.run()
+    rd = RunDir.open(study.rundir.path)
+    assert [(r.coords["age_s"], r.seq) for r in rd.records()] == [(0, 1), (2, 2)]
+    # the steps' intervals are on the aging's time axis; the third step kept its first interval
+    assert [(seq, row.t_s) for seq, rows in sorted(rd.intervals().items()) for row in rows] == \
+        [(1, 1.0), (1, 2.0), (2, 3.0), (2, 4.0), (3, 5.0)]
+    plan2, text2, source = resumable(rd)
+    events2: list[str] = []
+    fio2 = StatusFio(events2)
+    Study(plan2, text2, source, results_root=rd.path.parent, fio=fio2,
+          testbed=FakeTestbed(plan2, fio2, events2)).resume(rd)
+    rd = RunDir.open(rd.path)
+    # every step again, from age 0, in order; the first session's two steps stay as superseded records
+    assert [e.removeprefix("measure ")[-2:] for e in events2 if e.startswith("measure ")] == ["a0", "a1", "a2", "a3"]
+    assert [(r.coords["age_s"], r.seq, r.session) for r in rd.records()] == \
+        [(0, 4, 2), (2, 5, 2), (4, 6, 2), (6, 7, 2)]
+    assert len(rd.all_records()) == 6
+    recs = rd.records()
+    assert recs[0].warmup.seconds > 0 and all(r.warmup.seconds == 0 for r in recs[1:])  # only the first warms up
+
+
+def test_a_direct_run_keeps_the_histograms_of_its_first_and_latest_statuses_only():
+    from protolab.engine.window import _Live
+
+    got = []
+    # the warm-up ends at the second status: the window's first status is #1
+    live = _Live(10_000.0, lambda series, s: len(series) >= 2, lambda: None, lambda: None, 1, got.append)
+    for doc in documents(LOCAL):
+        live(doc)
+    with_bins = [i for i, s in enumerate(live.snaps) if "clat_ns" in s.jobs[0]["read"]]
+    assert live.start == 1 and with_bins == [1, 4] and len(live.snaps) == 5
+    assert [iv.t_s for iv in got] == [1.0, 2.0, 3.0]
+    # what the window needs is still exact: its I/Os from its first status to its latest
+    assert sum(iv.ios for iv in got) == live.snaps[4].ios - live.snaps[1].ios

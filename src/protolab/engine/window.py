@@ -102,6 +102,8 @@ class _Live:
         i = len(self.snaps) - 1
         per = {"local": self.snaps}
         if self.start is None:
+            if i >= 1:  # a warm-up status is only counted (IOPS, I/O time): its histograms are not needed
+                self.snaps[i - 1] = light(self.snaps[i - 1])
             if self.warmup_done(iops_series(self.snaps), elapsed_ms(per, i) / 1000.0):
                 self.before, self.start = self.sample(), i
                 self.on_warmup_end()
