@@ -151,3 +151,26 @@ def test_a_direct_run_keeps_the_histograms_of_its_first_and_latest_statuses_only
     assert [iv.t_s for iv in got] == [1.0, 2.0, 3.0]
     # what the window needs is still exact: its I/Os from its first status to its latest
     assert sum(iv.ios for iv in got) == live.snaps[4].ios - live.snaps[1].ios
+
+
+def test_series_charts_count_in_intervals_and_leave_aging_to_the_long_run_chart(tmp_path):
+    text = ONE.format(dir=tmp_path).replace('duration = "4s"', 'duration = "4s"\ninterval = "2s"')
+    plan = load_plan_text(text)
+    fio = StatusFio([])
+    rd = Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+               testbed=FakeTestbed(plan, fio, [])).run()
+    data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
+    [chart] = [c for c in data.charts if c.kind == "series"]
+    # the fake fio's statuses are a second apart whatever it is asked: 4 of them make the 4 s window
+    assert chart.title == "tr3808-4k — IOPS per 2 s interval at 1×1×1=1" and chart.x == ["2", "4", "6", "8"]
+    assert chart.table[0]["seconds"] == 8
+
+    aged = ONE.format(dir=tmp_path).replace('duration = "4s"\nrepeats = 2', 'repeats = 1') + \
+        '[stage.age]\nduration = "4s"\nevery = "2s"\n'
+    plan = load_plan_text(aged)
+    rd = Study(plan, aged, "fake.toml", results_root=tmp_path / "r2", fio=fio,
+               testbed=FakeTestbed(plan, fio, [])).run()
+    data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
+    assert [c.kind for c in data.charts if c.section == "series"] == ["timeseries", "timeseries"]
+    [run] = [f.text for f in data.findings if f.kind == "long run"]
+    assert run.startswith("tr3808-4k, aging of a at 1×1×1=1 (repeat 1, 4 intervals over 4 s): ")
