@@ -99,6 +99,7 @@ def test_long_run_sentences_and_charts_from_the_intervals(tmp_path, monkeypatch)
     assert "too few intervals to estimate a change over time" in said[0]  # 4 intervals: fewer than 4 blocks of 2
     charts = [c for c in data.charts if c.kind == "timeseries"]
     assert [c.id for c in charts] == ["longrun-iops-tr3808-4k-1-1-1-1", "longrun-lat_p95_us-tr3808-4k-1-1-1-1"]
+    assert charts[1].title == "tr3808-4k — p95 latency (µs) over time at 1×1×1=1"
     assert charts[1].hline == 1000.0 and not charts[1].log_x and charts[0].series[0].x == [1.0, 2.0, 3.0, 4.0]
     assert charts[0].series[0].values == [r.iops for r in rows]
     from protolab.report.figures import draw
@@ -174,3 +175,22 @@ def test_series_charts_count_in_intervals_and_leave_aging_to_the_long_run_chart(
     assert [c.kind for c in data.charts if c.section == "series"] == ["timeseries", "timeseries"]
     [run] = [f.text for f in data.findings if f.kind == "long run"]
     assert run.startswith("tr3808-4k, aging of a at 1×1×1=1 (repeat 1, 4 intervals over 4 s): ")
+
+
+def test_the_latency_chart_follows_the_objectives_metric(tmp_path, monkeypatch):
+    import protolab.report.longrun as lr
+
+    monkeypatch.setattr(lr, "MIN_INTERVALS", 4)
+    text = ONE.format(dir=tmp_path).replace('slo = { p95 = "1ms" }', 'slo = { mean = "500us" }')
+    plan = load_plan_text(text)
+    fio = StatusFio([])
+    rd = Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+               testbed=FakeTestbed(plan, fio, [])).run()
+    data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
+    lat = [c for c in data.charts if c.kind == "timeseries"][1]
+    assert lat.id == "longrun-lat_mean_us-tr3808-4k-1-1-1-1" and lat.hline == 500.0
+    assert lat.title == "tr3808-4k — mean latency (µs) over time at 1×1×1=1"
+    rows = rd.intervals()[1]
+    over = sum(1 for r in rows if r.lat_mean_us > 500)
+    said = [f.text for f in data.findings if f.kind == "long run"]
+    assert said[0].endswith(f"mean over 500 µs in {over} of 4 intervals ({100 * over / 4:.1f} %)")

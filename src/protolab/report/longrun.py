@@ -1,4 +1,4 @@
-"""The report's long runs: per-interval IOPS and p95 over time, and their sentences.
+"""The report's long runs: per-interval IOPS and p95 (or the objective's latency) over time, and their sentences.
 
 A long run is a measured window of at least ``MIN_INTERVALS`` intervals, or an aging sequence
 (``[stage.age]``: its steps' windows one after the other, on the time axis of the aging). For each:
@@ -118,7 +118,7 @@ def _chart(runs: list[LongRun], workload: str, label: str, metric: str, limit: f
               "change low": None if r.trend is None else round(r.trend.lo, 3),
               "change high": None if r.trend is None else round(r.trend.hi, 3),
               "SLO missed": None if r.slo is None else r.slo.missed} for r in runs]
-    what = "IOPS" if metric == "iops" else "p95 latency (µs)"
+    what = "IOPS" if metric == "iops" else f"{metric.split('_')[1]} latency (µs)"
     note = "merged over every job and host, one point per interval"
     if limit is not None and metric != "iops":
         note += f"; dashed: the objective ({limit / 1000:g} ms)" if limit >= 1000 else \
@@ -130,17 +130,20 @@ def _chart(runs: list[LongRun], workload: str, label: str, metric: str, limit: f
 
 
 def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
-    """IOPS and p95 over time per workload and load point, and one finding per long run."""
+    """IOPS and latency over time per workload and load point (p95, or the metric of ``method.slo`` with its
+    limit dashed), and one finding per long run."""
     runs = long_runs(data, read)
     plan = data.plan
     window = plan.method.steady_window if plan else 5
-    limit = plan.method.slo.limit_us if plan and plan.method.slo and plan.method.slo.metric == "p95" else None
+    slo = plan.method.slo if plan else None
+    limit = slo.limit_us if slo is not None else None
+    lat = f"lat_{slo.metric}_us" if slo is not None else "lat_p95_us"
     charts = []
     for (w, li) in dict.fromkeys((r.workload, r.load) for r in runs):
         group = [r for r in runs if (r.workload, r.load) == (w, li)]
         charts.append(_chart(group, w, group[0].load_label, "iops", None))
-        if any(row.lat_p95_us is not None for r in group for row in r.rows):
-            charts.append(_chart(group, w, group[0].load_label, "lat_p95_us", limit))
+        if any(getattr(row, lat) is not None for r in group for row in r.rows):
+            charts.append(_chart(group, w, group[0].load_label, lat, limit))
     data.findings += [Finding("long run", r.sentence(window), "iops", r.workload, (r.configuration,)) for r in runs]
     if any(r.aging for r in runs):  # until the tables know stages, say what their numbers pool
         data.findings.append(Finding("note", "the tables pool the steps of each aging sequence as windows of its cell "
