@@ -79,13 +79,19 @@ def test_sigterm_half_way_keeps_the_intervals_and_resume_measures_the_window_aga
     rows = _measure_rows(run)
     assert rows[:len(kept)] == kept  # the interrupted session's intervals are kept as they were
     again = [x for x in rows if x["seq"] == "2"]
-    assert len(again) == 20 and {x["session"] for x in again} == {"2"}
+    # the window ends at the status nearest 20 s of the jobs' I/O time: on a busy machine statuses come a little
+    # more than 1 s of I/O time apart, and the 19th can be the nearest
+    n = len(again)
+    assert 19 <= n <= 21 and {x["session"] for x in again} == {"2"}
     recs = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
     assert [(x["seq"], x["session"], x["status"]) for x in recs] == [(2, 2, "ok")]
-    total = sum(float(x["iops"]) for x in again) / 20
-    assert abs(total - recs[0]["result"]["iops"]) / recs[0]["result"]["iops"] < 0.02  # the series is the window's
+    # the series is the window's: its intervals' I/Os are the window's, over the window's time
+    res = recs[0]["result"]
+    assert sum(int(x["ios"]) for x in again) == res["read"]["ios"] + res["write"]["ios"]
+    weighted = sum(int(x["ios"]) for x in again) / sum(float(x["seconds"]) for x in again)
+    assert abs(weighted / res["iops"] - 1) < 0.02
     html = (run / "report.html").read_text()
-    assert "long run of psync at 1×1×1=1 (repeat 1, 20 intervals over 20 s)" in html
+    assert f"long run of psync at 1×1×1=1 (repeat 1, {n} intervals over {n} s)" in html
     assert "%/h" in html and "p95 over 1 ms in " in html
     assert (f"the window of tr3808-4k__psync__h1s1q1__r1 in session 1 was interrupted; its {len(kept)} intervals "
             "are kept in series.csv (seq 1); it was measured again whole in a later session") in html

@@ -245,3 +245,18 @@ def test_a_run_stored_before_interval_slo_and_stage_resumes_as_the_same_plan():
     assert differences(Old(), plan, "", {}) == []
     aged = _plan(stage='[stage.age]\nduration = "30s"\nevery = "10s"')
     assert differences(Old(), aged, "", {}) == ["plan (this protolab reads the stored plan text differently)"]
+
+
+def test_a_status_whose_io_time_has_not_moved_ends_no_interval_and_loses_no_io():
+    snaps = snapshots(documents(LOCAL))["local"]
+    import copy
+
+    stalled = [snaps[0], snaps[1], type(snaps[2])(snaps[2].source, copy.deepcopy(snaps[2].jobs)), snaps[3], snaps[4]]
+    # status 2 with status 1's I/O time: a busy machine ran fio's status thread before the jobs counted their time
+    for j, j1 in zip(stalled[2].jobs, snaps[1].jobs):
+        for d in ("read", "write"):
+            j[d] = {**j[d], "runtime": j1[d]["runtime"]}
+    ivs = window_intervals({"local": stalled}, -1, 4, 1)
+    assert [iv.t_s for iv in ivs] == [1.0, 2.0, 4.0, 5.0]  # the interval ending at status 3 spans statuses 2 and 3
+    assert sum(iv.ios for iv in ivs) == snaps[4].ios and all(iv.iops > 0 for iv in ivs)
+    assert ivs[2].ios == snaps[3].ios - snaps[1].ios

@@ -87,14 +87,19 @@ def light(snap: Snapshot) -> Snapshot:
 
 def window_intervals(per: dict[str, list[Snapshot]], start: int, end: int, interval_s: float) -> list[Interval]:
     """Every interval between status ``start`` (-1: the jobs' start) and status ``end``, all fios merged
-    (the k-th status of each fio comes at about the same time: see ``status.total_series``)."""
+    (the k-th status of each fio comes at about the same time: see ``status.total_series``). A status at
+    which no fio's I/O time has moved ends no interval: the next one spans both (as ``iops_series`` counts)."""
     out = []
+    since = {src: start for src in per}  # each fio's status its next interval starts at
     for i in range(start + 1, end + 1):
         pairs = []
-        for snaps in per.values():
+        for src, snaps in per.items():
             if i >= len(snaps):
                 continue  # this fio has ended: it adds nothing
-            pairs.append((snaps[i - 1] if i >= 1 else None, snaps[i]))
+            a = snaps[min(since[src], len(snaps) - 1)] if since[src] >= 0 else None
+            if snaps[i].runtime_ms > (a.runtime_ms if a else 0.0):
+                pairs.append((a, snaps[i]))
+                since[src] = i
         if pairs:
             out.append(interval(pairs, (i - start) * interval_s))
     return out

@@ -90,6 +90,7 @@ class _Live:
     before: Any = None
     after: Any = None
     intervals: list[Interval] = field(default_factory=list)
+    _from: int | None = None  # the status the next interval starts at (None: the window's first)
 
     def __call__(self, doc: dict) -> bool:
         got = snapshots([doc]).get("local")
@@ -115,14 +116,22 @@ class _Live:
         return False
 
     def _interval(self, i: int) -> None:
-        """Report the interval that status ``i`` ends, then drop the histograms no later interval needs."""
-        prev = self.snaps[i - 1] if i >= 1 else None
+        """Report the interval that status ``i`` ends, then drop the histograms no later interval needs.
+
+        A status whose jobs' I/O time has not moved since the last interval's (a busy machine runs fio's
+        status thread before the jobs update their time) ends no interval: the next one spans both."""
+        if self._from is None:
+            self._from = self.start
+        prev = self.snaps[self._from] if self._from >= 0 else None
+        if self.snaps[i].runtime_ms <= (prev.runtime_ms if prev else 0.0):
+            return
         iv = interval([(prev, self.snaps[i])], (i - self.start) * self.interval_s)
         self.intervals.append(iv)
         if self.on_interval is not None:
             self.on_interval(iv)
-        if i - 1 >= 0 and i - 1 != self.start:  # the window's first status stays whole: the window needs it
-            self.snaps[i - 1] = light(self.snaps[i - 1])
+        if self._from >= 0 and self._from != self.start:  # the window's first status stays whole: the window needs it
+            self.snaps[self._from] = light(self.snaps[self._from])
+        self._from = i
 
 
 def boundaries(per: dict[str, list[Snapshot]], warmup_done: Callable[[list[float], float], bool],

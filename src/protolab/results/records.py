@@ -210,6 +210,8 @@ class SeriesRow(_Record):
     lat_mean_us: float | None = None
     lat_p95_us: float | None = None
     lat_p99_us: float | None = None
+    ios: int | None = None  # I/Os completed in the interval, every job and host (a weighted mean's weights)
+    seconds: float | None = None  # the interval's length in the jobs' I/O time
 
 
 SERIES_COLUMNS = list(SeriesRow.model_fields)

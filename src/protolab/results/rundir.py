@@ -81,7 +81,7 @@ def _csv_text(rows: list[dict[str, Any]], columns: list[str], header: bool) -> s
 
 def _number(key: str, v: str) -> Any:
     """A series.csv field as its type (csv gives text)."""
-    if key in ("seq", "session"):
+    if key in ("seq", "session", "ios"):
         return int(v)
     return v if key in ("cell_id", "phase", "host") else float(v)
 

@@ -157,7 +157,8 @@ class Procedure:
             r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
             return SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host="all", t_s=offset + iv.t_s,
                              iops=round(iv.iops, 3), session=session, mbps=round(iv.mbps, 6),
-                             lat_mean_us=r3(iv.lat_mean_us), lat_p95_us=r3(iv.lat_p95_us), lat_p99_us=r3(iv.lat_p99_us))
+                             lat_mean_us=r3(iv.lat_mean_us), lat_p95_us=r3(iv.lat_p95_us), lat_p99_us=r3(iv.lat_p99_us),
+                             ios=iv.ios, seconds=iv.seconds)
 
         self.testbed.check_agents()
         self.phase("warm-up" if warmup > 0 else "measure")
