@@ -77,7 +77,11 @@ def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):
     assert [(x["stage"], x["age_s"]) for x in rows] == [("age", "0"), ("age", "10"), ("age", "20")]
     series = rd.intervals()
     axis = [row.t_s for seq in sorted(series) for row in series[seq]]
-    assert axis == [float(t) for t in range(1, 31)]  # one time axis over the three steps
+    # one time axis over the three steps, each going on where the last ended (each window ends at the status
+    # nearest its 10 s of I/O time, and a busy machine may merge two statuses: a point more or less per step)
+    assert all(b > a for a, b in zip(axis, axis[1:])) and 27 <= len(axis) <= 33 and 28 <= axis[-1] <= 33
+    for a, b in zip(sorted(series), sorted(series)[1:]):
+        assert series[b][0].t_s == series[a][-1].t_s + 1.0
     assert all(row.lat_p95_us is not None and row.lat_p95_us > 0 for seq in series for row in series[seq])
     # each step's series is that step's window: the mean of its intervals is its IOPS
     for r in recs:
@@ -87,7 +91,8 @@ def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):
     path = write_report(rd)
     html = path.read_text()
     said = [f.text for f in rd.report_data.findings if f.kind == "long run"]
-    assert len(said) == 1 and said[0].startswith("randwrite, aging of nbd at 1×1×4=4 (repeat 1, 30 intervals over 30 s)")
+    assert len(said) == 1 and said[0].startswith(f"randwrite, aging of nbd at 1×1×4=4 (repeat 1, {len(axis)} intervals "
+                                                 f"over {axis[-1]:g} s)")
     assert " %/h" in said[0] and ", 95 % interval by batch means of 10 blocks; " in said[0]
     assert "p95 over 50 ms in " in said[0] and said[0] in html
     assert "the tables pool the steps of each aging sequence as windows of its cell" in html

@@ -48,8 +48,7 @@ class LongRun:
     def sentence(self, window: int) -> str:
         """The long run in words."""
         what = "aging of " if self.aging else "long run of "
-        span = self.rows[-1].t_s - self.rows[0].t_s + (self.rows[1].t_s - self.rows[0].t_s if len(self.rows) > 1
-                                                       else 0)
+        span = self.rows[-1].t_s  # a window's series, and an aging sequence's, start at 0
         head = f"{self.workload}, {what}{self.configuration} at {self.load_label} (repeat {self.repeat}, " \
                f"{len(self.rows)} intervals over {_span(span)}): "
         parts = [f"IOPS steady from {_span(self.onset)} (SNIA rule over {window} intervals)" if self.onset is not None

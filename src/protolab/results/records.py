@@ -203,7 +203,8 @@ class SeriesRow(_Record):
     cell_id: str
     phase: str  # "warmup" or "measure"
     host: str  # a host name, or "all" for the sum over hosts
-    t_s: float  # end of the interval, seconds from the window's start (an aging step's: from the aging's start)
+    t_s: float  # end of the interval, seconds from the window's start (an aging step's: from its sequence's start,
+    #              the steps' measured time end to end)
     iops: float
     session: int = 1
     mbps: float | None = None

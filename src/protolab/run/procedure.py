@@ -39,6 +39,7 @@ class Window_:
     measurement: Measurement
     telemetry: Telemetry
     started: str
+    t0_s: float = 0.0  # where the window's series starts on its time axis (an aging step's: after the previous)
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -90,6 +91,7 @@ class Procedure:
                  phase: Callable[[str], None]):
         self.plan, self.testbed, self.rundir, self.progress = plan, testbed, rundir, progress
         self.phase = phase  # tells the session (and the manifest) which step runs
+        self.aged: dict[str, float] = {}  # aging sequence → where its last step's series ended, s
 
     @property
     def fio(self):
@@ -151,7 +153,8 @@ class Procedure:
         if cell.age_step:  # the data has been under load without a break since the first step's warm-up
             warmup = 0.0
         duration = cell.age_every if cell.age_step is not None else m.duration
-        offset = float(cell.age_s or 0)
+        # an aging step's series goes on where the previous step's ended: the steps' measured time, end to end
+        offset = self.aged.get(cell.sequence, 0.0) if cell.age_step else 0.0
 
         def row(iv) -> SeriesRow:
             r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
@@ -186,6 +189,8 @@ class Procedure:
                          interval_s=m.interval, on_interval=lambda iv: write([row(iv)]))
         if not run.streamed:
             write([row(iv) for iv in run.intervals])
+        if cell.age_step is not None:
+            self.aged[cell.sequence] = offset + (run.intervals[-1].t_s if run.intervals else run.window_s)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
         if run.out_of_step_s > 0.5:
             self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "
@@ -199,7 +204,7 @@ class Procedure:
         delta = window.delta(run.before, run.after)
         telemetry = Telemetry(**delta, storage_ports=self.testbed.storage_ports())
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
-        return Window_(meas, telemetry, started[0]), rule.record(run.warmup_s)
+        return Window_(meas, telemetry, started[0], offset), rule.record(run.warmup_s)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""

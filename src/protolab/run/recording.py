@@ -64,7 +64,7 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
     )
-    offset = float(cell.age_s or 0)
+    offset = window.t0_s
     rows = []
     for key, values in meas.series_by_host.items():
         rows += [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host=names.get(key, key),
