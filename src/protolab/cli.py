@@ -219,17 +219,23 @@ def validate(
                           "fill_levels": m.fill.levels if m.fill is not None else None,
                           "repeats": m.repeats if isinstance(m.repeats, int) else m.repeats.model_dump(),
                           "cells": len(cells), "cells_max": len(cells) // m.min_repeats * m.max_repeats,
-                          "measurement_s": len(cells) * (m.warmup + m.duration),
-                          "measurement_s_max": len(cells) // m.min_repeats * m.max_repeats * (m.warmup + m.duration),
+                          "measurement_s": len(cells) * p.seconds_per_cell,
+                          "measurement_s_max": len(cells) // m.min_repeats * m.max_repeats * p.seconds_per_cell,
                           "warnings": warnings}, indent=2))
         return
     for w in warnings:
         err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
     out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
               f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {_repeats(m)}"
-              f"{f' × {len(m.fill.levels)} fill levels' if m.fill is not None else ''} "
-              f"= {_cells(m, len(cells))}, about {_minutes(m, len(cells))} min of measurement"
+              f"{f' × {len(m.fill.levels)} fill levels' if m.fill is not None else ''}{_aging(p)} "
+              f"= {_cells(m, len(cells))}, about {_minutes(m, len(cells), p.seconds_per_cell)} min of measurement"
               f"{f'; {m.fill.summary()}' if m.fill is not None else ''}")
+
+
+def _aging(p) -> str:
+    """' × 3 aging steps (aged 30s, measured every 10s)', or nothing."""
+    age = p.stage.age if p.stage is not None else None
+    return f" × {age.steps} aging steps ({age.summary()})" if age is not None else ""
 
 
 def _repeats(m) -> str:
@@ -241,8 +247,8 @@ def _cells(m, n: int) -> str:
     return f"{n} cells" if isinstance(m.repeats, int) else f"{n}–{n // m.min_repeats * m.max_repeats} cells"
 
 
-def _minutes(m, n: int) -> str:
-    per = (m.warmup + m.duration) / 60
+def _minutes(m, n: int, seconds_per_cell: float) -> str:
+    per = seconds_per_cell / 60
     if isinstance(m.repeats, int):
         return f"{n * per:.1f}"
     return f"{n * per:.1f}–{n // m.min_repeats * m.max_repeats * per:.1f}"

@@ -41,7 +41,7 @@ class VaryingFio(FakeFio):
         super().__init__(events, **kw)
         self.factors = factors  # {(configuration, repeat): factor}
 
-    def run_job(self, job, output, **kw):
+    def run_job(self, job, output, *, on_status=None, **kw):
         text = super().run_job(job, output, **kw)
         cell = Path(job).name.split(".")[0]
         _, config, _, rep = cell.split("__")
@@ -52,6 +52,8 @@ class VaryingFio(FakeFio):
                 j[d]["total_ios"] = round(j[d]["total_ios"] * f)
         text = json.dumps(doc)
         Path(output).write_text(text)
+        if on_status is not None:
+            on_status(doc)  # the status a real fio writes is the scaled one
         return text
 
 

@@ -64,7 +64,7 @@ class FakeFio:
     def engines(self):
         return ENGINES
 
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None):
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
         self.runs += 1
         cell = Path(job).name.split(".")[0]
         if self.interrupt_at is not None and self.runs == self.interrupt_at:
@@ -126,8 +126,8 @@ class FakeTestbed(_Testbed):
             def interpolate(self_, a, b, t):
                 return None
 
-            def progress(self_, s):
-                return None
+            def progress(self_, sample):
+                return None  # no traffic counted: a client run's boundaries are placed by fio's I/O time
         return W()
 
 

@@ -166,7 +166,7 @@ class FakeFio:
     def __init__(self, text, events):
         self.docs, self.events = documents(text), events
 
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None):
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
         self.job = job.read_text()
         with open(output, "w") as f:
             for doc in self.docs:
@@ -275,6 +275,10 @@ def test_a_client_run_places_its_boundaries_afterwards_and_interpolates_telemetr
     # their end (the job furthest from its end: 4001 - 872 ms, and 4001 - 2872 ms)
     assert run.before == pytest.approx(106.02 - 3.129) and run.after == pytest.approx(106.02 - 1.129)
     assert sorted(run.series_by_host) == sorted(per) and len(run.series) == 2
+    # the client prints at its end: the window's intervals come afterwards, both servers merged, none streamed
+    assert not run.streamed and [iv.t_s for iv in run.intervals] == [1.0, 2.0]
+    assert [iv.iops for iv in run.intervals] == pytest.approx(run.series)
+    assert sum(iv.ios for iv in run.intervals) == (s1[2].ios - s1[0].ios) + (s2[2].ios - s2[0].ios)
 
 
 def test_a_client_run_with_storage_traffic_places_its_boundaries_where_the_traffic_reached_their_share(tmp_path):

@@ -16,8 +16,16 @@ from ..results.records import CellRecord
 STRIDE = 1_000_000
 
 
+def _folded(r: CellRecord) -> dict[str, Any]:
+    """The record's dimensions that make a step of their own (fill levels); an aging step is not one: its
+    sequence is one long measurement, read by report.longrun."""
+    from ..plan.stages import STAGE_UNITS
+
+    return {k: v for k, v in r.dimensions.items() if k in STAGE_UNITS}
+
+
 def _step(r: CellRecord) -> tuple:
-    return tuple(sorted(r.dimensions.items()))
+    return tuple(sorted(_folded(r).items()))
 
 
 def _order(v: Any) -> tuple:
@@ -27,12 +35,12 @@ def _order(v: Any) -> tuple:
 def fold(records: Iterable[CellRecord]) -> list[CellRecord]:
     """``records`` with each stage step folded into the load index (records without one are unchanged)."""
     recs = list(records)
-    steps = sorted({_step(r) for r in recs if r.dimensions}, key=_order)
+    steps = sorted({_step(r) for r in recs if _folded(r)}, key=_order)
     if not steps:
         return recs
     rank = {s: i for i, s in enumerate(steps)}
     return [r.model_copy(update={"coords": {**r.coords, "load": rank[_step(r)] * STRIDE + r.load_index}})
-            if r.dimensions else r for r in recs]
+            if _folded(r) else r for r in recs]
 
 
 def unfold(load_index: int) -> tuple[int, int]:
@@ -42,8 +50,8 @@ def unfold(load_index: int) -> tuple[int, int]:
 
 def stage_prefix(r: CellRecord) -> str:
     """'fill 25 % · ' for a record at a stage step; '' otherwise."""
-    if not r.dimensions:
+    if not _folded(r):
         return ""
     from ..plan.stages import stage_label
 
-    return " · ".join(stage_label(k, v) for k, v in r.dimensions.items()) + " · "
+    return " · ".join(stage_label(k, v) for k, v in _folded(r).items()) + " · "

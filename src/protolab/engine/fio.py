@@ -131,14 +131,15 @@ class Fio:
         timeout: float | None = None,
         label: str = "fio",
         on_status: Callable[[dict], bool] | None = None,
+        status_interval_s: int = 1,
     ) -> str:
         """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text.
 
-        ``on_status``: fio prints a cumulative status document every second, and each is passed to
+        ``on_status``: fio prints a cumulative status document every ``status_interval_s``, and each is passed to
         ``on_status`` as it is written; when it returns True, fio is stopped (gracefully: its last
         document is written) — see ``engine.status``.
         """
-        args = ["--status-interval=1", str(job_file)] if on_status else [str(job_file)]
+        args = [f"--status-interval={int(status_interval_s)}", str(job_file)] if on_status else [str(job_file)]
         return self.run(args, output, netns=netns, on_iops=on_iops, timeout=timeout, label=label,
                         on_status=on_status)
 
@@ -151,18 +152,18 @@ class Fio:
         timeout: float | None = None,
         label: str = "fio",
         netns: str | None = None,
-        status_interval: bool = False,
+        status_interval: bool | int = False,
         on_poll: Callable[[], None] | None = None,
     ) -> str:
         """One `fio --client` run over several servers: (client argument, job file) per host.
 
         ``netns``: where the client runs (a guest's fio server is forwarded on 127.0.0.1 of its host's namespace).
-        ``status_interval``: each server sends a cumulative status every second; fio 3.33's client prints
+        ``status_interval``: each server sends a cumulative status every that many seconds (True: 1); fio 3.33's client prints
         them only at the end, all in one document (client.c: handle_ts, fio_client_json_fini), so they
         cannot be read live. ``on_poll`` is called every ``POLL_S`` while the client runs.
         """
         # --status-interval after --client=… is sent to that server (a FIO_CLIENT_FLAG option in init.c)
-        per = ["--status-interval=1"] if status_interval else []
+        per = [f"--status-interval={int(status_interval)}"] if status_interval else []
         args = [a for arg, job in clients for a in (f"--client={arg}", *per, str(job))]
         return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label, on_poll=on_poll)
 

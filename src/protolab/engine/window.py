@@ -17,6 +17,13 @@ boundaries' instants, placed back from the client's printing (see ``_client``).
 
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
+
+Statuses come every ``interval_s`` seconds (the plan's ``method.interval``): the warm-up is
+judged, and the window placed, to the nearest status. Each interval of the window is also
+reported as a merged ``intervals.Interval``: a direct run hands each to ``on_interval`` the
+moment its status is written (so a long run's series is on disk up to its last interval
+whatever stops it); a client run's come after the client's print, all at once. A long
+direct run keeps the histograms of its window's first and latest statuses only.
 """
 
 from __future__ import annotations
@@ -29,13 +36,14 @@ from typing import Any, Callable
 from ..plan.expand import Cell
 from ..safepath import inside
 from .fio import Fio
+from .intervals import Interval, interval, light, window_intervals
 from .jobfile import render_streams
 from .measure import client_plan
 from .replay import replay_files
 from .measure import HostRun
 from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
 
-#: A boundary snapshot is the one nearest its target: half a status interval either side.
+#: A boundary snapshot is the one nearest its target: half a status interval (of 1 s) either side.
 TOLERANCE_MS = 500.0
 #: fio's runtime beyond the longest warm-up and the window, so that the window's end status exists even when the
 #: jobs started that much apart (each job's runtime counts from its own start). A direct run is stopped at the
@@ -62,6 +70,8 @@ class WindowRun:
     #: the largest difference between the window and one fio's own I/O time between its boundary statuses: a
     #: client run's servers whose statuses fell out of step (a status timer that skipped a beat) make it large
     out_of_step_s: float = 0.0
+    intervals: list[Interval] = field(default_factory=list)  # the window's, merged over jobs and hosts
+    streamed: bool = False  # True: each interval went to on_interval as its status was written
 
 
 @dataclass
@@ -72,32 +82,60 @@ class _Live:
     warmup_done: Callable[[list[float], float], bool]
     sample: Callable[[], Any]
     on_warmup_end: Callable[[], None]
+    interval_s: int = 1
+    on_interval: Callable[[Interval], None] | None = None
     snaps: list[Snapshot] = field(default_factory=list)
     start: int | None = None  # index of the warm-up's last snapshot (-1: no warm-up)
     end: int | None = None
     before: Any = None
     after: Any = None
+    intervals: list[Interval] = field(default_factory=list)
+    _from: int | None = None  # the status the next interval starts at (None: the window's first)
 
     def __call__(self, doc: dict) -> bool:
         got = snapshots([doc]).get("local")
         if not got:
             return False
+        if self.snaps and (got[0].runtime_ms, got[0].ios) == (self.snaps[-1].runtime_ms, self.snaps[-1].ios) \
+                and got[0].runtime_ms:
+            return False  # the same status twice (as status.snapshots drops)
         self.snaps.append(got[0])
         i = len(self.snaps) - 1
         per = {"local": self.snaps}
         if self.start is None:
+            if i >= 1:  # a warm-up status is only counted (IOPS, I/O time): its histograms are not needed
+                self.snaps[i - 1] = light(self.snaps[i - 1])
             if self.warmup_done(iops_series(self.snaps), elapsed_ms(per, i) / 1000.0):
                 self.before, self.start = self.sample(), i
                 self.on_warmup_end()
             return False
-        if elapsed_ms(per, i) - elapsed_ms(per, self.start) >= self.duration_ms - TOLERANCE_MS:
+        self._interval(i)
+        if elapsed_ms(per, i) - elapsed_ms(per, self.start) >= self.duration_ms - TOLERANCE_MS * self.interval_s:
             self.after, self.end = self.sample(), i
             return True  # stop fio: the window is complete
         return False
 
+    def _interval(self, i: int) -> None:
+        """Report the interval that status ``i`` ends, then drop the histograms no later interval needs.
+
+        A status whose jobs' I/O time has not moved since the last interval's (a busy machine runs fio's
+        status thread before the jobs update their time) ends no interval: the next one spans both."""
+        if self._from is None:
+            self._from = self.start
+        prev = self.snaps[self._from] if self._from >= 0 else None
+        if self.snaps[i].runtime_ms <= (prev.runtime_ms if prev else 0.0):
+            return
+        iv = interval([(prev, self.snaps[i])], (i - self.start) * self.interval_s)
+        self.intervals.append(iv)
+        if self.on_interval is not None:
+            self.on_interval(iv)
+        if self._from >= 0 and self._from != self.start:  # the window's first status stays whole: the window needs it
+            self.snaps[self._from] = light(self.snaps[self._from])
+        self._from = i
+
 
 def boundaries(per: dict[str, list[Snapshot]], warmup_done: Callable[[list[float], float], bool],
-               duration_s: float, start: int | None = None) -> tuple[int, int]:
+               duration_s: float, start: int | None = None, interval_s: int = 1) -> tuple[int, int]:
     """(index of the warm-up's last status, -1 for none; index of the window's last status), placed afterwards
     by the same rule a direct run applies as the statuses come (``start``: already known)."""
     n = max((len(v) for v in per.values()), default=0)
@@ -105,7 +143,7 @@ def boundaries(per: dict[str, list[Snapshot]], warmup_done: Callable[[list[float
     if start is None:
         start = next((i for i in range(n) if warmup_done(total[:i + 1], elapsed_ms(per, i) / 1000.0)), n - 1)
     t0 = elapsed_ms(per, start)
-    end = next((i for i in range(start + 1, n) if elapsed_ms(per, i) - t0 >= duration_s * 1000.0 - TOLERANCE_MS),
+    end = next((i for i in range(start + 1, n) if elapsed_ms(per, i) - t0 >= duration_s * 1000.0 - TOLERANCE_MS * interval_s),
                n - 1)
     return start, end
 
@@ -131,14 +169,17 @@ def run_window(
     socket_dir: Path | None = None,
     clock: Callable[[], float] = time.monotonic,
     progress: Callable[[Any], tuple[float, float] | None] = lambda sample: None,
+    interval_s: int = 1,
+    on_interval: Callable[[Interval], None] | None = None,
 ) -> WindowRun:
-    """Warm up until ``warmup_done(series, seconds)`` (called at each second; with no warm-up it says True
-    at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``."""
+    """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
+    at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``; statuses every
+    ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once."""
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
     direct = len(hosts) == 1 and hosts[0].agent is None
-    runtime = warmup_max_s + duration_s + (SPARE_DIRECT_S if direct else SPARE_CLIENT_S)
+    runtime = warmup_max_s + duration_s + max(SPARE_DIRECT_S if direct else SPARE_CLIENT_S, 2.0 * interval_s)
     jobs = []
     for h in hosts:
         job = inside(folder, f"{name}.{h.name}.fio")
@@ -146,19 +187,24 @@ def run_window(
         job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, iologs=iologs))
         jobs.append(job)
     timeout = runtime + timeout_margin_s
-    live = _Live(duration_s * 1000.0, warmup_done, sample, on_warmup_end)
+    live = _Live(duration_s * 1000.0, warmup_done, sample, on_warmup_end, interval_s, on_interval)
     if warmup_done([], 0.0):  # no warm-up: the window starts with the jobs
         live.before, live.start = sample(), -1
         on_warmup_end()
     if direct:
         fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
-                    on_status=live)
-        return _direct(output, live, warmup_done, duration_s, fio)
+                    on_status=live, status_interval_s=interval_s)
+        return _direct(output, live, fio)
     return _client(fio, hosts, jobs, output, live, warmup_done, duration_s, tick, interpolate, socket_dir,
                    timeout, label, clock, progress)
 
 
-def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio) -> WindowRun:
+def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
+    if live.end is not None and live.start is not None:  # the window is complete: the live statuses have it all
+        run = _result(output, {"local": live.snaps}, live.start, live.end, live.before, live.after, True, fio,
+                      live.interval_s, list(live.intervals))
+        run.streamed = True
+        return run
     snaps = snapshots(documents(output.read_text())).get("local", [])
     if not snaps:
         from ..errors import ToolError
@@ -168,7 +214,13 @@ def _direct(output: Path, live: _Live, warmup_done, duration_s: float, fio: Fio)
         live.start, live.before = len(snaps) - 1, live.sample()
     if live.end is None:  # fio ended (an error, a short run) before the window's end snapshot
         live.end, live.after = len(snaps) - 1, live.sample()
-    return _result(output, {"local": snaps}, live.start, live.end, live.before, live.after, True, fio)
+    run = _result(output, {"local": snaps}, live.start, live.end, live.before, live.after, True, fio, live.interval_s)
+    # fio ended first: the intervals not yet reported (its last statuses) are reported now, in order
+    for iv in run.intervals[len(live.intervals):]:
+        if live.on_interval is not None:
+            live.on_interval(iv)
+    run.streamed = True
+    return run
 
 
 def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
@@ -182,7 +234,7 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
             ticks.append((clock(), tick()))
 
     clients, netns = client_plan(hosts, jobs)
-    fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=True,
+    fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=live.interval_s,
                     on_poll=poll, **({"netns": netns} if netns else {}))
     exited = clock()
     ticks.append((exited, tick()))
@@ -191,7 +243,8 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         from ..errors import ToolError
 
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
-    start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None)
+    start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None,
+                            interval_s=live.interval_s)
     ended = printed.at if printed.at is not None else exited
 
     def at(i: int) -> float:
@@ -208,7 +261,7 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     before = live.before if start == -1 else sample_at(start)
     after = sample_at(end)
     live.on_warmup_end()
-    return _result(output, per, start, end, before, after, False, fio)
+    return _result(output, per, start, end, before, after, False, fio, live.interval_s)
 
 
 def _by_traffic(per: dict[str, list[Snapshot]], ticks: list[tuple[float, Any]],
@@ -263,7 +316,7 @@ def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:
 
 
 def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, before, after, live: bool,
-            fio: Fio) -> WindowRun:
+            fio: Fio, interval_s: int = 1, intervals: list[Interval] | None = None) -> WindowRun:
     pairs, series_by, warm_by = [], {}, {}
     for src, snaps in per.items():
         # the k-th status of every fio comes at about the same time (see status.total_series)
@@ -283,4 +336,5 @@ def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, 
         warmup_s=t0 / 1000.0, window_s=(elapsed_ms(per, end) - t0) / 1000.0,
         before=before, after=after, live=live, op_errors=list(getattr(fio, "op_errors", [])),
         out_of_step_s=step / 1000.0,
+        intervals=intervals if intervals is not None else window_intervals(per, start, end, interval_s),
     )

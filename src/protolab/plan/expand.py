@@ -2,7 +2,9 @@
 
 Order: for each stage step (fill level; see plan.stages), for each workload, for each load point, for each repeat, every
 configuration in turn (A B C A B C …), so that drift of the machine over time
-does not masquerade as a difference between configurations.
+does not masquerade as a difference between configurations. An aging stage's
+steps of one configuration follow each other (A A A B B B): they are one
+uninterrupted aging of that configuration's data.
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ class Cell:
     load_index: int
     repeat: int  # 1-based
     stage: StageStep | None = None  # the stage step the cell runs at (fill level), when the plan has one
+    age_step: int | None = None  # the step of an aging sequence ([stage.age]), from 0
+    age_every: float = 0.0  # seconds per aging step
+
+    @property
+    def age_s(self) -> int | None:
+        """The data's aging time at this step's start, s (None: not an aging step)."""
+        return None if self.age_step is None else int(round(self.age_step * self.age_every))
+
+    @property
+    def sequence(self) -> str:
+        """The id of the cell without its aging step: every step of one aging sequence shares it."""
+        return f"{self.key}__r{self.repeat}"
 
     @property
     def oio(self) -> int:
@@ -48,20 +62,25 @@ class Cell:
 
     @property
     def id(self) -> str:
-        """The cell's id including the repeat."""
-        return f"{self.key}__r{self.repeat}"
+        """The cell's id including the repeat (and the aging step)."""
+        return self.sequence + (f"__a{self.age_step}" if self.age_step is not None else "")
 
 
 def expand(plan: Plan) -> list[Cell]:
     """All cells of ``plan`` in run order (configurations interleaved at each load point).
 
     With adaptive repeats these are the first ``min`` repeats; the session adds more (run.schedule).
+    With [stage.age], each cell is an aging sequence: its steps follow each other, nothing between them.
     """
+    age = plan.stage.age if plan.stage is not None else None
+    steps = [None] if age is None else list(range(age.steps))
+    every = age.every if age is not None else 0.0
     cells = []
-    for stage in stage_steps(plan.method):  # outermost: a step changes the data, its cells follow it
+    for stage in stage_steps(plan.method):  # outermost: a fill level changes the data, its cells follow it
         for workload in plan.workloads:
             for li, lp in enumerate(plan.load_points):
                 for repeat in range(1, plan.method.min_repeats + 1):
                     for config in plan.configurations:
-                        cells.append(Cell(config, workload, lp, li, repeat, stage))
+                        cells += [Cell(config, workload, lp, li, repeat, stage=stage, age_step=k, age_every=every)
+                                  for k in steps]
     return cells

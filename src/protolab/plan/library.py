@@ -94,8 +94,7 @@ def study_runtimes(name: str) -> tuple[str, str]:
     parts = []
     for scale in scales_of(data) or [None]:
         plan, _ = load_builtin(name, scale)
-        m = plan.method
-        seconds = len(expand(plan)) * (m.warmup + m.duration)
+        seconds = len(expand(plan)) * plan.seconds_per_cell
         t = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{max(1, round(seconds / 60))} min"
         parts.append(f"{scale} ≈ {t}" if scale else f"≈ {t}")
     return str(data.get("seed", "")), ", ".join(parts) + " of measurement"

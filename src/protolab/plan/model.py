@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from . import safety, shape
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
+from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
 from .shape import Bursts, HotZone, Replay, Skew
@@ -253,7 +254,8 @@ class Method(_Model):
     warmup_until_steady: bool = Field(
         default=False, description="end the warm-up as soon as IOPS is steady by the SNIA PTS rule"
     )
-    steady_window: int = Field(default=5, ge=3, le=60, description="seconds in the steady-state window")
+    steady_window: int = Field(default=5, ge=3, le=60, description="intervals (of method.interval seconds) in the "
+                               "steady-state window")
     restore: bool = Field(default=False, description="restore the pool snapshot before every cell (lab)")
     initialise: Initialise | None = Field(default=None, description="initialise the data once, then snapshot")
     duration: float = Field(default=30.0, ge=1, le=MAX_DURATION_S, description="seconds of the measured window")
@@ -278,6 +280,10 @@ class Method(_Model):
                                  "before the first cell; the fill writes it level by level — remove prepare")
             data = {**data, "prepare": False}
         return data
+
+    interval: Interval = Field(default=1, description="seconds per series interval (fio's status interval): "
+                               "the warm-up's steps, the steady window's samples and series.csv's rows")
+    slo: Slo | None = Field(default=None, description="a latency objective per interval, e.g. { p95 = \"20ms\" }")
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -311,9 +317,11 @@ class Method(_Model):
 
     def summary(self) -> str:
         """One line: 'warm-up 5s, measured 30s, 3 repeats'."""
-        warm = (f"warm-up until steady (SNIA, {self.steady_window}s window, at most {format_duration(self.warmup)})"
+        warm = (f"warm-up until steady (SNIA, {self.steady_window * self.interval}s window, at most {format_duration(self.warmup)})"
                 if self.warmup_until_steady else f"warm-up {format_duration(self.warmup)}")
         extra = ", restore before each cell" if self.restore else ""
+        extra += f", series every {format_duration(self.interval)}" if self.interval != 1 else ""
+        extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
         extra += f"; {self.fill.summary()}" if self.fill is not None else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
@@ -340,6 +348,7 @@ class Plan(_Model):
     configurations: list[Configuration] = Field(min_length=1)
     load_points: list[LoadPoint] = Field(min_length=1)
     method: Method = Method()
+    stage: Stage | None = Field(default=None, description="[stage.age]: age the data (plan.longrun)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
@@ -361,7 +370,7 @@ class Plan(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
         cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
-                 * len(stage_steps(self.method)))
+                 * len(stage_steps(self.method)) * self.age_steps)
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats × stage steps); at most {MAX_CELLS} are allowed: split it into several plans")
@@ -384,6 +393,9 @@ class Plan(_Model):
             if set(f.workloads) - set(wnames):
                 raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(wnames)))} "
                                  f"are not in the plan; choose from: {', '.join(wnames)}")
+        if self.age_steps > 1 and isinstance(self.method.repeats, AdaptiveRepeats):
+            raise ValueError("stage.age with adaptive repeats: an aging sequence is one long measurement; "
+                             "give method.repeats a number")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"
@@ -401,6 +413,16 @@ class Plan(_Model):
         if config.target in self.targets:
             return self.targets[config.target]
         return TargetSpec(url=config.target)
+
+    @property
+    def age_steps(self) -> int:
+        """Cells per aging sequence (1 without [stage.age])."""
+        return self.stage.age.steps if self.stage is not None and self.stage.age is not None else 1
+
+    @property
+    def seconds_per_cell(self) -> float:
+        """Warm-up and window per cell, on average (see plan.longrun)."""
+        return plan_seconds_per_cell(self)
 
     def uses_lab(self) -> bool:
         """True when any configuration targets a lab export."""

@@ -65,7 +65,8 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     if not records:
         raise ProtolabError(f"{rundir.path}: no measured cells in this run directory; nothing to report "
                             "(run the study again, or resume it)")
-    data = tables.build(rundir.manifest(), records, series=rundir.series)  # reads only the series it draws
+    data = tables.build(rundir.manifest(), records, series=rundir.series,  # reads only the series it draws
+                        intervals=rundir.intervals)
     from ..analysis.derived import figures as derived
 
     # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/ (drawn by
@@ -86,7 +87,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     if data is None:
         from . import tables
 
-        data = tables.build(rundir.manifest(), rundir.records(), series=rundir.series())
+        data = tables.build(rundir.manifest(), rundir.records(), series=rundir.series(), intervals=rundir.intervals)
     return {
         "run": str(rundir.path), "report": str(path), "baseline": data.baseline,
         "findings": [{"kind": f.kind, "text": f.text, "metric": f.metric, "workload": f.workload,
@@ -104,7 +105,7 @@ def print_summary(rundir: RunDir, console: Console | None = None) -> None:
     from .terminal import make_console, plain_table, print_table
     console = console or make_console()
     data = getattr(rundir, "report_data", None) or tables.build(rundir.manifest(), rundir.records(),
-                                                                series=rundir.series())
+                                                                series=rundir.series(), intervals=rundir.intervals)
     for w in data.workloads:
         title, headers, rows = summary_table(data, w, most_loads=TERMINAL_LOADS)
         print_table(console, plain_table(title, headers, rows))

@@ -58,12 +58,14 @@ def series_loads(data: ReportData, workload: str) -> list[int]:
 def series_charts(data: ReportData, workload: str) -> list[Chart]:
     """IOPS per second of every repeat at the load points `series_loads` picks."""
     out = []
+    step = data.plan.method.interval if data.plan else 1
     loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
     wanted = set(series_loads(data, workload))
     shown = [(li, label) for li, label in loads if li in wanted]
     for li, label in shown:
+        # an aging sequence's steps are drawn as one series by report.longrun
         recs = [r for c in data.configurations for r in data.cells.get((workload, li, c), [])
-                if data.series.get(r.seq, {}).get("all")]
+                if data.series.get(r.seq, {}).get("all") and "age_s" not in r.coords]
         if not recs:
             continue
         recs.sort(key=lambda r: (data.configurations.index(r.configuration), r.repeat))
@@ -73,14 +75,14 @@ def series_charts(data: ReportData, workload: str) -> list[Chart]:
             vals = [float(v) for v in data.series[r.seq]["all"]]
             series.append(Series(f"{r.configuration} r{r.repeat}", vals + [None] * (length - len(vals))))
             table.append({"workload": workload, "load point": label, "configuration": r.configuration,
-                          "repeat": r.repeat, "seconds": len(vals), "mean IOPS": sum(vals) / len(vals),
+                          "repeat": r.repeat, "seconds": len(vals) * step, "mean IOPS": sum(vals) / len(vals),
                           "min IOPS": min(vals), "max IOPS": max(vals), "steady state": steady_word(r)})
         note = "each repeat's measured window, one line per configuration and repeat"
         if len(shown) < len(loads):
             note += f"; the highest of {len(loads)} load points (every series is in series.csv)"
         out.append(Chart(slug("series", workload, str(li)), "series", "series", workload,
-                         f"{workload} — IOPS per second at {label}", note, "IOPS",
-                         [str(i + 1) for i in range(length)], series, table))
+                         f"{workload} — IOPS per {'second' if step == 1 else f'{step} s interval'} at {label}",
+                         note, "IOPS", [str((i + 1) * step) for i in range(length)], series, table))
     return out
 
 

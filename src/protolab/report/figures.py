@@ -45,7 +45,7 @@ def colour(i: int) -> str:
 
 def series_groups(chart: Chart) -> list[str]:
     """The configuration of each series: per-second series are named 'config rN', one colour per configuration."""
-    if chart.kind != "series":
+    if chart.kind not in ("series", "timeseries"):
         return [s.name for s in chart.series]
     return [s.name.rsplit(" r", 1)[0] for s in chart.series]
 
@@ -97,15 +97,18 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
     groups = series_groups(chart)
     drawn: dict[str, int] = {}
     many = len(xs) > MAX_BAR_GROUPS
+    timed = chart.kind == "timeseries"
     for i, (s, group) in enumerate(zip(chart.series, groups)):
         nth = drawn.get(group, 0)
         drawn[group] = nth + 1
         ys = [_num(v) for v in s.values]
-        marker = None if chart.kind == "series" or many else "o"
+        if timed:
+            xs = list(s.x or range(1, len(ys) + 1))
+        marker = None if chart.kind in ("series", "timeseries") or many else "o"
         if len([y for y in ys if math.isfinite(y)]) == 1 and marker is None:
             marker = "o"  # a single value still shows
         (line,) = ax.plot(xs, ys, label=group if nth == 0 else "_nolegend_", color=paint(group), linewidth=1.1,
-                          linestyle=DASHES[nth % len(DASHES)] if chart.kind == "series" else "-",
+                          linestyle=DASHES[nth % len(DASHES)] if chart.kind in ("series", "timeseries") else "-",
                           marker=marker, markersize=3)
         line.set_gid(f"plser-{i}")
         if s.low and s.high and chart.kind in ("relative", "ceiling"):
@@ -113,7 +116,17 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
                             alpha=0.15, linewidth=0)
     if chart.kind in ("relative", "ceiling"):
         ax.axhline(100, color="#555555", linewidth=0.8, linestyle="--")
-    if chart.kind == "series":
+    if timed:
+        ax.set_xlabel(chart.xlabel)
+        if chart.log_x:
+            from matplotlib.ticker import FuncFormatter
+
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # plain numbers, not mathtext
+            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        if chart.hline is not None:
+            ax.axhline(chart.hline, color="#555555", linewidth=0.8, linestyle="--")
+    elif chart.kind == "series":
         _xticks(ax, xs, chart.x)
         ax.set_xlabel("second of the measured window")
     else:

@@ -20,13 +20,20 @@ _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
             "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}
 
 
+def _stage_dims(r) -> dict:
+    """The record's stage steps drawn here (fill levels; an aging sequence is report.longrun's)."""
+    from ..plan.stages import STAGE_UNITS
+
+    return {k: v for k, v in r.dimensions.items() if k in STAGE_UNITS}
+
+
 def _steps(data: ReportData) -> dict[int, str]:
     """Stage rank → its label ('fill 25 %'), from the records."""
     out: dict[int, str] = {}
     for r in data.records:
-        if r.dimensions:
+        if _stage_dims(r):
             rank, _ = unfold(r.load_index)
-            out.setdefault(rank, " · ".join(stage_label(k, v) for k, v in r.dimensions.items()))
+            out.setdefault(rank, " · ".join(stage_label(k, v) for k, v in _stage_dims(r).items()))
     return dict(sorted(out.items()))
 
 
@@ -51,7 +58,7 @@ def stage_charts(data: ReportData) -> list[Chart]:
     if not steps:
         return []
     x = list(steps.values())
-    dims = list(dict.fromkeys(k for r in data.records for k in r.dimensions))
+    dims = list(dict.fromkeys(k for r in data.records for k in _stage_dims(r)))
     axis = " and ".join(STAGE_AXES.get(d, d) for d in dims)
     charts = []
     for w in data.workloads:

@@ -39,6 +39,7 @@ class Series:
     values: list[float | None]
     low: list[float | None] | None = None  # CI whiskers, same unit as values
     high: list[float | None] | None = None
+    x: list[float] | None = None  # a "timeseries" chart's x of each value (its own times)
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Chart:
     """A chart and the table of absolute numbers beside it (also tables/<id>.csv, figures/<id>.png|svg)."""
 
     id: str
-    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling"
+    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries"
     section: str
     workload: str
     title: str
@@ -56,6 +57,9 @@ class Chart:
     series: list[Series]
     table: list[dict[str, Any]]
     log_y: bool = False
+    log_x: bool = False
+    xlabel: str = ""
+    hline: float | None = None  # a reference level drawn dashed (a latency objective)
 
 
 @dataclass
@@ -277,11 +281,13 @@ def wire_ceilings(data: ReportData) -> tuple[dict[tuple[str, str], float | None]
 
 
 def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
-          method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None) -> ReportData:
+          method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None,
+          intervals: Callable | None = None) -> ReportData:
     """Assemble the whole report's data from a manifest, its records and their per-interval series.
 
     ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
-    (a long run's series.csv holds far more than the charts draw).
+    (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
+    the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun).
     """
     from ..analysis.stages import fold
 
@@ -319,6 +325,10 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
 
     data.charts.extend(stage_charts(data))
     data.findings += stage_findings(data, alpha=alpha, noise=noise)
+    if intervals is not None:
+        from .longrun import long_run_charts
+
+        data.charts.extend(long_run_charts(data, intervals))
     ceilings, note = ceiling_charts(data)
     data.charts.extend(ceilings)
     for m in absent:

@@ -192,14 +192,27 @@ class CellRecord(_Record):
 
 
 class SeriesRow(_Record):
-    """One interval of one host in one window: a row of series.csv."""
+    """One interval of one host in one window: a row of series.csv.
+
+    The "all" rows of the measured window carry the interval's figures merged over every job and host
+    (MB/s, and latencies from the summed histogram bins); per-host rows and warm-up rows carry IOPS only.
+    A window that was interrupted keeps its rows (under its own seq and session) and has no record.
+    """
 
     seq: int
     cell_id: str
     phase: str  # "warmup" or "measure"
     host: str  # a host name, or "all" for the sum over hosts
-    t_s: float  # end of the interval, seconds from the window's start
+    t_s: float  # end of the interval, seconds from the window's start (an aging step's: from its sequence's start,
+    #              the steps' measured time end to end)
     iops: float
+    session: int = 1
+    mbps: float | None = None
+    lat_mean_us: float | None = None
+    lat_p95_us: float | None = None
+    lat_p99_us: float | None = None
+    ios: int | None = None  # I/Os completed in the interval, every job and host (a weighted mean's weights)
+    seconds: float | None = None  # the interval's length in the jobs' I/O time
 
 
 SERIES_COLUMNS = list(SeriesRow.model_fields)

@@ -79,6 +79,13 @@ def _csv_text(rows: list[dict[str, Any]], columns: list[str], header: bool) -> s
     return buf.getvalue()
 
 
+def _number(key: str, v: str) -> Any:
+    """A series.csv field as its type (csv gives text)."""
+    if key in ("seq", "session", "ios"):
+        return int(v)
+    return v if key in ("cell_id", "phase", "host") else float(v)
+
+
 class _Point(NamedTuple):
     """One per-interval value read back from series.csv (plain tuple: tens of thousands are read at once)."""
 
@@ -254,6 +261,29 @@ class RunDir:
         for r in rows:
             out.setdefault(r.seq, {}).setdefault(r.host, []).append((r.t_s, r.iops))
         return {seq: {h: [v for _, v in sorted(pts)] for h, pts in hosts.items()} for seq, hosts in out.items()}
+
+    def intervals(self, seqs: set[int] | None = None) -> dict[int, list[SeriesRow]]:
+        """The measured windows' merged per-interval rows (host "all"), by seq, in time order — an interrupted
+        window's too (a seq with no record). Rows written before these columns existed carry IOPS only."""
+        out: dict[int, list[SeriesRow]] = {}
+        path = self.path / "series.csv"
+        if self.schema == 1 or not path.is_file():
+            return out
+        fields = set(SeriesRow.model_fields)
+        with path.open(newline="") as f:
+            for row in csv.DictReader(f):
+                try:
+                    if row.get("phase") != "measure" or row.get("host") != "all":
+                        continue
+                    seq = int(row["seq"])
+                    if seqs is not None and seq not in seqs:
+                        continue
+                    vals = {k: v for k, v in row.items() if k in fields and v not in ("", None)}
+                    out.setdefault(seq, []).append(SeriesRow.model_validate(
+                        {k: _number(k, v) for k, v in vals.items()}))
+                except (KeyError, ValueError, TypeError):
+                    continue  # a torn last line
+        return {k: sorted(v, key=lambda r: r.t_s) for k, v in out.items()}
 
     def write_csv(self, records: list[CellRecord], figures: RowFigures | None = None) -> None:
         """Rewrite cells.csv from ``records`` (what `protolab report` does with today's formulas)."""

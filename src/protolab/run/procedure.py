@@ -41,6 +41,7 @@ class Window_:
     measurement: Measurement
     telemetry: Telemetry
     started: str
+    t0_s: float = 0.0  # where the window's series starts on its time axis (an aging step's: after the previous)
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -53,7 +54,7 @@ def _steadiness(series: list[float], window: int) -> Steadiness | None:
 
 @dataclass
 class WarmupRule:
-    """When the warm-up ends, asked at each second with the IOPS per second so far: at ``seconds``
+    """When the warm-up ends, asked at each status with the IOPS per interval so far: at ``seconds``
     (fixed), or at the first second the SNIA rule holds over ``window`` seconds, at most ``seconds``."""
 
     seconds: float
@@ -61,6 +62,7 @@ class WarmupRule:
     window: int
     verdict: Steadiness | None = None
     ended_by: str | None = None
+    interval: int = 1  # seconds between two statuses
 
     def __call__(self, series: list[float], elapsed_s: float) -> bool:
         if self.seconds <= 0:
@@ -71,7 +73,7 @@ class WarmupRule:
         if self.until_steady and self.verdict is not None and self.verdict.steady:
             self.ended_by = "steady"
             return True
-        if elapsed_s >= self.seconds - 0.5:  # the status snapshot nearest the warm-up's time
+        if elapsed_s >= self.seconds - 0.5 * self.interval:  # the status snapshot nearest the warm-up's time
             self.ended_by = "maximum" if self.until_steady else "time"
             return True
         return False
@@ -92,6 +94,7 @@ class Procedure:
         self.plan, self.testbed, self.rundir, self.progress = plan, testbed, rundir, progress
         self.phase = phase  # tells the session (and the manifest) which step runs
         self.filled: dict[str, int] = {}  # bytes written so far by the fill stage, per distinct target
+        self.aged: dict[str, float] = {}  # aging sequence → where its last step's series ended, s
 
     @property
     def fio(self):
@@ -187,13 +190,31 @@ class Procedure:
         per_host = layout(cell, lambda h, g: self._region(cell, self.testbed.access(c, h, g)))
         return [run for h, s in enumerate(per_host) for run in self.testbed.host_runs(c, h, len(per_host), s)]
 
-    def window(self, cell: Cell, hosts: list[HostRun], window: Window, seq: int) -> tuple[Window_, Warmup]:
-        """The warm-up and the measured window in one fio run; telemetry covers the window only."""
+    def window(self, cell: Cell, hosts: list[HostRun], window: Window, seq: int,
+               session: int = 1) -> tuple[Window_, Warmup]:
+        """The warm-up and the measured window in one fio run; telemetry covers the window only.
+
+        The window's merged intervals go to series.csv as they come (a direct run: each the moment fio
+        writes its status; a client run: all when the client prints), so an interrupted window keeps them.
+        An aging step lasts ``age.every``, and only an aging sequence's first step warms up."""
         m = self.plan.method
         warmup = 0.0 if cell.workload.replay is not None else m.warmup  # a trace is measured whole, from its start
+        if cell.age_step:  # the data has been under load without a break since the first step's warm-up
+            warmup = 0.0
+        duration = cell.age_every if cell.age_step is not None else m.duration
+        # an aging step's series goes on where the previous step's ended: the steps' measured time, end to end
+        offset = self.aged.get(cell.sequence, 0.0) if cell.age_step else 0.0
+
+        def row(iv) -> SeriesRow:
+            r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
+            return SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host="all", t_s=offset + iv.t_s,
+                             iops=round(iv.iops, 3), session=session, mbps=round(iv.mbps, 6),
+                             lat_mean_us=r3(iv.lat_mean_us), lat_p95_us=r3(iv.lat_p95_us), lat_p99_us=r3(iv.lat_p99_us),
+                             ios=iv.ios, seconds=iv.seconds)
+
         self.testbed.check_agents()
         self.phase("warm-up" if warmup > 0 else "measure")
-        rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window)
+        rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window, interval=m.interval)
         started: list[str] = [now()]
 
         def warmed() -> None:
@@ -201,24 +222,38 @@ class Procedure:
             if warmup > 0:
                 self.phase("measure")
 
-        run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=m.duration, warmup_done=rule,
+        noted: list[bool] = []
+
+        def write(rows: list[SeriesRow]) -> None:
+            if rows and not noted:  # this seq now has rows: a resumed session must not reuse it
+                self.rundir.update_manifest(measuring={"seq": seq, "cell_id": cell.id, "session": session})
+                noted.append(True)
+            self.rundir.add_series(rows)
+
+        run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=duration, warmup_done=rule,
                          sample=window.sample, tick=window.sample, interpolate=window.interpolate,
                          folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                          timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
-                         on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress)
+                         on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
+                         interval_s=m.interval, on_interval=lambda iv: write([row(iv)]))
+        if not run.streamed:
+            write([row(iv) for iv in run.intervals])
+        if cell.age_step is not None:
+            self.aged[cell.sequence] = offset + (run.intervals[-1].t_s if run.intervals else run.window_s)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
         if run.out_of_step_s > 0.5:
             self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "
                                "step (a busy machine delays fio's status timer); its window is uncertain")
-        if run.window_s < m.duration - 0.5:  # fio ended first: its jobs started further apart than its spare
+        if run.window_s < duration - 0.5 * m.interval:  # fio ended first: its jobs started further apart than its spare
             self.progress.note(f"cell {cell.id}: the measured window lasted {run.window_s:.1f}s of "
-                               f"{m.duration:g}s (fio's jobs ended first; see {run.output.name})")
-        self.rundir.add_series([SeriesRow(seq=seq, cell_id=cell.id, phase="warmup", host="all", t_s=i + 1.0, iops=v)
+                               f"{duration:g}s (fio's jobs ended first; see {run.output.name})")
+        self.rundir.add_series([SeriesRow(seq=seq, cell_id=cell.id, phase="warmup", host="all",
+                                          t_s=(i + 1.0) * m.interval, iops=v, session=session)
                                 for i, v in enumerate(run.warmup_series)])
         delta = window.delta(run.before, run.after)
         telemetry = Telemetry(**delta, storage_ports=self.testbed.storage_ports())
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
-        return Window_(meas, telemetry, started[0]), rule.record(run.warmup_s)
+        return Window_(meas, telemetry, started[0], offset), rule.record(run.warmup_s)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""

@@ -12,11 +12,14 @@ from .procedure import Window_
 
 
 def coords(cell: Cell) -> dict[str, str | int]:
-    """A cell's named dimensions."""
+    """A cell's named dimensions: a fill level adds fill = N; an aging step adds stage = "age" and age_s, its
+    aging time at its start."""
     out: dict[str, str | int] = {"workload": cell.workload.name, "configuration": cell.configuration.name,
                                  "load": cell.load_index, "repeat": cell.repeat}
     if cell.stage is not None:
         out[cell.stage.dimension] = cell.stage.value
+    if cell.age_step is not None:
+        out |= {"stage": "age", "age_s": int(cell.age_s or 0)}
     return out
 
 
@@ -38,8 +41,10 @@ def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:
 
 
 def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline: str, hosts: list[HostRun],
-                window: Window_, warmup: Warmup, steadiness) -> tuple[CellRecord, list[SeriesRow]]:
-    """The record of one measured window, and its series rows (total and per host)."""
+                window: Window_, warmup: Warmup, steadiness,
+                interval_s: int = 1) -> tuple[CellRecord, list[SeriesRow]]:
+    """The record of one measured window, and its per-host series rows (the merged "all" rows were written
+    while the window ran: see Procedure.window)."""
     meas = window.measurement
     result = parse_fio_json(meas.json_text)
     names = host_names(hosts, [*result.per_host_iops, *meas.series_by_host])
@@ -62,9 +67,10 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
     )
-    rows = [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host="all", t_s=i + 1.0, iops=v)
-            for i, v in enumerate(meas.series)]
+    offset = window.t0_s
+    rows = []
     for key, values in meas.series_by_host.items():
-        rows += [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host=names.get(key, key), t_s=i + 1.0,
-                           iops=v) for i, v in enumerate(values)]
+        rows += [SeriesRow(seq=seq, cell_id=cell.id, phase="measure", host=names.get(key, key),
+                           t_s=offset + (i + 1.0) * interval_s, iops=round(v, 3), session=session)
+                 for i, v in enumerate(values)]
     return rec, rows

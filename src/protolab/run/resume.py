@@ -59,7 +59,7 @@ def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str,
 #: is the same plan when they hold it now (a workload without a shape has no bursts).
 _NEWER_DEFAULTS = {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
                    "hot_zones": None, "skew": None, "replay": None, "trace": None, "fill": None,
-                   "seed_findings": []}
+                   "seed_findings": [], "interval": 1, "slo": None, "stage": None}
 
 
 def _as_stored(now: Any, stored: Any) -> Any:

@@ -33,11 +33,20 @@ class Planned:
 Stored = Callable[[], list[CellRecord]]  # the records that count, as stored right now
 
 
+def pending(plan: Plan, records: list[CellRecord]) -> list[Cell]:
+    """The planned cells without a good record, in run order. An aging sequence with any step missing is
+    measured again whole, from age 0: its data does not outlive the session (the lab's pool is made anew),
+    so its next step would not be the age it says. The earlier session's steps stay as superseded records."""
+    done = {r.cell_id for r in records if not r.failed}
+    cells = expand(plan)
+    broken = {c.sequence for c in cells if c.age_step is not None and c.id not in done}
+    return [c for c in cells if c.id not in done or (c.age_step is not None and c.sequence in broken)]
+
+
 def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) -> Iterator[Planned]:
     """Every pair still to measure, in run order; ``stops`` collects why each cell's repeating ended."""
     rule = plan.method.repeats
-    done = {r.cell_id for r in stored() if not r.failed}
-    cells = [c for c in expand(plan) if c.id not in done]
+    cells = pending(plan, stored())
     if not isinstance(rule, AdaptiveRepeats):
         yield from (Planned(c, f"repeat {c.repeat} of {rule}") for c in cells)
         return

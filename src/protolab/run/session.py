@@ -31,7 +31,7 @@ from ..results.rundir import RunDir
 from .procedure import Procedure
 from .progress import Progress, Silent
 from .recording import make_record
-from .schedule import Planned, schedule
+from .schedule import Planned, pending, schedule
 from .testbed import Testbed
 
 Hook = Callable[[str, Cell, Testbed], None]  # (stage: start | ready | done, cell, testbed)
@@ -82,7 +82,8 @@ class Study:
             "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text,
             "provenance": provenance(fio.version(), fio.engines(), fio.path), "started": now(), "ended": None,
             "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
-            "sessions": [], "dimensions": list(dict.fromkeys(s.dimension for s in stage_steps(plan.method) if s)),
+            "sessions": [], "dimensions": list(dict.fromkeys(s.dimension for s in stage_steps(plan.method) if s))
+            + (["stage", "age_s"] if plan.stage is not None and plan.stage.age is not None else []),
         })
         return self._session(rundir, testbed)
 
@@ -112,8 +113,7 @@ class Study:
         stops: dict[str, str] = {}
         todo = schedule(self.plan, rundir.records, stops)
         first = next(todo, None)
-        done = {r.cell_id for r in rundir.records() if not r.failed}
-        cells = [c for c in expand(self.plan) if c.id not in done]  # the planned count; adaptive adds repeats
+        cells = pending(self.plan, rundir.records())  # the planned count; adaptive adds repeats
         m = rundir.manifest()
         sessions = list(m.get("sessions", []))
         number = len(sessions) + 1
@@ -213,9 +213,15 @@ class Study:
                session: int, stops: dict[str, str]):
         """Measure the scheduled pairs in order; yields after each stored record."""
         m = self.plan.method
-        self.progress.start(planned, m.warmup + m.duration)
+        self.progress.start(planned, self.plan.seconds_per_cell)
         window = testbed.window()
-        seq = int(rundir.manifest().get("last_seq", 0))
+        # a window that was interrupted has no record but keeps its series under its seq: never reuse it
+        # (Procedure.window notes the seq in the manifest when it writes a window's first row)
+        man = rundir.manifest()
+        started = man.get("measuring") or {}
+        seq = max(int(man.get("last_seq", 0)), int(started.get("seq", 0)))
+        if int(started.get("seq", 0)) > int(man.get("last_seq", 0)):  # listed for the report before it is replaced
+            rundir.update_manifest(interrupted_windows=[*man.get("interrupted_windows", []), started])
         noted = 0
         stage = None  # the stage step the data is at in this session (a new session starts from nothing)
         for i, item in enumerate(work, 1):
@@ -232,16 +238,16 @@ class Study:
             seq += 1
             self.progress.cell(i, cell)
             self._hook("start", cell)
-            if m.restore:
+            if m.restore and not cell.age_step:  # an aging sequence's later steps go on with the aged data
                 testbed.restore()
             testbed.set_link(cell.configuration)
             hosts = proc.hosts(cell)
             self._hook("ready", cell)
-            win, warm = proc.window(cell, hosts, window, seq)
+            win, warm = proc.window(cell, hosts, window, seq, session)
             self._hook("done", cell)
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,
-                                    steadiness=proc.steadiness(win.measurement.series))
+                                    steadiness=proc.steadiness(win.measurement.series), interval_s=m.interval)
             rec = rec.model_copy(update={"repeat_reason": item.reason})
             rundir.add_series(rows)
             rundir.add_record(rec, figures(rec).csv_fields())
