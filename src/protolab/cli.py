@@ -75,7 +75,7 @@ def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = N
     return load_plan_text(text, source=str(plan), scale=scale), text, str(plan)
 
 
-SCALE_HELP = "The plan's [scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the seed's own)."
+SCALE_HELP = "The plan's \\[scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the seed's own)."
 
 
 def _environment(p, lab_workdir: Optional[Path]):

@@ -204,3 +204,20 @@ def test_a_fill_on_a_file_that_holds_data_needs_the_opt_in(tmp_path):
     rd = Study(plan, allowed, "fake.toml", results_root=tmp_path / "r", fio=fio,
                testbed=FakeTestbed(plan, fio, events)).run()
     assert [s["level"] for s in rd.manifest()["stages"]] == [25, 50, 100]
+
+
+def test_aging_at_one_fill_level_ages_only_that_levels_cells(tmp_path):
+    """S4: the fill sweep, and the aging at 25 % fill — one plan; the other levels are measured once."""
+    text = FILL.format(dir=tmp_path).replace("repeats = 3", "repeats = 1") \
+        + '[stage.age]\nduration = "6s"\nevery = "2s"\nat_fill = 50\n'
+    plan = _plan(text)
+    cells = expand(plan)
+    by_level = {lvl: [c for c in cells if c.stage.value == lvl] for lvl in (25, 50, 100)}
+    assert [len(v) for v in by_level.values()] == [4, 12, 4]  # 2 load points × 2 configurations (× 3 steps at 50)
+    assert all(c.age_step is None for c in by_level[25] + by_level[100])
+    assert [c.age_step for c in by_level[50][:3]] == [0, 1, 2]  # one configuration's steps follow each other
+    assert by_level[50][0].id == "tr3808-4k__a__h1s1q1__fill50__r1__a0" and len({c.id for c in cells}) == len(cells)
+    assert "aged 6s at fill 50 %" in plan.stage.age.summary()
+    with pytest.raises(PlanError) as e:
+        _plan(text.replace("at_fill = 50", "at_fill = 30"))
+    assert "stage.age.at_fill = 30: not one of method.fill's levels" in str(e.value)

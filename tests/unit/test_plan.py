@@ -82,9 +82,16 @@ def test_sizes(text, n):
     assert parse_size(text) == n
 
 
-@pytest.mark.parametrize("text,s", [("30s", 30), ("5m", 300), ("1h", 3600), (90, 90), ("500ms", 0.5)])
+@pytest.mark.parametrize("text,s", [("30s", 30), ("5m", 300), ("1h", 3600), (90, 90), ("500ms", 0.5),
+                                    ("8h30m", 30600), ("1h 5m 30s", 3930), ("2m30s", 150)])
 def test_durations(text, s):
     assert parse_duration(text) == s
+
+
+@pytest.mark.parametrize("text", ["h", "5x", "", "m5", "30s5m"])
+def test_bad_durations_say_what_to_write(text):
+    with pytest.raises(ValueError, match="expected a duration like '30s', '5m', '8h30m' or 90"):
+        parse_duration(text)
 
 
 def test_builtin_studies_all_load():

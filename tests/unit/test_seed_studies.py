@@ -19,7 +19,10 @@ from protolab.plan.topology import LabSpec
 
 # name → (quick cells, full cells)
 CELLS = {"tr3808": (7 * 2 * 2 * 3, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 * 3, 5 * 2 * 4 * 3),
-         "jumbo-vmtn": (4 * 4 * 1 * 2, 4 * 4 * 1 * 2)}
+         "jumbo-vmtn": (4 * 4 * 1 * 2, 4 * 4 * 1 * 2),
+         "exchange": (4 * 2 * 1 * 3, 4 * 2 * 1 * 1),
+         # fill levels 10, 50, 100 once per configuration and repeat, 25 aged in steps (quick 2, full 84)
+         "emc-fill-aging": (2 * 3 * (3 + 2), 2 * 1 * (3 + 84))}
 
 
 @pytest.mark.parametrize("name", sorted(CELLS))
@@ -56,6 +59,26 @@ def test_full_scales_are_the_seeds_own_numbers():
     assert isinstance(r, AdaptiveRepeats) and (r.min, r.max) == (2, 3) and r.until_agree_pct == 5
     assert {c.link.get("mtu", 1500) for c in jumbo.configurations} == {1500, 9000}
     assert len(jumbo.workloads) == 4
+
+
+def test_exchange_and_emc_are_the_seeds_own_numbers():
+    ex, _ = load_builtin("exchange", "full")
+    assert [(lp.hosts, lp.streams) for lp in ex.load_points] == [(1, 8)]
+    assert ex.method.duration == 8.5 * 3600 and ex.method.slo is not None and ex.method.slo.p95 == 0.020
+    assert {w.name for w in ex.workloads} == {"exchange-heavy", "exchange-double-heavy"}
+    lab = LabSpec.model_validate(ex.lab)
+    assert (lab.nics_per_host, lab.storage_ports, lab.link.rate) == (4, 4, "1GbE")
+    assert {c.name: c.path_policy for c in ex.configurations if c.name.startswith("iscsi")} == \
+        {"iscsi-1x1g": "fixed", "iscsi-4x1g": "round-robin"}
+    emc, _ = load_builtin("emc-fill-aging", "full")
+    assert emc.method.fill.levels == [10, 25, 50, 100] and emc.method.interval == 10
+    assert (emc.stage.age.duration, emc.stage.age.every, emc.stage.age.at_fill) == (84 * 3600, 3600, 25)
+    assert [(lp.streams, lp.oio) for lp in emc.load_points] == [(26, 1)] and [w.name for w in emc.workloads] == \
+        ["exchange-2to1"]
+    assert LabSpec.model_validate(emc.lab).cow is True
+    for scale in ("quick-in-place", "full-in-place"):
+        p, _ = load_builtin("emc-fill-aging", scale)
+        assert LabSpec.model_validate(p.lab).cow is False
 
 
 def test_built_in_lab_prefixes_differ_from_each_other_and_the_tests():

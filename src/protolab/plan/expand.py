@@ -73,10 +73,11 @@ def expand(plan: Plan) -> list[Cell]:
     With [stage.age], each cell is an aging sequence: its steps follow each other, nothing between them.
     """
     age = plan.stage.age if plan.stage is not None else None
-    steps = [None] if age is None else list(range(age.steps))
     every = age.every if age is not None else 0.0
     cells = []
     for stage in stage_steps(plan.method):  # outermost: a fill level changes the data, its cells follow it
+        aged = age is None or age.at_fill is None or (stage is not None and stage.value == age.at_fill)
+        steps = list(range(age.steps)) if age is not None and aged else [None]
         for workload in plan.workloads:
             for li, lp in enumerate(plan.load_points):
                 for repeat in range(1, plan.method.min_repeats + 1):

@@ -107,6 +107,8 @@ class Aging(_Model):
 
     duration: float = Field(gt=0, le=MAX_AGE_S, description="seconds of aging in all")
     every: float = Field(gt=0, le=MAX_AGE_S, description="seconds per measured step")
+    at_fill: int | None = Field(default=None, ge=1, le=100, description="with [method.fill]: age at this fill "
+                                "level only (its cells); the other levels are measured once, as without aging")
 
     @field_validator("duration", "every", mode="before")
     @classmethod
@@ -133,7 +135,8 @@ class Aging(_Model):
 
     def summary(self) -> str:
         """'aged 84h, measured every 1h'."""
-        return f"aged {format_duration(self.duration)}, measured every {format_duration(self.every)}"
+        at = f" at fill {self.at_fill} %" if self.at_fill is not None else ""
+        return f"aged {format_duration(self.duration)}{at}, measured every {format_duration(self.every)}"
 
 
 class Stage(_Model):

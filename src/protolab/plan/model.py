@@ -393,6 +393,11 @@ class Plan(_Model):
             if set(f.workloads) - set(wnames):
                 raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(wnames)))} "
                                  f"are not in the plan; choose from: {', '.join(wnames)}")
+        age = self.stage.age if self.stage is not None else None
+        if age is not None and age.at_fill is not None and (self.method.fill is None
+                                                            or age.at_fill not in self.method.fill.levels):
+            raise ValueError(f"stage.age.at_fill = {age.at_fill}: not one of method.fill's levels; add it to "
+                             "[method.fill] levels or remove at_fill")
         if self.age_steps > 1 and isinstance(self.method.repeats, AdaptiveRepeats):
             raise ValueError("stage.age with adaptive repeats: an aging sequence is one long measurement; "
                              "give method.repeats a number")

@@ -4,7 +4,8 @@
     [[seed_findings]]
     said = "all protocols were within 9 % of FC's throughput"   # the seed's finding, in its words
     metric = "iops"            # the measured figure set beside it (or a list: ["iops", "cpu_us_per_io_total"])
-    compare = "baseline"       # the report's sentences against the baseline ("mtu": MTU pairs; "fill": fill levels)
+    compare = "baseline"       # the report's sentences against the baseline ("mtu": MTU pairs; "fill": fill levels;
+                               # "time": long runs and aging)
     here = "…"                 # why this machine may not reproduce it (the report adds its bottleneck analysis)
 
 The report's section "The seed beside the measurement" (report.seednote) renders them.
@@ -33,8 +34,9 @@ class SeedFinding(BaseModel):
     said: _Text = Field(min_length=1, max_length=2000, description="the seed's finding, quoted or summarised")
     metric: Literal[SEED_METRICS] | list[Literal[SEED_METRICS]] = Field(  # type: ignore[valid-type]
         default="iops", description="the measured figure (or figures) set beside it")
-    compare: Literal["baseline", "mtu", "fill"] = Field(
-        default="baseline", description="which sentences answer it: against the baseline, MTU pairs, fill levels")
+    compare: Literal["baseline", "mtu", "fill", "time"] = Field(
+        default="baseline", description="which sentences answer it: against the baseline, MTU pairs, fill levels, "
+                                        "or over time (long runs and aging: onset, change per hour, objective)")
     workloads: list[str] = Field(default_factory=list, max_length=100,
                                  description="only the sentences about these workloads (default: every workload)")
     here: _Text = Field(default="", max_length=2000,

@@ -8,6 +8,8 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 _POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
 _SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "min": 60, "h": 3600}
+#: A compound duration: "8h30m", "1h 5m 30s" (each unit once, largest first).
+_COMPOUND = re.compile(r"^\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m(?:in)?)?\s*(?:(\d+(?:\.\d+)?)\s*s)?\s*$", re.IGNORECASE)
 MAX_SIZE = 2**63 - 1  # fio keeps sizes and offsets in 64-bit integers
 
 
@@ -44,7 +46,7 @@ def format_size(n: int) -> str:
 
 
 def parse_duration(value: int | float | str) -> float:
-    """Seconds from a number or a string like "30s", "5m", "1h", "500ms"."""
+    """Seconds from a number or a string like "30s", "5m", "1h", "500ms", "8h30m"."""
     if isinstance(value, bool):
         raise ValueError(f"expected a duration like '30s' or '5m', got {value!r}")
     if isinstance(value, (int, float)):
@@ -53,9 +55,14 @@ def parse_duration(value: int | float | str) -> float:
         seconds = float(value)
     else:
         m = _DURATION.match(str(value))
-        if not m:
-            raise ValueError(f"expected a duration like '30s', '5m' or 90, got {value!r}")
-        seconds = float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+        c = None if m else _COMPOUND.match(str(value))
+        if c and any(c.groups()):
+            h, mins, secs = c.groups()
+            seconds = int(h or 0) * 3600 + int(mins or 0) * 60 + float(secs or 0)
+        elif not m:
+            raise ValueError(f"expected a duration like '30s', '5m', '8h30m' or 90, got {value!r}")
+        else:
+            seconds = float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
     # job files carry whole milliseconds: 0.0001 s would become runtime=0, which fio reads as "no limit"
     if seconds != float("inf") and abs(seconds * 1000 - round(seconds * 1000)) > 1e-6:
         raise ValueError(f"a duration of {value!r} is not a whole number of milliseconds")

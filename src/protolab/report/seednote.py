@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 #: Which findings answer a seed finding, by its `compare`.
 _KINDS = {"baseline": ("difference", "within", "no clear difference", "not tested"), "mtu": ("pair",),
-          "fill": ("stage",)}
+          "fill": ("stage",), "time": ("long run",)}
 
 
 @dataclass(frozen=True)
