@@ -99,6 +99,10 @@ class LabTestbed(Testbed):
         dead = [f"storage server {d} is not running" for d in (self.lab.dead_servers() if self.lab else [])]
         return dead + super().problems()
 
+    def serves(self, c: Configuration) -> bool | None:
+        """``lab:local`` reaches the pool in the storage namespace, past every server: none serves it."""
+        return None if not isinstance(c.target, str) or not c.target.startswith("lab:") else c.target != "lab:local"
+
     def storage_ports(self) -> list[str]:
         ns = self.lab.names.storage_ns
         return [f"{n}/{i}" for n, i in self.lab.interfaces() if n == ns]

@@ -192,3 +192,7 @@ class Testbed:
     def storage_ports(self) -> list[str]:
         """Interfaces ('netns/ifname') on the storage side of the wire (none off the lab)."""
         return []
+
+    def serves(self, c: Configuration) -> bool | None:
+        """Whether ``c``'s I/O goes through the storage servers whose CPU is measured (None: not known)."""
+        return None

@@ -1,0 +1,28 @@
+"""A cell on the lab's local path has no server CPU: the servers' idle CPU is not its figure."""
+
+from __future__ import annotations
+
+from protolab.analysis.derived import derive
+from protolab.plan.model import Configuration
+from protolab.run.labbed import LabTestbed
+from protolab.run.procedure import _without_servers
+
+DELTA = {"elapsed_s": 5.0, "machine_busy_s": 4.0, "machine_total_s": 10.0, "servers_cpu_s": {"tgtd": 0.0003},
+         "roles_cpu_s": {"servers": 0.000325, "loadgen": 4.4}, "roles_cpu_wait_s": {"servers": 0.0, "loadgen": 1.2},
+         "server_threads": {"tgtd": {"thread": "tgtd", "cpu_s": 0.0003, "threads": 3, "live_cpu_s": 0.0003}},
+         "interfaces": {}}
+
+
+def test_the_local_path_reports_no_server_cpu_and_a_protocol_does():
+    local = derive(10_000, 4.4, _without_servers(DELTA))
+    assert local["server_cpu_s"] is None and local["cpu_us_per_io_server"] is None
+    assert local["cpu_us_per_io_loadgen"] == 440.0 and "servers" not in local["role_cpu_s"]
+    served = derive(10_000, 4.4, DELTA)
+    assert served["cpu_us_per_io_server"] == 0.0325  # what the old record said for local: tgtd idling
+
+
+def test_the_lab_says_which_configurations_its_servers_serve():
+    serves = LabTestbed.serves
+    assert serves(None, Configuration(name="l", target="lab:local")) is False  # type: ignore[arg-type]
+    assert serves(None, Configuration(name="i", target="lab:iscsi")) is True  # type: ignore[arg-type]
+    assert serves(None, Configuration(name="f", target="/tmp/x.dat")) is None  # type: ignore[arg-type]
