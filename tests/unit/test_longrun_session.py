@@ -194,3 +194,18 @@ def test_the_latency_chart_follows_the_objectives_metric(tmp_path, monkeypatch):
     over = sum(1 for r in rows if r.lat_mean_us > 500)
     said = [f.text for f in data.findings if f.kind == "long run"]
     assert said[0].endswith(f"mean over 500 µs in {over} of 4 intervals ({100 * over / 4:.1f} %)")
+
+
+def test_with_an_objective_a_short_window_is_judged_per_interval_and_without_one_it_is_not(tmp_path, monkeypatch):
+    import protolab.report.longrun as lr
+
+    monkeypatch.setattr(lr, "MIN_SLO_INTERVALS", 4)  # the captured run has 4 intervals; MIN_INTERVALS stays 20
+    for text, runs in ((ONE.format(dir=tmp_path / "a"), 2),
+                       (ONE.format(dir=tmp_path / "b").replace('slo = { p95 = "1ms" }\n', ""), 0)):
+        plan = load_plan_text(text)
+        fio = StatusFio([])
+        rd = Study(plan, text, "fake.toml", results_root=tmp_path / f"r{runs}", fio=fio,
+                   testbed=FakeTestbed(plan, fio, [])).run()
+        data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
+        said = [f.text for f in data.findings if f.kind == "long run"]
+        assert len(said) == runs and all("p95 over 1 ms in" in s for s in said)

@@ -1,6 +1,8 @@
 """The report's long runs: per-interval IOPS and p95 (or the objective's latency) over time, and their sentences.
 
-A long run is a measured window of at least ``MIN_INTERVALS`` intervals, or an aging sequence
+A long run is a measured window of at least ``MIN_INTERVALS`` intervals (``MIN_SLO_INTERVALS`` when the
+plan sets a latency objective: the objective is judged per interval, whatever the window's length), or an
+aging sequence
 (``[stage.age]``: its steps' windows one after the other, on the time axis of the aging). For each:
 when it first held steady (SNIA rule), its change per hour with a 95 % interval
 (`analysis.trend`, batch means), and with ``method.slo`` the share of intervals over the objective.
@@ -19,6 +21,8 @@ from .tables import Chart, ReportData, Series, slug
 
 #: A window with at least this many intervals is drawn and read as a long run.
 MIN_INTERVALS = 20
+#: … and with ``method.slo``, a window of this many: the plan asks for every interval against its objective.
+MIN_SLO_INTERVALS = 5
 #: From this span on, the time axis is in hours, log-scaled.
 LOG_FROM_S = 3600.0
 
@@ -79,9 +83,10 @@ def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
     slo = plan.method.slo if plan else None
     labels = {(r.workload, r.load_index): r.load_label for r in data.rows}
     groups: dict[tuple, list[CellRecord]] = {}
+    least = MIN_INTERVALS if slo is None else min(MIN_INTERVALS, MIN_SLO_INTERVALS)
     for r in data.records:
         aging = r.coords.get("stage") == "age"
-        if aging or r.result.runtime_s / interval >= MIN_INTERVALS - 0.5:
+        if aging or r.result.runtime_s / interval >= least - 0.5:
             key = (r.workload, r.load_index, r.configuration, r.repeat, aging, None if aging else r.seq)
             groups.setdefault(key, []).append(r)
     if not groups:
