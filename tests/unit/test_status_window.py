@@ -246,15 +246,18 @@ class Clock:
         return self.t
 
 
+class Agent:
+    """A fio server agent as the client run sees it."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def client_arg(self):
+        return f"sock:/tmp/fiot/s{self.n}.sock"
+
+
 def test_a_client_run_places_its_boundaries_afterwards_and_interpolates_telemetry(tmp_path):
     plan, cell, streams = _cell(tmp_path, "1s", "2s")
-
-    class Agent:
-        def __init__(self, n):
-            self.n = n
-
-        def client_arg(self):
-            return f"sock:/tmp/fiot/s{self.n}.sock"
 
     fio, clock = FakeFio(CLIENT, []), Clock()
     fio.clock = clock
@@ -285,13 +288,6 @@ def test_a_client_run_with_storage_traffic_places_its_boundaries_where_the_traff
     """Bytes on the storage ports are I/Os done: status k is read where the traffic we counted reached the share
     of the run's I/Os fio had done by k — even when fio's client printed seconds after the last I/O."""
     plan, cell, streams = _cell(tmp_path, "1s", "2s")
-
-    class Agent:
-        def __init__(self, n):
-            self.n = n
-
-        def client_arg(self):
-            return f"sock:/tmp/fiot/s{self.n}.sock"
 
     fio, clock = FakeFio(CLIENT, []), Clock()
     fio.clock = clock
