@@ -3,6 +3,8 @@ last one, `protolab resume` measures it again, and the report reads the series (
 
 from __future__ import annotations
 
+import pytest
+
 import csv
 import json
 import os
@@ -67,7 +69,8 @@ def test_sigterm_half_way_keeps_the_intervals_and_resume_measures_the_window_aga
     kept = _measure_rows(run)
     # every interval seen before the signal is still there, in order, each with merged latencies; fewer than 20
     assert kept[:len(seen)] == seen and len(seen) <= len(kept) < 20
-    assert [float(r["t_s"]) for r in kept] == [float(i) for i in range(1, len(kept) + 1)]
+    # each interval ends at the jobs' I/O time, a status (about a second) apart
+    assert [float(r["t_s"]) for r in kept] == pytest.approx([float(i) for i in range(1, len(kept) + 1)], abs=0.1)
     assert all(r["seq"] == "1" and r["session"] == "1" and float(r["lat_p95_us"]) > 0 and float(r["mbps"]) > 0
                and float(r["lat_p99_us"]) >= float(r["lat_p95_us"]) for r in kept)
     m = json.loads((run / "manifest.json").read_text())

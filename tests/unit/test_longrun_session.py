@@ -62,7 +62,9 @@ def test_an_interrupted_window_keeps_its_intervals_and_resume_measures_it_again(
     assert [r.seq for r in rd.records()] == [1]
     kept = rd.intervals()
     # the first window: 4 intervals of 1 s; the interrupted one: the 3 statuses fio wrote before the signal
-    assert [row.t_s for row in kept[1]] == [1.0, 2.0, 3.0, 4.0] and [row.t_s for row in kept[2]] == [1.0, 2.0, 3.0]
+    # (each interval ends at the jobs' I/O time: the captured statuses are 0.872, 1.872 … s into the run)
+    assert [row.t_s for row in kept[1]] == [0.872, 1.872, 2.877, 3.876]
+    assert [row.t_s for row in kept[2]] == [0.872, 1.872, 2.877]
     assert {row.session for rows in kept.values() for row in rows} == {1}
     assert all(row.lat_p95_us > 0 and row.mbps > 0 for row in kept[2])
     assert rd.manifest()["measuring"] == {"seq": 2, "cell_id": "tr3808-4k__a__h1s1q1__r2", "session": 1}
@@ -94,13 +96,13 @@ def test_long_run_sentences_and_charts_from_the_intervals(tmp_path, monkeypatch)
     said = [f.text for f in data.findings if f.kind == "long run"]
     rows = rd.intervals()[1]
     over = sum(1 for r in rows if r.lat_p95_us > 1000)
-    assert len(said) == 2 and said[0].startswith("tr3808-4k, long run of a at 1×1×1=1 (repeat 1, 4 intervals over 4 s): ")
+    assert len(said) == 2 and said[0].startswith("tr3808-4k, long run of a at 1×1×1=1 (repeat 1, 4 intervals over 3.9 s): ")
     assert said[0].endswith(f"p95 over 1 ms in {over} of 4 intervals ({100 * over / 4:.1f} %)")
     assert "too few intervals to estimate a change over time" in said[0]  # 4 intervals: fewer than 4 blocks of 2
     charts = [c for c in data.charts if c.kind == "timeseries"]
     assert [c.id for c in charts] == ["longrun-iops-tr3808-4k-1-1-1-1", "longrun-lat_p95_us-tr3808-4k-1-1-1-1"]
     assert charts[1].title == "tr3808-4k — p95 latency (µs) over time at 1×1×1=1"
-    assert charts[1].hline == 1000.0 and not charts[1].log_x and charts[0].series[0].x == [1.0, 2.0, 3.0, 4.0]
+    assert charts[1].hline == 1000.0 and not charts[1].log_x and charts[0].series[0].x == [0.872, 1.872, 2.877, 3.876]
     assert charts[0].series[0].values == [r.iops for r in rows]
     from protolab.report.figures import draw
 
@@ -122,8 +124,9 @@ def test_an_interrupted_aging_sequence_is_measured_again_whole_from_age_zero(tmp
     rd = RunDir.open(study.rundir.path)
     assert [(r.coords["age_s"], r.seq) for r in rd.records()] == [(0, 1), (2, 2)]
     # the steps' intervals are on the aging's time axis; the third step kept its first interval
-    assert [(seq, row.t_s) for seq, rows in sorted(rd.intervals().items()) for row in rows] == \
-        [(1, 1.0), (1, 2.0), (2, 3.0), (2, 4.0), (3, 5.0)]
+    got = [(seq, row.t_s) for seq, rows in sorted(rd.intervals().items()) for row in rows]
+    assert [seq for seq, _ in got] == [1, 1, 2, 2, 3] and got[0][1] == 1.0 and got[-1][1] == 4.749
+    assert all(b[1] > a[1] for a, b in zip(got, got[1:]))  # one time axis, in the jobs' I/O time
     plan2, text2, source = resumable(rd)
     events2: list[str] = []
     fio2 = StatusFio(events2)
@@ -149,7 +152,7 @@ def test_a_direct_run_keeps_the_histograms_of_its_first_and_latest_statuses_only
         live(doc)
     with_bins = [i for i, s in enumerate(live.snaps) if "clat_ns" in s.jobs[0]["read"]]
     assert live.start == 1 and with_bins == [1, 4] and len(live.snaps) == 5
-    assert [iv.t_s for iv in got] == [1.0, 2.0, 3.0]
+    assert [iv.t_s for iv in got] == [1.005, 2.004, 2.128]  # I/O time from the window's first status (fio's last at 4 s)
     # what the window needs is still exact: its I/Os from its first status to its latest
     assert sum(iv.ios for iv in got) == live.snaps[4].ios - live.snaps[1].ios
 
@@ -174,7 +177,7 @@ def test_series_charts_count_in_intervals_and_leave_aging_to_the_long_run_chart(
     data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
     assert [c.kind for c in data.charts if c.section == "series"] == ["timeseries", "timeseries"]
     [run] = [f.text for f in data.findings if f.kind == "long run"]
-    assert run.startswith("tr3808-4k, aging of a at 1×1×1=1 (repeat 1, 4 intervals over 4 s): ")
+    assert run.startswith("tr3808-4k, aging of a at 1×1×1=1 (repeat 1, 4 intervals over 3.7 s): ")
 
 
 def test_the_latency_chart_follows_the_objectives_metric(tmp_path, monkeypatch):

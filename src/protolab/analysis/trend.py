@@ -77,14 +77,17 @@ def trend(t_s: Sequence[float], values: Sequence[float], *, blocks: int = BLOCKS
     return Trend(pct_per_h=slope, lo=slope - half, hi=slope + half, blocks=int(k), span_s=float(t[-1] - t[0]))
 
 
-def onset_s(values: Sequence[float], interval_s: float, *, window: int = 5) -> float | None:
+def onset_s(values: Sequence[float], interval_s: float, *, window: int = 5,
+            times: Sequence[float] | None = None) -> float | None:
     """When the series first holds steady by the SNIA PTS rule (the end of its first steady window), in
-    seconds from its start; None if it never does."""
-    v = [x for x in values if x is not None and np.isfinite(x)]
-    if len(v) < window:
+    seconds from its start (``times``: each value's end, when the intervals are not all ``interval_s``
+    long); None if it never does."""
+    ends = list(times) if times is not None else [(k + 1) * float(interval_s) for k in range(len(values))]
+    kept = [(x, t) for x, t in zip(values, ends) if x is not None and np.isfinite(x)]
+    if len(kept) < window:
         return None
-    i = first_steady_index(v, window=window)
-    return None if i is None else (i + 1) * float(interval_s)
+    i = first_steady_index([x for x, _ in kept], window=window)
+    return None if i is None else float(kept[i][1])
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.latency import merge_bins, percentiles
-from .status import DIRECTIONS, Snapshot, window_jobs
+from .status import DIRECTIONS, Snapshot, elapsed_ms, window_jobs
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,6 @@ def window_intervals(per: dict[str, list[Snapshot]], start: int, end: int, inter
             if snaps[i].runtime_ms > (a.runtime_ms if a else 0.0):
                 pairs.append((a, snaps[i]))
                 since[src] = i
-        if pairs:
-            out.append(interval(pairs, (i - start) * interval_s))
+        if pairs:  # the interval ends where the jobs' I/O time has got to since the window's start
+            out.append(interval(pairs, (elapsed_ms(per, i) - (elapsed_ms(per, start) if start >= 0 else 0.0)) / 1000.0))
     return out

@@ -125,7 +125,12 @@ class _Live:
         prev = self.snaps[self._from] if self._from >= 0 else None
         if self.snaps[i].runtime_ms <= (prev.runtime_ms if prev else 0.0):
             return
-        iv = interval([(prev, self.snaps[i])], (i - self.start) * self.interval_s)
+        # it ends where the jobs' I/O time has got to since the window's start: statuses are not always an
+        # interval apart (fio 3.33 answers a status only when every job has; a job in a think time or a
+        # burst's pause answers when it wakes: statuses about 3 s apart with --status-interval=1)
+        # (the window's own clock: status.elapsed_ms, the I/O time of the job that started last)
+        iv = interval([(prev, self.snaps[i])],
+                      (elapsed_ms({"": self.snaps}, i) - elapsed_ms({"": self.snaps}, self.start)) / 1000.0)
         self.intervals.append(iv)
         if self.on_interval is not None:
             self.on_interval(iv)

@@ -33,7 +33,7 @@ class _Model(BaseModel):
 def parse_interval(v: Any) -> int:
     """Whole seconds of one series interval (fio's --status-interval takes whole seconds)."""
     s = parse_duration(v)
-    if s < 1 or s != int(s) or s > 3600:
+    if not 1 <= s <= 3600 or s != int(s):  # (infinity first: int() of it raises)
         raise ValueError(f"interval must be a whole number of seconds from 1s to 1h (got {v!r})")
     return int(s)
 

@@ -72,7 +72,7 @@ def _span(s: float) -> str:
         return f"{s / 3600:.1f} h"
     if s >= 120:
         return f"{s / 60:.1f} min"
-    return f"{s:g} s"
+    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"  # the jobs' I/O time: 19.999 s reads as 20 s
 
 
 def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
@@ -103,7 +103,8 @@ def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
         if slo is not None:
             share = slo_share([getattr(row, f"lat_{slo.metric}_us") for row in series], slo.metric, slo.limit_us)
         out.append(LongRun(w, c, li, labels.get((w, li), str(li)), rep, aging, series,
-                           onset_s(iops, interval, window=window), trend([row.t_s for row in series], iops), share))
+                           onset_s(iops, interval, window=window, times=[row.t_s for row in series]),
+                           trend([row.t_s for row in series], iops), share))
     order = {c: i for i, c in enumerate(data.configurations)}
     out.sort(key=lambda x: (data.workloads.index(x.workload) if x.workload in data.workloads else 0, x.load,
                             order.get(x.configuration, 0), x.repeat))
