@@ -93,7 +93,7 @@ def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):
     html = path.read_text()
     said = [f.text for f in rd.report_data.findings if f.kind == "long run"]
     assert len(said) == 1 and said[0].startswith(f"randwrite, aging of nbd at 1×1×4=4 (repeat 1, {len(axis)} intervals "
-                                                 f"over {axis[-1]:g} s)")
+                                                 f"over {axis[-1]:.0f} s)")
     assert " %/h" in said[0] and ", 95 % interval by batch means of 10 blocks; " in said[0]
     assert "p95 over 50 ms in " in said[0] and said[0] in html
     assert "the tables pool the steps of each aging sequence as windows of its cell" in html
