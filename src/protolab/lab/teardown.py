@@ -72,10 +72,8 @@ def undo(resource: Resource, runner: Runner, procs: Processes) -> str | None:
             p.unlink()
         return f"tgtd control socket {extra['port']}" if gone else None
     if kind == "cgroup":  # the role cgroups (telemetry.cgroups): after the servers, recorded before them
-        if Path(name).exists():
-            RoleCgroups.at(Path(name)).remove()
-            return f"cgroup {name}"
-        return None
+        cg = RoleCgroups.at(Path(name))
+        return f"cgroup {name}" if cg.remove() else None  # with the CPU weight's group (telemetry.priority)
     if kind == "dir":
         if Path(name).exists():
             shutil.rmtree(name, ignore_errors=True)
@@ -143,6 +141,5 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
             runner.run(["losetup", "--detach", dev["name"]], check=False, timeout=TIMEOUT)
             removed.append(f"loop device {dev['name']} ({backing})")
     cg = RoleCgroups(prefix)  # exactly this prefix's role cgroups, never another prefix's
-    if cg.group is not None and cg.group.exists():
-        removed += [f"cgroup {p}" for p in cg.remove()]
+    removed += [f"cgroup {p}" for p in cg.remove()]  # the role groups and the CPU weight's, whichever exist
     return removed

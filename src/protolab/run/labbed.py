@@ -59,7 +59,9 @@ class LabTestbed(Testbed):
                 "topology": self.lab.describe() if self.lab is not None else None}
 
     def down(self, keep_logs_in: Path | None = None) -> None:
-        self.cgroups = None  # the lab removes its own cgroups
+        if self.cgroups is not None:
+            self.cgroups.priority.leave()  # this process back where it was; the lab removes its own cgroups
+        self.cgroups = None
         super().down(keep_logs_in)
         if self.lab is not None:
             self.progress.note("tearing the lab down")

@@ -11,6 +11,7 @@ it drives.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -71,6 +72,8 @@ class Testbed:
         self.sockets = Path(tempfile.mkdtemp(prefix="pl-agents-"))
         self.cgroups = self._make_cgroups(run_path)
         self.fio = replace(self.fio, cgroups=self.cgroups)
+        if self.cgroups is not None and self.plan.method.cpu_priority == "high":
+            self.cgroups.prioritise(harness_pid=os.getpid())  # this process reads the roles' counters
         return self.describe()
 
     def _make_cgroups(self, run_path: Path) -> RoleCgroups | None:
@@ -91,6 +94,8 @@ class Testbed:
     def down(self, keep_logs_in: Path | None = None) -> None:
         """Stop agents and remove what `up` made. Safe to call twice, and after a failed `up`."""
         self.stop_agents()
+        if self.cgroups is not None:
+            self.cgroups.priority.leave()  # this process back where it was, before anything is removed
         if self.sockets is not None:
             shutil.rmtree(self.sockets, ignore_errors=True)
             self.sockets = None

@@ -19,6 +19,8 @@ import os
 import time
 from pathlib import Path
 
+from .priority import CpuPriority, v1_cpu_root
+
 GROUP_PREFIX = "protolab-"
 ROLES = ("servers", "loadgen", "hypervisors")
 
@@ -46,6 +48,7 @@ class RoleCgroups:
         found = root if root is not None else find_root()
         self.root, self.kind = found if found is not None else (None, "")
         self.group = self.root / f"{GROUP_PREFIX}{name}" if self.root is not None else None
+        self.priority = CpuPriority(self.group, self.kind)
 
     @classmethod
     def at(cls, group: Path) -> RoleCgroups:
@@ -76,9 +79,22 @@ class RoleCgroups:
         return made
 
     def add(self, role: str, pid: int) -> None:
-        """Move ``pid`` into ``role``'s cgroup (its later children follow it)."""
+        """Move ``pid`` into ``role``'s cgroup (its later children follow it), and under the CPU
+        weight when it is raised."""
         if self.group is not None:
             (self.path(role) / "cgroup.procs").write_text(f"{pid}\n")
+            if self.priority.kind == "v1":
+                self.priority.join(pid, remember=False)
+
+    def prioritise(self, harness_pid: int | None = None) -> bool:
+        """Raise the roles to the highest CPU weight (telemetry.priority), with ``harness_pid`` (the
+        process reading their counters) beside them until ``remove``; False where no weight can be set."""
+        if not self.priority.available:
+            return False
+        self.priority.raise_(self.pids())
+        if harness_pid is not None:
+            self.priority.join(harness_pid)
+        return True
 
     def wrap(self, role: str, argv: list[str], netns: str | None = None) -> list[str]:
         """``argv`` (run in ``netns``) behind a shell that joins ``role``'s cgroup and then execs it,
@@ -90,8 +106,11 @@ class RoleCgroups:
         full = in_netns(argv, netns)
         if self.group is None:
             return full
-        procs = self.path(role) / "cgroup.procs"
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *full]
+        procs = [self.path(role) / "cgroup.procs"]
+        if self.priority.kind == "v1" and self.priority.on:  # the weight's group is in another hierarchy
+            procs.append(self.priority.procs_file())
+        return ["sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
+                "sh", *map(str, procs), "--", *full]
 
     def read(self) -> dict[str, float]:
         """CPU seconds used so far by each role's cgroup (and its descendants)."""
@@ -140,9 +159,9 @@ class RoleCgroups:
     def remove(self, timeout: float = 2.0) -> list[str]:
         """Remove the role cgroups and the group; processes still inside go back to the root
         cgroup first (teardown stops ours before, so these are stragglers). Returns what went."""
+        removed = self.priority.remove(timeout)
         if self.group is None or not self.group.exists():
-            return []
-        removed = []
+            return removed
         deadline = time.monotonic() + timeout
         for role in ROLES:
             p = self.path(role)
@@ -167,7 +186,5 @@ class RoleCgroups:
 
 def leftover_groups(name_prefix: str, sys_cgroup: Path = Path("/sys/fs/cgroup")) -> list[Path]:
     """Role-cgroup groups whose name starts with ``protolab-<name_prefix>`` (for leftover checks)."""
-    found = find_root(sys_cgroup)
-    if found is None:
-        return []
-    return sorted(found[0].glob(f"{GROUP_PREFIX}{name_prefix}*"))
+    found = [r for r in ((find_root(sys_cgroup) or (None,))[0], v1_cpu_root(sys_cgroup)) if r is not None]
+    return sorted(g for r in found for g in r.glob(f"{GROUP_PREFIX}{name_prefix}*"))
