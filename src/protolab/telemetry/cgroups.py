@@ -14,12 +14,11 @@ remove exactly its own.
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from pathlib import Path
 
-from .priority import CpuPriority, v1_cpu_root
+from .priority import CpuPriority, remove_cgroup, v1_cpu_root
 
 GROUP_PREFIX = "protolab-"
 ROLES = ("servers", "loadgen", "hypervisors")
@@ -164,21 +163,9 @@ class RoleCgroups:
             return removed
         deadline = time.monotonic() + timeout
         for role in ROLES:
-            p = self.path(role)
-            while p.exists():
-                for pid in self.pids():
-                    try:
-                        (self.root / "cgroup.procs").write_text(f"{pid}\n")  # type: ignore[operator]
-                    except OSError:
-                        pass  # gone meanwhile
-                try:
-                    p.rmdir()
-                    removed.append(str(p))
-                except OSError as e:
-                    # EBUSY: a process (or a dying one) is still counted; give it a moment
-                    if e.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            if self.path(role).exists():
+                remove_cgroup(self.path(role), self.root, deadline)  # type: ignore[arg-type]
+                removed.append(str(self.path(role)))
         self.group.rmdir()
         removed.append(str(self.group))
         return removed

@@ -124,21 +124,26 @@ class CpuPriority:
         target = self.group / HARNESS if self.kind == "v2" else self.group
         if not target.exists():
             return []
-        deadline = time.monotonic() + timeout
-        while True:
+        remove_cgroup(target, self.root, time.monotonic() + timeout)  # type: ignore[arg-type]
+        return [str(target)]
+
+
+def remove_cgroup(target: Path, root: Path, deadline: float) -> None:
+    """Remove the cgroup ``target``; processes still inside go to ``root`` (its hierarchy's root) first.
+    EBUSY (a process, or a dying one, still counted) is retried until ``deadline`` (time.monotonic)."""
+    while target.exists():
+        try:
+            pids = (target / "cgroup.procs").read_text().split()
+        except OSError:
+            pids = []
+        for pid in pids:
             try:
-                pids = (target / "cgroup.procs").read_text().split()
+                (root / "cgroup.procs").write_text(f"{pid}\n")
             except OSError:
-                pids = []
-            for pid in pids:
-                try:
-                    (self.root / "cgroup.procs").write_text(f"{pid}\n")  # type: ignore[operator]
-                except OSError:
-                    pass  # gone meanwhile
-            try:
-                target.rmdir()
-                return [str(target)]
-            except OSError as e:
-                if e.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+                pass  # gone meanwhile
+        try:
+            target.rmdir()
+        except OSError as e:
+            if e.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
