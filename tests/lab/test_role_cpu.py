@@ -67,6 +67,7 @@ def test_a_cpu_burner_outside_the_lab_leaves_role_cpu_per_io_alone(workdir, tmp_
             p.wait()
     recs = sorted(rundir.records(), key=lambda r: r.repeat)
     assert len(recs) == REPEATS and all(derived(r).cpu_source == "cgroup" for r in recs)
+    assert all(r.telemetry.roles_cpu_weight == "highest" for r in recs)  # method.cpu_priority's default
     windows = [derived(r).model_dump() for r in recs]
     for r, e in zip(recs, windows):
         print("window", r.repeat, "burn" if burned.get(r.repeat) else "quiet", round(e["ios"] / e["window_s"]),

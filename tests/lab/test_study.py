@@ -224,7 +224,11 @@ def test_eight_hosts_twenty_streams_against_one_export(workdir, tmp_path):
     n = max(len(v) for v in per.values())
     k = next(i for i in range(n) if abs(elapsed_ms(per, i) - rec.warmup.seconds * 1000) < 0.5)
     j = next(i for i in range(k + 1, n) if elapsed_ms(per, i) - elapsed_ms(per, k) >= 2500)
-    ios = sum(v[min(j, len(v) - 1)].ios - v[min(k, len(v) - 1)].ios for v in per.values())
+    # a server with fewer statuses than the window's end (its status timer skipped beats on a busy machine: one
+    # of 8 had 2 statuses in a CI-like run here) counts its last interval, as engine.window._result does; the run
+    # then notes the window as uncertain (out of step)
+    ends = {s: min(j, len(v) - 1) for s, v in per.items()}
+    ios = sum(v[ends[s]].ios - v[min(k, ends[s] - 1)].ios for s, v in per.items())
     assert r.read.ios == ios
     assert len(json.loads((rundir.path / "manifest.json").read_text())["agents"]) == 8
     assert figures(rec).cpu_us_per_io_loadgen > 0 and figures(rec).packets_per_io > 0

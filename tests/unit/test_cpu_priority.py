@@ -165,3 +165,34 @@ def test_the_testbed_raises_the_weight_for_its_life_only_when_the_plan_asks(tmp_
         bed.down()
     assert Path("/proc/self/cgroup").read_text() == own
     assert not weight.exists() and not leftover_groups("run-run-1")
+
+
+def test_a_window_records_the_weight_only_when_it_held_at_both_ends():
+    from protolab.analysis.derived import busy_note, derive
+    from protolab.proc import FakeRunner
+    from protolab.telemetry.window import Window, interpolate
+
+    class Roles:
+        def __init__(self):
+            self.priority = type("P", (), {"on": True})()
+
+        def read(self):
+            return {"servers": 1.0, "loadgen": 1.0}
+
+        def cpu_wait(self):
+            return {}
+
+    roles = Roles()
+    w = Window(FakeRunner(), cgroups=roles)  # type: ignore[arg-type]
+    a, b = w.sample(), w.sample()
+    assert a.weighted and Window.delta(a, b)["roles_cpu_weight"] == "highest"
+    assert interpolate(a, b, (a.t + b.t) / 2).weighted
+    roles.priority.on = False  # dropped before the window's end (teardown): not claimed
+    assert "roles_cpu_weight" not in Window.delta(a, w.sample())
+    t = {"elapsed_s": 1.0, "machine_busy_s": 1.9, "machine_total_s": 2.0, "roles_cpu_s": {"servers": 0.2},
+         "roles_cpu_weight": "highest"}
+    busy = derive(1000, 0.1, t)
+    assert busy["cpu_weight"] == "highest" and busy["machine_busy_other_work"]
+    assert busy_note([busy]).endswith("come from their cgroups and hold (they ran at the highest CPU weight: "
+                                      "that work had the CPU they left idle)")
+    assert "highest" not in busy_note([derive(1000, 0.1, {**t, "roles_cpu_weight": None})])

@@ -60,6 +60,7 @@ def derive(ios: int, loadgen_cpu_s: float | None, telemetry: dict[str, Any] | No
         "cpu_us_per_io_total": per_io(telemetry.get("machine_busy_s"), ios, 1e6),
         "window_s": telemetry.get("elapsed_s"),
         "cpu_source": "cgroup" if roles else "process",
+        "cpu_weight": telemetry.get("roles_cpu_weight"),
     }
     if roles:
         out |= {"role_cpu_s": roles,
@@ -116,6 +117,7 @@ class Figures(BaseModel):
     cpu_us_per_io_total: float | None = None
     window_s: float | None = None
     cpu_source: str | None = None
+    cpu_weight: str | None = None  # "highest": the roles ran at the highest CPU weight (telemetry.priority)
     role_cpu_s: dict[str, float] = {}
     loadgen_cpu_s_fio: float | None = None
     cpu_us_per_io_role: dict[str, float | None] = {}
@@ -168,5 +170,7 @@ def busy_note(windows: list[Figures | dict[str, Any]]) -> str:
     roles = "servers' and load generators' CPU come from their cgroups and hold" \
         if all(e.cpu_source == "cgroup" for e in flagged) else \
         "CPU figures taken without role cgroups may include that work"
+    if all(e.cpu_weight == "highest" for e in flagged):
+        roles += " (they ran at the highest CPU weight: that work had the CPU they left idle)"
     return (f"{len(flagged)} of {len(extras)} windows ran while the machine was busy with other work "
             f"(up to {worst * 100:.0f} % of its CPU); machine-wide CPU per I/O is context only, {roles}")

@@ -89,6 +89,9 @@ class Telemetry(_Record):
     roles_cpu_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: servers, loadgen, …")
     roles_cpu_wait_s: dict[str, float] = Field(default_factory=dict, description="per role cgroup: seconds a task "
                                                "of it was ready to run but waited for a CPU (PSI cpu 'some')")
+    roles_cpu_weight: Literal["highest"] | None = Field(default=None, description="'highest' when the roles (and "
+                                                         "protolab) ran at the highest CPU weight the whole window "
+                                                         "(method.cpu_priority); None: the machine's default")
     interfaces: dict[str, Traffic] = Field(default_factory=dict, description="'netns/ifname' → counters")
     offloads: dict[str, bool | None] = Field(default_factory=dict, description="segmentation offloads per port")
     storage_ports: list[str] = Field(default_factory=list, description="interfaces on the storage side of the wire")

@@ -26,6 +26,7 @@ class Snapshot:
     threads: dict[str, dict[str, float]] = field(default_factory=dict)  # server → 'comm#tid' → seconds
     softirq_s: list[float] = field(default_factory=list)  # per core
     roles_wait_s: dict[str, float] = field(default_factory=dict)  # role → seconds waiting for a CPU (PSI)
+    weighted: bool = False  # the roles at the highest CPU weight (telemetry.priority)
 
 
 @dataclass
@@ -69,7 +70,10 @@ class Window:
         if self._offloads is None:  # a link's offloads change only between cells: read once per window
             ports = self.interfaces if self.offload_ports is None else self.offload_ports
             self._offloads = {key: read_offloads(self.runner, key[0], key[1]) for key in ports}
-        return Snapshot(t, busy, total, servers, counters, roles, dict(self._offloads), threads, softirq, waits)
+        weighted = self.cgroups is not None and getattr(self.cgroups, "priority", None) is not None \
+            and self.cgroups.priority.on
+        return Snapshot(t, busy, total, servers, counters, roles, dict(self._offloads), threads, softirq, waits,
+                        weighted)
 
     def progress(self, s: Snapshot) -> tuple[float, float] | None:
         """(instant, bytes the storage ports — every interface without them — had carried) at ``s``; None
@@ -118,6 +122,8 @@ class Window:
         waits = {r: max(0.0, b.roles_wait_s[r] - v) for r, v in a.roles_wait_s.items() if r in b.roles_wait_s}
         if waits:
             out["roles_cpu_wait_s"] = waits
+        if a.weighted and b.weighted:
+            out["roles_cpu_weight"] = "highest"
         if a.roles_s:
             out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
                                   if role in b.roles_s}
@@ -148,4 +154,4 @@ def interpolate(a: Snapshot, b: Snapshot, t: float) -> Snapshot:
     waits = {k: _lerp(v, b.roles_wait_s.get(k, v), f) for k, v in a.roles_wait_s.items()}
     return Snapshot(_lerp(a.t, b.t, f), _lerp(a.machine_busy_s, b.machine_busy_s, f),
                     _lerp(a.machine_total_s, b.machine_total_s, f), servers, ifaces, roles, dict(a.offloads),
-                    threads, softirq, waits)
+                    threads, softirq, waits, a.weighted and b.weighted)
