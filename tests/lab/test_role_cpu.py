@@ -43,7 +43,7 @@ def outside(argv: list[str]) -> list[str]:
 def test_a_cpu_burner_outside_the_lab_leaves_role_cpu_per_io_alone(workdir, tmp_path):  # noqa: F811
     text = plan_text(config("nbd", "lab:nbd"), lab="[lab.link]\nrate = \"10GbE\"",
                      workload='{ name = "tr3808-8k", read_pct = 100 }', load="streams = 1\noio = 4",
-                     method=f'warmup = "1s"\nduration = "5s"\nrepeats = {REPEATS}')
+                     method=f'warmup = "1s"\nduration = "5s"\nrepeats = {REPEATS}\ncpu_priority = "high"')
     burned: dict[int, bool] = {}
     burner: list[subprocess.Popen] = []
     burn = outside([sys.executable, "-c", BURNER])
@@ -67,7 +67,7 @@ def test_a_cpu_burner_outside_the_lab_leaves_role_cpu_per_io_alone(workdir, tmp_
             p.wait()
     recs = sorted(rundir.records(), key=lambda r: r.repeat)
     assert len(recs) == REPEATS and all(derived(r).cpu_source == "cgroup" for r in recs)
-    assert all(r.telemetry.roles_cpu_weight == "highest" for r in recs)  # method.cpu_priority's default
+    assert all(r.telemetry.roles_cpu_weight == "highest" for r in recs)  # method.cpu_priority = "high"
     windows = [derived(r).model_dump() for r in recs]
     for r, e in zip(recs, windows):
         print("window", r.repeat, "burn" if burned.get(r.repeat) else "quiet", round(e["ios"] / e["window_s"]),

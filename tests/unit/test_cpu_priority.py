@@ -121,8 +121,9 @@ def test_own_cgroup_reads_the_right_hierarchy():
     assert _own_cgroup("v1", "0::/\n") is None
 
 
-def test_method_cpu_priority_is_high_unless_the_plan_says_normal():
-    assert Method().cpu_priority == "high"
+def test_method_cpu_priority_is_normal_unless_the_plan_says_high():
+    assert Method().cpu_priority == "normal"
+    assert Method(cpu_priority="high").cpu_priority == "high"
     assert Method(cpu_priority="normal").cpu_priority == "normal"
     with pytest.raises(ValueError):
         Method(cpu_priority="max")

@@ -266,8 +266,8 @@ class Method(_Model):
     data_size: int = Field(default=256 * 1024**2, description="bytes of data per target, shared by the streams")
     prepare: bool = Field(default=True, description="fill each target's data once before the first cell")
     cpu_priority: Literal["high", "normal"] = Field(
-        default="high", description="high: the lab's servers, load generators and hypervisors (and protolab) run at "
-        "the highest CPU weight, so other work on the machine yields to them (telemetry.priority); normal: as any")
+        default="normal", description="high: the lab's servers, load generators and hypervisors (and protolab) run "
+        "at the highest CPU weight, so other work on the machine yields to them (telemetry.priority); normal: as any")
     fill: Fill | None = Field(default=None, description="a fill-level stage: { levels = [10, 25, 50, 100] } "
                               "(% of each target, written sequentially before each level's cells; plan.stages)")
 
