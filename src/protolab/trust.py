@@ -1,0 +1,160 @@
+"""What protolab (running as root) may trust on disk: root-owned paths nobody else can change.
+
+Everything protolab keeps between its steps (lab records, holders, pools, fio sockets) lives
+under one private base, ``/run/protolab`` (mode 0700, owned by root, never removed). A path
+another user could write or swap — a directory they own, a world-writable directory without
+the sticky bit above it, a symlink — is refused with one line naming it and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import ProtolabError
+
+#: The private base: holders, default lab work directories, fio server sockets.
+PRIVATE_BASE = Path("/run/protolab")
+
+
+class UnsafePath(ProtolabError):
+    """A path protolab would trust can be changed by another user (or is a symlink)."""
+
+
+def _owner_ok(st: os.stat_result) -> bool:
+    return st.st_uid in (0, os.geteuid())
+
+
+def _why_unsafe_dir(st: os.stat_result, *, final: bool) -> str | None:
+    """Why a directory with ``st`` could be changed by another user, or None."""
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if not _owner_ok(st):
+        return f"is owned by uid {st.st_uid}, not root"
+    if st.st_mode & 0o022:
+        # a sticky, root-owned directory (/tmp, /var/tmp) lets others add entries but not rename or remove
+        # ours: fine for an ancestor, never for a directory protolab keeps its own files in
+        if final or not st.st_mode & stat.S_ISVTX:
+            return "is writable by group or others"
+    return None
+
+
+def check_ancestors(path: Path) -> None:
+    """Refuse ``path`` when a directory above it could be renamed or replaced by another user."""
+    p = Path(os.path.abspath(path))
+    for parent in reversed(p.parents):
+        try:
+            st = os.lstat(parent)
+        except FileNotFoundError:
+            return  # what does not exist yet is created by us, below checked ancestors
+        except OSError as e:
+            raise UnsafePath(f"{parent}: cannot check it ({e.strerror}); use a directory root owns") from None
+        why = _why_unsafe_dir(st, final=False)
+        if why:
+            raise UnsafePath(f"{parent} {why}: another user could swap {p} under protolab; "
+                             "use a directory whose parents only root can write")
+
+
+def check_dir(path: Path) -> Path:
+    """``path`` if it is a real directory owned by root that only root can write; UnsafePath otherwise."""
+    check_ancestors(path)
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        raise UnsafePath(f"{path}: cannot check it ({e.strerror})") from None
+    why = _why_unsafe_dir(st, final=True)
+    if why:
+        raise UnsafePath(f"{path} {why}; protolab keeps files only in directories that root owns and only root "
+                         f"can write (remove it, or 'chown root: {path}; chmod go-w {path}' if it is yours)")
+    return Path(os.path.abspath(path))
+
+
+def secure_dir(path: Path, mode: int = 0o700) -> Path:
+    """Create ``path`` (and missing parents) with ``mode`` where missing, then check it as ``check_dir`` does.
+
+    A directory someone else made first (in /var/tmp, say) fails the check: it is refused, never used.
+    """
+    path = Path(os.path.abspath(path))
+    check_ancestors(path)
+    missing = []
+    p = path
+    while not os.path.lexists(p):
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            pass  # made by someone else meanwhile: the check below decides
+        except OSError as e:
+            raise UnsafePath(f"{d}: cannot create it ({e.strerror})") from None
+    return check_dir(path)
+
+
+def private_base() -> Path:
+    """The private base (created 0700 when missing; never removed)."""
+    return secure_dir(PRIVATE_BASE)
+
+
+def private_dir(*parts: str) -> Path:
+    """A directory under the private base (created 0700 when missing)."""
+    base = private_base()
+    return secure_dir(base.joinpath(*parts)) if parts else base
+
+
+def check_file(path: Path, what: str = "file") -> Path:
+    """``path`` if it is a regular file (not a symlink) owned by root that only root can write."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        raise UnsafePath(f"{what} {path}: cannot check it ({e.strerror})") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"{what} {path} is not a regular file (a symlink or something else); give the real file")
+    if not _owner_ok(st) or st.st_mode & 0o022:
+        raise UnsafePath(f"{what} {path} can be changed by a user other than root (owner uid {st.st_uid}, mode "
+                         f"{stat.S_IMODE(st.st_mode):o}); use a file root owns and only root can write")
+    return path
+
+
+def check_program(path: str | Path, what: str = "program") -> Path:
+    """An executable protolab may run as root: an absolute path to a root-owned file nobody else can change,
+    under directories only root can change (a symlink is followed once, and its target checked)."""
+    p = Path(path)
+    if not p.is_absolute():
+        raise UnsafePath(f"{what} {path}: give an absolute path")
+    real = Path(os.path.realpath(p))
+    check_ancestors(real)
+    check_file(real, what)
+    if not os.access(real, os.X_OK):
+        raise UnsafePath(f"{what} {real} is not executable")
+    return real
+
+
+def open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` that never follows a symlink in the last component (O_NOFOLLOW, O_CLOEXEC).
+
+    Use with a directory checked by ``check_dir``/``secure_dir``: then no component can be a symlink either.
+    """
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno == 40:  # ELOOP: the name is a symlink
+            raise UnsafePath(f"{path} is a symlink; protolab does not follow symlinks in its own directories") \
+                from None
+        raise
+
+
+def invoking_user() -> tuple[int, int]:
+    """(uid, gid) of the person who ran protolab: sudo's SUDO_UID/SUDO_GID when root came through sudo."""
+    uid, gid = os.getuid(), os.getgid()
+    if uid == 0:
+        try:
+            su, sg = int(os.environ.get("SUDO_UID", "")), int(os.environ.get("SUDO_GID", ""))
+            if su > 0:
+                return su, sg
+        except ValueError:
+            pass
+    return uid, gid
