@@ -87,6 +87,7 @@ def test_long_run_sentences_and_charts_from_the_intervals(tmp_path, monkeypatch)
     import protolab.report.longrun as lr
 
     monkeypatch.setattr(lr, "MIN_INTERVALS", 4)  # the captured run is 4 s long: read it as a long run
+    monkeypatch.setattr(lr, "LONG_WINDOW_S", 0.0)
     text = ONE.format(dir=tmp_path)
     plan = load_plan_text(text)
     fio = StatusFio([])
@@ -184,6 +185,7 @@ def test_the_latency_chart_follows_the_objectives_metric(tmp_path, monkeypatch):
     import protolab.report.longrun as lr
 
     monkeypatch.setattr(lr, "MIN_INTERVALS", 4)
+    monkeypatch.setattr(lr, "LONG_WINDOW_S", 0.0)
     text = ONE.format(dir=tmp_path).replace('slo = { p95 = "1ms" }', 'slo = { mean = "500us" }')
     plan = load_plan_text(text)
     fio = StatusFio([])
@@ -212,3 +214,24 @@ def test_with_an_objective_a_short_window_is_judged_per_interval_and_without_one
         data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
         said = [f.text for f in data.findings if f.kind == "long run"]
         assert len(said) == runs and all("p95 over 1 ms in" in s for s in said)
+
+
+def test_a_window_of_a_few_minutes_is_not_a_long_run_without_an_objective(tmp_path, monkeypatch):
+    """5-minute windows of 30 intervals (no slo, no aging) are read by the steady-state test only: no long-run
+    sentence or chart; the same windows count as long runs once the long-run threshold is at their length."""
+    import sys
+
+    import protolab.report.longrun as lr
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from report_render import make_run
+
+    rd = make_run(tmp_path, windows=42)  # 7 configurations x 2 workloads x 1 load point x 3 repeats
+    assert {r.result.runtime_s for r in rd.records()} == {300.0}
+    data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
+    assert [f for f in data.findings if f.kind == "long run"] == []
+    assert [c for c in data.charts if c.kind == "timeseries"] == []
+    monkeypatch.setattr(lr, "LONG_WINDOW_S", 300.0)
+    data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals)
+    assert len([f for f in data.findings if f.kind == "long run"]) == 42
+    assert len([c for c in data.charts if c.kind == "timeseries"]) == 2  # IOPS per workload's one load point

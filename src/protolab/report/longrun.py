@@ -1,9 +1,9 @@
 """The report's long runs: per-interval IOPS and p95 (or the objective's latency) over time, and their sentences.
 
-A long run is a measured window of at least ``MIN_INTERVALS`` intervals (``MIN_SLO_INTERVALS`` when the
-plan sets a latency objective: the objective is judged per interval, whatever the window's length), or an
-aging sequence
-(``[stage.age]``: its steps' windows one after the other, on the time axis of the aging). For each:
+A long run is a measured window of at least ``LONG_WINDOW_S`` seconds and ``MIN_INTERVALS`` intervals (with a
+latency objective, any window of ``MIN_SLO_INTERVALS`` intervals: the objective is judged per interval, whatever
+the window's length), or an aging sequence (``[stage.age]``: its steps' windows one after the other, on the time
+axis of the aging). An ordinary window of a few minutes is read by the steady-state test, not as a long run. For each:
 when it first held steady (SNIA rule), its change per hour with a 95 % interval
 (`analysis.trend`, batch means), and with ``method.slo`` the share of intervals over the objective.
 Runs of an hour or more get a log-scaled time axis in hours.
@@ -19,8 +19,9 @@ from ..analysis.trend import SloShare, Trend, onset_s, slo_share, trend
 from ..results.records import CellRecord, SeriesRow
 from .tables import Chart, ReportData, Series, slug
 
-#: A window with at least this many intervals is drawn and read as a long run.
+#: A window with at least this many intervals, lasting at least LONG_WINDOW_S, is drawn and read as a long run.
 MIN_INTERVALS = 20
+LONG_WINDOW_S = 600.0
 #: … and with ``method.slo``, a window of this many: the plan asks for every interval against its objective.
 MIN_SLO_INTERVALS = 5
 #: From this span on, the time axis is in hours, log-scaled.
@@ -83,10 +84,11 @@ def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
     slo = plan.method.slo if plan else None
     labels = {(r.workload, r.load_index): r.load_label for r in data.rows}
     groups: dict[tuple, list[CellRecord]] = {}
-    least = MIN_INTERVALS if slo is None else min(MIN_INTERVALS, MIN_SLO_INTERVALS)
     for r in data.records:
         aging = r.coords.get("stage") == "age"
-        if aging or r.result.runtime_s / interval >= least - 0.5:
+        intervals = r.result.runtime_s / interval
+        long = r.result.runtime_s >= LONG_WINDOW_S and intervals >= MIN_INTERVALS - 0.5
+        if aging or long or (slo is not None and intervals >= MIN_SLO_INTERVALS - 0.5):
             key = (r.workload, r.load_index, r.configuration, r.repeat, aging, None if aging else r.seq)
             groups.setdefault(key, []).append(r)
     if not groups:
