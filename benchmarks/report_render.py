@@ -109,7 +109,7 @@ def whole_process(out: Path, windows: int) -> int:
         print(p.stderr, file=sys.stderr)
         return 1
     print(f"{n} windows written to {rd.path} in {made:.1f} s; 'protolab report {rd.path}': {took:.1f} s, "
-          f"peak RSS {rss:.0f} MiB (budget 10 s, 300 MiB)")
+          f"peak RSS {rss:.0f} MiB (goal 5 s, 400 MiB; tests/e2e/test_report_memory.py fails above 500 MiB)")
     return 0
 
 
