@@ -54,3 +54,31 @@ def needs_root():
     """Skip unless running as root (lab tests)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (lab tests create namespaces, servers and loop devices)")
+
+
+NOBODY = 65534
+
+
+def as_nobody(*argv: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``argv`` as the unprivileged user nobody (an attacker's steps in the security tests)."""
+    return subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *map(str, argv)],
+                          cwd=cwd, capture_output=True, text=True, check=check, timeout=60)
+
+
+@pytest.fixture
+def attacker_dir():
+    """A directory the user nobody owns and writes, in a fresh root-owned one (mode 755) under /var/tmp."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the attacker is another user")
+    base = Path(tempfile.mkdtemp(prefix="pl-attack-", dir="/var/tmp"))
+    base.chmod(0o755)
+    mine = base / "evil"
+    mine.mkdir()
+    os.chown(mine, NOBODY, NOBODY)
+    try:
+        yield mine
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -24,7 +24,10 @@ class Check:
 
 def fio_checks(runner: Runner) -> list[Check]:
     """fio's path, version and engines."""
-    path, origin = find_fio()
+    try:
+        path, origin = find_fio()
+    except ProtolabError as e:  # a fio protolab will not run as root (another user could change it)
+        return [Check("fio", False, str(e), "set PROTOLAB_FIO to a fio that root owns, or run 'make deps'")]
     if not path:
         return [Check("fio", False, "not found", "run 'make deps', or set PROTOLAB_FIO=/path/to/fio")]
     try:

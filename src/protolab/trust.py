@@ -126,7 +126,10 @@ def check_program(path: str | Path, what: str = "program") -> Path:
     if not p.is_absolute():
         raise UnsafePath(f"{what} {path}: give an absolute path")
     real = Path(os.path.realpath(p))
-    check_ancestors(real)
+    try:
+        check_ancestors(real)
+    except UnsafePath as e:
+        raise UnsafePath(f"{what} {path}: {e}") from None
     check_file(real, what)
     if not os.access(real, os.X_OK):
         raise UnsafePath(f"{what} {real} is not executable")

@@ -27,17 +27,33 @@ FAILED_OP = re.compile(r"Failed NFS operation|nfs: Failed to queue|io_u error on
 
 
 def find_fio() -> tuple[str | None, str]:
-    """fio's path and where it came from: $PROTOLAB_FIO, the project's .deps build, or PATH."""
+    """fio's path and where it came from: $PROTOLAB_FIO, the installed project's .deps build, or PATH.
+
+    Never the working directory: protolab runs as root, and a directory someone else controls must not supply
+    the program it runs. Each candidate must pass ``trust.check_program`` (root-owned, nobody else can change
+    it or a directory above it); an untrusted one raises ``UnsafePath`` instead of falling through to the next.
+    """
+    from ..trust import check_program
+
     env = os.environ.get("PROTOLAB_FIO")
     if env:
-        return env, "PROTOLAB_FIO"
-    here = Path(__file__).resolve()
-    for parent in [Path.cwd(), *here.parents]:
-        candidate = parent / ".deps" / "fio" / "bin" / "fio"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate), "project build (.deps/fio)"
+        return str(check_program(env, "PROTOLAB_FIO")), "PROTOLAB_FIO"
+    candidate = project_deps() / "fio" / "bin" / "fio"
+    if candidate.is_file():
+        return str(check_program(candidate, "fio")), "project build (.deps/fio)"
     found = shutil.which("fio")
-    return found, "PATH" if found else "not found"
+    if found:
+        return str(check_program(found, "fio (from PATH)")), "PATH"
+    return None, "not found"
+
+
+def project_deps() -> Path:
+    """The installed project's .deps (scripts/install-deps.sh's output): beside the package's source tree."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "src" / "protolab").is_dir():
+            return parent / ".deps"
+    return here.parents[3] / ".deps"
 
 
 def parse_eta_iops(line: str) -> float | None:

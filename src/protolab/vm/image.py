@@ -23,14 +23,15 @@ class GuestImage:
 
 
 def guest_dir() -> Path:
-    """$PROTOLAB_GUEST, else the project's .deps/guest (the first found upwards from here or the cwd)."""
+    """$PROTOLAB_GUEST (an absolute path), else the installed project's .deps/guest — never the working directory."""
     env = os.environ.get("PROTOLAB_GUEST")
     if env:
+        if not os.path.isabs(env):
+            raise ProtolabError(f"PROTOLAB_GUEST={env}: give an absolute path")
         return Path(env)
-    for parent in [Path.cwd(), *Path(__file__).resolve().parents]:
-        if (parent / ".deps").is_dir():
-            return parent / ".deps" / "guest"
-    return Path.cwd() / ".deps" / "guest"
+    from ..engine.fio import project_deps
+
+    return project_deps() / "guest"
 
 
 def find_image(where: Path | None = None) -> GuestImage:
@@ -39,6 +40,11 @@ def find_image(where: Path | None = None) -> GuestImage:
     kernel, initrd, info = d / KERNEL, d / INITRD, d / INFO
     if not (kernel.is_file() and initrd.is_file() and info.is_file()):
         raise ProtolabError(f"no guest image in {d}; run 'scripts/build-guest.sh {d}' (or 'make deps')")
+    from ..trust import check_dir, check_file
+
+    check_dir(Path(os.path.realpath(d)))  # QEMU boots what is here, as root: only root may have put it there
+    for f in (kernel, initrd, info):
+        check_file(Path(os.path.realpath(f)), "guest image file")
     try:
         data = json.loads(info.read_text())
     except ValueError as e:
