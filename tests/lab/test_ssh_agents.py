@@ -70,7 +70,14 @@ def lab_with_sshd(tmp_path):
 
 def _fio_servers() -> list[str]:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    return [p for p in ps if "--server=ip:0.0.0.0,18765" in p and "sh -c" not in p]
+    return [p for p in ps if "--server=ip:" in p and ",18765" in p and "sh -c" not in p]
+
+
+def _listeners(netns: str) -> list[str]:
+    """Local addresses listening on the fio port in ``netns`` ('127.0.0.1:18765')."""
+    out = subprocess.run(["ip", "netns", "exec", netns, "ss", "-Hltn", "sport = :18765"], capture_output=True,
+                         text=True, timeout=10).stdout
+    return [line.split()[3] for line in out.splitlines() if line.strip()]
 
 
 def test_study_through_ssh_started_fio_servers(lab_with_sshd, tmp_path):
@@ -78,7 +85,7 @@ def test_study_through_ssh_started_fio_servers(lab_with_sshd, tmp_path):
     storage = lab.endpoint("nbd", host=0).url
     hosts = "".join(
         f'[[hosts]]\nname = "esx{i + 1}"\nagent = "ssh://root@{a}"\nfio = "{FIO}"\nfio_port = 18765\n'
-        f'ssh_options = ["-F", "{client_cfg}"]\n' for i, a in enumerate(addrs))
+        'ssh_options = ["-o", "ConnectTimeout=5"]\n' for i, a in enumerate(addrs))
     plan = tmp_path / "remote.toml"
     plan.write_text(f"""
 name = "remote"
@@ -98,11 +105,28 @@ duration = "2s"
 repeats = 2
 data_size = "64M"
 """)
-    # protolab runs where a user's controller would: on the lab network (host 0's namespace)
-    env = {**os.environ, "COLUMNS": "200"}
-    p = subprocess.run(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli", "run",
-                        str(plan), "--results", str(tmp_path / "r")], capture_output=True, text=True, timeout=300,
-                       env=env)
+    # protolab runs where a user's controller would: on the lab network (host 0's namespace); the ssh config is
+    # the operator's (PROTOLAB_SSH_CONFIG), never the plan's
+    env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(client_cfg)}
+    run = subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli", "run",
+                            str(plan), "--results", str(tmp_path / "r")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    seen: dict[str, list[str]] = {}
+    deadline = time.monotonic() + 120
+    while run.poll() is None and len(seen) < 2 and time.monotonic() < deadline:
+        for h in range(2):
+            found = _listeners(lab.names.host_ns(h))
+            if found:
+                seen[lab.names.host_ns(h)] = found
+        time.sleep(0.2)
+    try:
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, 9)
+    p = subprocess.CompletedProcess(run.args, run.returncode, out, err)
+    # each host's fio server listened on its own loopback only: the lab network never reached it
+    assert seen == {lab.names.host_ns(h): ["127.0.0.1:18765"] for h in range(2)}, seen
     assert p.returncode == 0, p.stderr + p.stdout
     run = next((tmp_path / "r").iterdir())
     manifest = json.loads((run / "manifest.json").read_text())
@@ -117,3 +141,5 @@ data_size = "64M"
         assert set(result["per_host_cpu_s"]) == {"esx1", "esx2"}
     tree = subprocess.run(["ps", "-eo", "pid,ppid,stat,etimes,args"], capture_output=True, text=True).stdout
     assert _fio_servers() == [], tree  # closing the ssh sessions stopped the remote fio servers
+    assert all(_listeners(lab.names.host_ns(h)) == [] for h in range(2))
+    assert not list(Path("/run/protolab").glob("agents-*"))  # the forwards' socket directory is gone

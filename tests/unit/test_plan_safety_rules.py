@@ -44,17 +44,37 @@ def test_allowed_engines(engine):
     assert check_engine(engine) == engine
 
 
-@pytest.mark.parametrize("opts", [["-F", "/root/.ssh/cfg"], ["-i", "/k", "-p", "22"], ["-o", "User=root"],
-                                  ["-oStrictHostKeyChecking=no"]])
+@pytest.mark.parametrize("opts", [["-p", "22"], ["-o", "User=root"], ["-oConnectTimeout=5"],
+                                  ["-o", "ServerAliveInterval=10", "-o", "BatchMode=yes"]])
 def test_allowed_ssh_options(opts):
     assert "".join(check_ssh_options(opts)) == "".join(opts)
+
+
+def test_an_identity_is_a_key_in_the_invoking_users_ssh_directory(monkeypatch, tmp_path):
+    import protolab.plan.safety as safety
+
+    home = tmp_path / "home" / ".ssh"
+    monkeypatch.setattr(safety, "ssh_home", lambda: str(home))
+    assert check_ssh_options(["-i", "lab_key", "-p", "22"]) == ["-i", str(home / "lab_key"), "-p", "22"]
+    assert check_ssh_options(["-i", "~/.ssh/lab_key"]) == ["-i", str(home / "lab_key")]
+    assert check_ssh_options([f"-i{home}/k"]) == ["-i", str(home / "k")]
+    home.mkdir(parents=True)
+    (home / "link").symlink_to("/etc/shadow")
+    for bad in ("/etc/shadow", "../x", "~/../../etc/shadow", "link", str(home)):
+        with pytest.raises(ValueError, match="is not a key under"):
+            check_ssh_options(["-i", bad])
 
 
 @pytest.mark.parametrize("opts", [["-o", "ProxyCommand=id"], ["-oProxyCommand id"], ["-o", "LocalCommand=id"],
                                   ["-o", "PermitLocalCommand yes"], ["-o", "KnownHostsCommand=/bin/id"],
                                   ["-o", "Match exec id"], ["-o", "ProxyJump=evil"], ["-J", "x"], ["-p", "99999"],
                                   ["-F"], ["-i", "-oProxyCommand=id"], ["-o", "User=a\nProxyCommand=id"],
-                                  ["-o", "Include=/tmp/x"], ["-W", "h:22"], ["-L", "1:h:2"]])
+                                  ["-o", "Include=/tmp/x"], ["-W", "h:22"], ["-L", "1:h:2"],
+                                  ["-F", "/root/.ssh/cfg"], ["-F/root/.ssh/cfg"], ["-o", "StrictHostKeyChecking=no"],
+                                  ["-o", "UserKnownHostsFile=/root/.ssh/authorized_keys"], ["-o", "HostKeyAlias=x"],
+                                  ["-o", "GlobalKnownHostsFile=/x"], ["-o", "UpdateHostKeys=yes"],
+                                  ["-o", "IdentityFile=/etc/shadow"], ["-o", "CertificateFile=/x"],
+                                  ["-o", "ControlPath=/x"], ["-o", "HashKnownHosts=no"], ["-o", "CheckHostIP=yes"]])
 def test_refused_ssh_options(opts):
     with pytest.raises(ValueError):
         check_ssh_options(opts)

@@ -170,22 +170,54 @@ def check_engine(value: Any) -> str:
     return value
 
 
-#: ssh -o keys a plan may set: none of them runs a command or opens a channel.
+#: ssh -o keys a plan may set: none names a file, runs a command, opens a channel, touches the known hosts or
+#: aliases the host (an ssh config file is the operator's: ``--ssh-config`` or PROTOLAB_SSH_CONFIG, never a plan).
 SSH_O_ALLOWED = {
-    "batchmode", "connecttimeout", "connectionattempts", "stricthostkeychecking", "userknownhostsfile",
-    "globalknownhostsfile", "identityfile", "identitiesonly", "user", "port", "serveraliveinterval",
-    "serveralivecountmax", "tcpkeepalive", "compression", "ciphers", "macs", "kexalgorithms",
-    "hostkeyalgorithms", "pubkeyacceptedalgorithms", "pubkeyacceptedkeytypes", "loglevel", "addressfamily",
-    "checkhostip", "passwordauthentication", "kbdinteractiveauthentication", "preferredauthentications",
-    "hostkeyalias", "ipqos", "rekeylimit", "updatehostkeys", "verifyhostkeydns", "hashknownhosts",
+    "batchmode", "connecttimeout", "connectionattempts", "serveraliveinterval", "serveralivecountmax",
+    "tcpkeepalive", "compression", "ciphers", "macs", "kexalgorithms", "hostkeyalgorithms",
+    "pubkeyacceptedalgorithms", "pubkeyacceptedkeytypes", "ipqos", "rekeylimit", "addressfamily", "loglevel",
+    "identitiesonly", "user", "port", "preferredauthentications", "passwordauthentication",
+    "kbdinteractiveauthentication",
 }
 _SSH_VALUE = re.compile(r"^[A-Za-z0-9_.,:@/~+=-]{1,256}$")
+_SSH_O_SHOWN = "ConnectTimeout, ConnectionAttempts, ServerAliveInterval, User, Port, BatchMode, Ciphers, LogLevel"
+
+
+def ssh_home() -> str:
+    """The ~/.ssh whose keys a plan's ``-i`` may name: the invoking user's (sudo's SUDO_UID), else root's."""
+    import os
+    import pwd
+
+    from ..trust import invoking_user
+
+    uid, _ = invoking_user()
+    try:
+        home = pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        home = os.path.expanduser("~")
+    return os.path.join(home, ".ssh")
+
+
+def _identity(value: str) -> str:
+    """``-i FILE``: a key under the invoking user's ~/.ssh (after ``~`` and symlinks), nothing else."""
+    import os
+
+    home = ssh_home()
+    path = os.path.expanduser(value.replace("~", os.path.dirname(home), 1)) if value.startswith("~") else value
+    if not os.path.isabs(path):
+        path = os.path.join(home, path)
+    real, base = os.path.realpath(path), os.path.realpath(home)
+    if os.path.commonpath([real, base]) != base or real == base:
+        raise ValueError(f"ssh_options: -i {value!r} is not a key under {home}; a plan may name only a key in "
+                         "the ~/.ssh of the user who runs protolab (or give ssh settings with --ssh-config)")
+    return real
 
 
 def check_ssh_options(options: Any) -> list[str]:
-    """``ssh_options`` limited to -F FILE, -i FILE, -p PORT and -o KEY=VALUE with keys that run nothing."""
+    """``ssh_options`` limited to -p PORT, -i KEY (under the invoking user's ~/.ssh) and -o KEY=VALUE with keys
+    that name no file, run nothing and leave the known hosts alone."""
     if not isinstance(options, list):
-        raise ValueError("ssh_options must be a list of strings, e.g. ['-i', '~/.ssh/lab_key']")
+        raise ValueError("ssh_options must be a list of strings, e.g. ['-p', '2222', '-o', 'ConnectTimeout=5']")
     out: list[str] = []
     items = list(options)
     i = 0
@@ -194,29 +226,33 @@ def check_ssh_options(options: Any) -> list[str]:
         if not isinstance(flag, str) or has_control(flag):
             raise ValueError(f"ssh_options[{i}] must be a string without control characters")
         value: Any
-        if flag in ("-F", "-i", "-p", "-o"):
+        if flag in ("-i", "-p", "-o"):
             if i + 1 >= len(items):
                 raise ValueError(f"ssh_options: {flag} needs a value after it")
             value, i = items[i + 1], i + 2
-        elif len(flag) > 2 and flag[:2] in ("-F", "-i", "-p", "-o"):
+        elif len(flag) > 2 and flag[:2] in ("-i", "-p", "-o"):
             flag, value, i = flag[:2], flag[2:], i + 1
+        elif flag.startswith("-F"):
+            raise ValueError("ssh_options: -F is not allowed in a plan (ssh runs what a config file says, as "
+                             "root); give the file with 'protolab run --ssh-config FILE' or PROTOLAB_SSH_CONFIG")
         else:
-            raise ValueError(f"ssh_options: {flag!r} is not allowed; a plan may give only -F FILE, -i FILE, "
-                             "-p PORT and -o KEY=VALUE")
+            raise ValueError(f"ssh_options: {flag!r} is not allowed; a plan may give only -p PORT, -i KEY (in "
+                             "your ~/.ssh) and -o KEY=VALUE")
         if not isinstance(value, str):
             raise ValueError(f"ssh_options: the value of {flag} must be a string")
         if flag == "-o":
             key = value.split("=", 1)[0].strip().lower()
             if "=" not in value or key not in SSH_O_ALLOWED:
-                raise ValueError(f"ssh_options: -o {value!r} is not allowed (options such as ProxyCommand, "
-                                 "LocalCommand or KnownHostsCommand run commands); allowed keys include "
-                                 "BatchMode, ConnectTimeout, StrictHostKeyChecking, UserKnownHostsFile, "
-                                 "IdentityFile, User, Port")
+                raise ValueError(f"ssh_options: -o {value!r} is not allowed (keys that name files, run commands, "
+                                 "touch the known hosts or alias the host belong in the operator's --ssh-config); "
+                                 f"allowed keys include {_SSH_O_SHOWN}")
         if not _SSH_VALUE.match(value) or value.startswith("-"):  # '-…' would read as another option
             raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
                              "KEY=VALUE")
         if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
             raise ValueError(f"ssh_options: -p needs a port from 1 to 65535, got {value!r}")
+        if flag == "-i":
+            value = _identity(value)
         out += [flag, value]
     return out
 

@@ -28,6 +28,7 @@ from ..plan.expand import Cell
 from ..plan.model import Configuration, Plan
 from ..proc import Runner
 from ..safepath import inside
+from ..trust import private_base
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
 from .progress import Progress
@@ -69,7 +70,8 @@ class Testbed:
     def up(self, run_path: Path) -> dict[str, Any]:
         """Bring the testbed up for a run writing to ``run_path``; returns what the manifest records."""
         self.run_path = run_path
-        self.sockets = Path(tempfile.mkdtemp(prefix="pl-agents-"))
+        # fio servers' sockets (local ones, and ssh forwards of remote ones) where only root can reach them
+        self.sockets = Path(tempfile.mkdtemp(prefix="agents-", dir=private_base()))
         self.cgroups = self._make_cgroups(run_path)
         self.fio = replace(self.fio, cgroups=self.cgroups)
         if self.cgroups is not None and self.plan.method.cpu_priority == "high":
@@ -145,7 +147,7 @@ class Testbed:
                                           log=self._agent_log(spec.name), cgroups=self.cgroups)
             elif spec.agent.startswith("ssh://"):
                 make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
-                                                  extra_options=tuple(spec.ssh_options))
+                                                  self._socket(spec.name), extra_options=tuple(spec.ssh_options))
             else:
                 make = lambda: ExistingAgent.from_url(spec.name, spec.agent)
             return HostRun(spec.name, self._agent(spec.name, make), None, streams)
