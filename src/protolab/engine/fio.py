@@ -181,7 +181,8 @@ class Fio:
         # --status-interval after --client=… is sent to that server (a FIO_CLIENT_FLAG option in init.c)
         per = [f"--status-interval={int(status_interval)}"] if status_interval else []
         args = [a for arg, job in clients for a in (f"--client={arg}", *per, str(job))]
-        return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label, on_poll=on_poll)
+        return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label, on_poll=on_poll,
+                        files_under=Path(output).parent)
 
     def run(
         self,
@@ -195,8 +196,12 @@ class Fio:
         label: str = "fio",
         on_status: Callable[[dict], bool] | None = None,
         on_poll: Callable[[], None] | None = None,
+        files_under: Path | None = None,
     ) -> str:
         """Run fio with ``args`` writing json+ to ``output``; return the JSON text.
+
+        ``files_under``: a client run accepts the files its servers name (IO logs to write, files to send) only
+        inside this directory (protolab's fio patch 0002: FIO_CLIENT_FILES_UNDER).
 
         ``on_status`` gets each document fio writes to ``output`` while it runs (with --status-interval);
         returning True stops fio's process group with SIGTERM, which fio handles by ending its jobs and
@@ -204,6 +209,8 @@ class Fio:
         ``on_poll`` is called every ``POLL_S``.
         """
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
+        if files_under is not None:
+            argv = ["env", f"FIO_CLIENT_FILES_UNDER={Path(files_under).absolute()}", *argv]
         if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
             argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
         proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
