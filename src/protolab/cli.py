@@ -88,9 +88,14 @@ def _environment(p, lab_workdir: Optional[Path]):
         engines = Fio.locate().engines()
     except (ToolError, OSError):
         engines = None
+    from .lab import default_workdir
+    from .trust import check_workdir
+
     workdir = lab_workdir
     if workdir is None and p.uses_lab():
-        workdir = Path("/var/tmp/protolab-lab") / p.lab.prefix
+        workdir = default_workdir(p.lab.prefix)
+    if workdir is not None and p.uses_lab():
+        check_workdir(workdir)
     return Environment.of_machine(engines, workdir)
 
 
@@ -148,7 +153,7 @@ def run(
     results: Path = typer.Option(Path("results"), "--results", help="Where run directories are written."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
-        "(default /var/tmp/protolab-lab/PREFIX)."),
+        "(default /run/protolab/PREFIX; it must be root's alone)."),
     scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
 ):
     """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report.
@@ -173,7 +178,7 @@ def resume(
                                "testbed differ from the run's first session."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
-        "(default /var/tmp/protolab-lab/PREFIX)."),
+        "(default /run/protolab/PREFIX; it must be root's alone)."),
 ):
     """Continue an interrupted or failed run: bring the testbed up again, prepare as the plan says, and measure
     exactly the (cell, repeat) pairs that are missing or failed, in the plan's interleaved order; then write the report."""

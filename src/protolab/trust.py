@@ -8,6 +8,7 @@ the sticky bit above it, a symlink — is refused with one line naming it and wh
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -70,6 +71,14 @@ def check_dir(path: Path) -> Path:
         raise UnsafePath(f"{path} {why}; protolab keeps files only in directories that root owns and only root "
                          f"can write (remove it, or 'chown root: {path}; chmod go-w {path}' if it is yours)")
     return Path(os.path.abspath(path))
+
+
+def check_workdir(path: Path) -> None:
+    """A directory protolab would create or use (a lab work directory): refused now, before anything is created,
+    when it or a parent could be changed by another user."""
+    check_ancestors(path)
+    if os.path.lexists(path):
+        check_dir(path)
 
 
 def secure_dir(path: Path, mode: int = 0o700) -> Path:
@@ -144,9 +153,12 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
     try:
         return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     except OSError as e:
-        if e.errno == 40:  # ELOOP: the name is a symlink
+        if e.errno == errno.ELOOP:
             raise UnsafePath(f"{path} is a symlink; protolab does not follow symlinks in its own directories") \
                 from None
+        if e.errno == errno.EEXIST:
+            raise UnsafePath(f"{path} exists already; protolab creates this file itself: remove it (or give "
+                             "another directory)") from None
         raise
 
 

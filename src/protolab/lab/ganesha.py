@@ -9,9 +9,12 @@ The tmpfs vanishes with the process; nothing is left on the host.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..trust import open_nofollow
 from ..proc import Runner
 from .names import MOUNT_PORT, NFS_PORT
 from .procs import Processes, wait_until
@@ -82,7 +85,9 @@ class Ganesha:
         conf = self.workdir / "ganesha.conf"
         recovery = self.workdir / "ganesha-recovery"
         recovery.mkdir(parents=True, exist_ok=True)
-        conf.write_text(ganesha_config(export_path, clients, recovery))
+        fd = open_nofollow(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never through a planted link
+        with os.fdopen(fd, "w") as f:
+            f.write(ganesha_config(export_path, clients, recovery))
         rpcbind = self.procs.start("rpcbind", private_run(["rpcbind", "-f"]), self.netns)
         wait_until("rpcbind", lambda: self._registered("portmapper"), TIMEOUT,
                    lambda: self.procs.running(rpcbind), lambda: self.procs.log_tail("rpcbind"))

@@ -2,7 +2,7 @@
 
 A lab's names (namespaces, interfaces, mounts) come from its prefix, so two labs with one
 prefix would tear each other down. The holder is written to
-/var/tmp/protolab-lab/holders/<prefix>.json (created exclusively) when a lab comes up and
+/run/protolab/holders/<prefix>.json (created exclusively, in protolab's root-only base) when a lab comes up and
 removed when it goes down. A second lab on a held prefix is refused, naming the holder's
 PID; a holder that is gone (its process dead, or a `lab up` lab whose record is gone) is
 swept and the prefix taken over.
@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ProtolabError
+from ..trust import PRIVATE_BASE, UnsafePath, check_file, secure_dir
 from .procs import alive, start_time
 
-HOLDERS = Path("/var/tmp/protolab-lab/holders")
+HOLDERS = PRIVATE_BASE / "holders"
 
 
 @dataclass(frozen=True)
@@ -46,22 +47,30 @@ def path_of(prefix: str, root: Path = HOLDERS) -> Path:
 
 
 def read(prefix: str, root: Path = HOLDERS) -> Holder | None:
-    """The recorded holder of ``prefix``, or None."""
+    """The recorded holder of ``prefix``, or None; UnsafePath when the file is not root's alone (never swept)."""
+    path = path_of(prefix, root)
+    if not os.path.lexists(path):
+        return None
+    check_file(path, "lab holder")
     try:
-        data = json.loads(path_of(prefix, root).read_text())
-        return Holder(**data)
+        data = json.loads(path.read_text())
+        held = Holder(**data)
     except (OSError, ValueError, TypeError):
         return None
+    if not all(isinstance(v, t) for v, t in ((held.prefix, str), (held.pid, int), (held.uid, int),
+                                             (held.workdir, str), (held.kind, str))):
+        return None
+    return held
 
 
 def acquire(prefix: str, workdir: Path, kind: str, sweep: Callable[[Holder | None], None],
             root: Path = HOLDERS) -> Holder:
     """Take ``prefix`` for this process; ProtolabError naming the holder when it is held by a live one."""
-    root.mkdir(parents=True, exist_ok=True)
+    secure_dir(root)
     me = Holder(prefix, os.getpid(), start_time(os.getpid()), os.getuid(), str(Path(workdir).absolute()), kind)
     for _ in range(3):
         try:
-            fd = os.open(path_of(prefix, root), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path_of(prefix, root), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except FileExistsError:
             held = read(prefix, root)
             if held is not None and held.live() and held.pid != os.getpid():
@@ -80,21 +89,22 @@ def acquire(prefix: str, workdir: Path, kind: str, sweep: Callable[[Holder | Non
 
 def release(holder: Holder, root: Path = HOLDERS) -> None:
     """Give the prefix up (only if this process still holds it)."""
-    held = read(holder.prefix, root)
+    try:
+        held = read(holder.prefix, root)
+    except UnsafePath:
+        return
     if held is not None and held.pid == holder.pid and held.workdir == holder.workdir:
         path_of(holder.prefix, root).unlink(missing_ok=True)
-    try:
-        root.rmdir()  # leave nothing under /var/tmp once no lab is up
-        root.parent.rmdir()
-    except OSError:
-        pass
 
 
 def mine(root: Path = HOLDERS) -> list[Holder]:
     """Holders recorded by this user whose lab is still up (for `lab down` without --prefix)."""
     out = []
-    for p in sorted(root.glob("*.json")) if root.is_dir() else []:
-        h = read(p.stem, root)
+    for p in sorted(root.glob("*.json")) if root.is_dir() and not root.is_symlink() else []:
+        try:
+            h = read(p.stem, root)
+        except UnsafePath:
+            continue
         if h is not None and h.uid == os.getuid() and (Path(h.workdir) / "lab.json").exists():
             out.append(h)
     return out

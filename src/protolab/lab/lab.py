@@ -24,9 +24,10 @@ from .record import Record
 from . import holder
 from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
+from ..trust import PRIVATE_BASE, check_dir, secure_dir
 
 PROTOCOLS = ("iscsi", "nfs", "nbd", "local")
-LAB_ROOT = Path("/var/tmp/protolab-lab")
+LAB_ROOT = PRIVATE_BASE  # root-owned, 0700, never removed (protolab.trust)
 POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
 
 
@@ -75,6 +76,7 @@ class Lab:
         """Build the lab; a second call is a no-op; on failure, tear down what was made, then re-raise."""
         if self._up:
             return
+        secure_dir(self.workdir)  # root-owned, 0700, under parents no other user can swap: refused otherwise
         if Record.exists(self.workdir):
             raise ProtolabError(
                 f"a lab is already up in {self.workdir}; run 'protolab lab down --workdir {self.workdir}' first")
@@ -114,7 +116,10 @@ class Lab:
             if not self._attached or not Record.exists(self.workdir):
                 self._up = False
                 return []
-            self._attach(Record.load(self.workdir))
+            check_dir(self.workdir)
+            rec = Record.load(self.workdir)
+            rec.check_resources(self.workdir, self.spec.prefix)
+            self._attach(rec)
         assert self._record is not None and self._procs is not None
         removed = undo_record(self._record, self.runner, self._procs)
         self._record = None
@@ -163,8 +168,10 @@ class Lab:
     @classmethod
     def from_record(cls, workdir: Path, runner: Runner | None = None) -> Lab:
         """Reattach to a lab left up in ``workdir`` (for ``lab status`` and ``lab down``)."""
+        check_dir(Path(workdir))  # a record is trusted only where no other user could have written it
         rec = Record.load(Path(workdir))
         lab = cls(LabSpec.model_validate(rec.spec), set(rec.protocols), Path(workdir), runner)
+        rec.check_resources(Path(workdir), lab.spec.prefix)
         lab._attach(rec)
         lab._up = bool(rec.state.get("up"))
         if "link" in rec.state:

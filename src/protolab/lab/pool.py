@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import ProtolabError
 from ..proc import Runner
+from ..trust import open_nofollow
 from .record import Record
 
 TIMEOUT = 120.0
@@ -49,7 +50,8 @@ class Pool:
         self._run(["mount", "--make-shared", str(top)])
         self.record.add("file", str(self.image))
         self.image.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.image, "wb") as f:
+        # a new file, never one that was there (a planted symlink would make losetup and mkfs destroy its target)
+        with os.fdopen(open_nofollow(self.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.truncate(self.size)
         loop = self.record.add("loop", str(self.image))
         dev = self._run(["losetup", "--find", "--show", str(self.image)]).stdout.strip()

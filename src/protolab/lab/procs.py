@@ -17,6 +17,7 @@ from typing import Callable
 from ..errors import ToolError
 from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
+from ..trust import open_nofollow
 from .record import Record, Resource
 
 
@@ -28,6 +29,14 @@ def start_time(pid: int) -> int | None:
         return None
     fields = stat[stat.rindex(")") + 2 :].split()
     return int(fields[19])
+
+
+def program(pid: int) -> str | None:
+    """The program ``pid`` runs (its kernel comm, at most 15 characters), or None when it does not exist."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
 
 
 def alive(pid: int, started: int | None = None) -> bool:
@@ -84,13 +93,18 @@ class Processes:
         self.logdir.mkdir(parents=True, exist_ok=True)
         if self.cgroups is not None:  # the shell execs ip netns exec, which execs the server: one pid
             argv, netns = self.cgroups.wrap("servers", argv, netns), None
-        with open(self.logdir / f"{name}.log", "ab") as log:
+        with os.fdopen(open_nofollow(self.logdir / f"{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640),
+                       "ab") as log:
             p = self.runner.spawn(argv, netns=netns, stdout=log, stderr=subprocess.STDOUT)
         self.handles[p.pid] = p
         return self.record.update(res, pid=p.pid, started=start_time(p.pid))
 
     def adopt(self, name: str, pid: int, netns: str) -> Resource:
-        """Record a process started by one of ours (e.g. the server behind a wrapper shell)."""
+        """Record a process started by one of ours (e.g. the server behind a wrapper shell, from its pidfile):
+        only when that pid runs the program ``name`` — a pidfile never makes teardown signal anything else."""
+        if program(pid) != name:
+            raise ToolError(f"{name}: its pidfile names pid {pid}, which runs {program(pid) or 'nothing'}; "
+                            "the lab does not take over that process")
         return self.record.add("process", name, netns=netns, pid=pid, started=start_time(pid))
 
     def running(self, res: Resource) -> bool:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProtolabError
+from ..trust import check_file
 
 SCHEMA = 1
 RECORD_NAME = "lab.json"
@@ -49,19 +51,64 @@ class Record:
     def load(cls, workdir: Path) -> Record:
         """The record in ``workdir``; ProtolabError when there is none or it is unreadable."""
         path = workdir / RECORD_NAME
+        if not os.path.lexists(path):
+            raise ProtolabError(f"no lab is up in {workdir} (no {RECORD_NAME} there)")
+        check_file(path, "lab record")  # root's alone: a record names what teardown removes and kills
         try:
             data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ProtolabError(f"no lab is up in {workdir} (no {RECORD_NAME} there)") from None
         except (OSError, ValueError) as e:
             raise ProtolabError(f"{path}: unreadable lab record ({e}); remove the lab with 'protolab lab down --all'") from None
-        if data.get("schema") != SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ProtolabError(
-                f"{path}: lab record schema {data.get('schema')!r} is not {SCHEMA}; "
+                f"{path}: lab record schema {data.get('schema') if isinstance(data, dict) else None!r} is not {SCHEMA}; "
                 "remove the lab with 'protolab lab down --all'"
             )
-        resources = [Resource(r["kind"], r["name"], r.get("extra", {})) for r in data["resources"]]
-        return cls(path, data["spec"], data["protocols"], resources, data.get("state", {}))
+        if not isinstance(data, dict) or not isinstance(data.get("resources"), list) \
+                or not isinstance(data.get("spec"), dict) or not isinstance(data.get("protocols"), list):
+            raise ProtolabError(f"{path}: not a lab record; remove the lab with 'protolab lab down --all'")
+        try:
+            resources = [Resource(r["kind"], r["name"], dict(r.get("extra", {}))) for r in data["resources"]]
+        except (KeyError, TypeError, ValueError):
+            raise ProtolabError(f"{path}: a resource is not of the form {{kind, name, extra}}; remove the lab with "
+                                "'protolab lab down --all'") from None
+        state = data.get("state", {})
+        return cls(path, data["spec"], data["protocols"], resources, state if isinstance(state, dict) else {})
+
+    def check_resources(self, workdir: Path, prefix: str) -> None:
+        """Refuse (ProtolabError, nothing undone) a record naming anything the lab with ``prefix`` in ``workdir``
+        could not have made: teardown removes, unmounts, detaches and kills what a record names."""
+        wd = os.path.abspath(workdir)
+
+        def inside(name: str) -> bool:
+            path = os.path.normpath(name)
+            return os.path.isabs(name) and path == name.rstrip("/") and path.startswith(wd + "/") \
+                and os.path.basename(path).startswith(prefix)
+
+        for r in self.resources:
+            k, n = r.kind, r.name
+            if not isinstance(n, str):
+                ok = False
+            elif k in ("file", "loop"):
+                ok = inside(n)
+            elif k == "mount":
+                ok = inside(n) or (n.startswith(wd + "/") and inside(os.path.dirname(n)))
+            elif k == "dir":
+                ok = n.startswith(wd + "/") and os.path.normpath(n) == n and ".." not in n.split("/")
+            elif k == "netns":
+                ok = n.startswith(f"{prefix}-") and "/" not in n
+            elif k == "cgroup":
+                ok = os.path.basename(n) in (f"protolab-{prefix}", f"protolab-run-{prefix}") \
+                    and n.startswith("/sys/fs/cgroup/") and ".." not in n.split("/")
+            elif k == "process":
+                ok = isinstance(r.extra.get("pid", 0), int) and isinstance(r.extra.get("started", 0), (int, type(None)))
+            elif k == "tgtd-socket":
+                ok = isinstance(r.extra.get("port"), int) and n == str(r.extra.get("port"))
+            else:
+                ok = False
+            if not ok:
+                raise ProtolabError(f"{self.path}: resource {k} {n!r} is not one this lab (prefix '{prefix}', in "
+                                    f"{wd}) could have made; nothing was removed — check the file, remove it by "
+                                    "hand if it is not yours, then 'protolab lab down --all'")
 
     @staticmethod
     def exists(workdir: Path) -> bool:
@@ -78,8 +125,8 @@ class Record:
             "resources": [asdict(r) for r in self.resources],
             "state": self.state,
         }
-        tmp = self.path.with_suffix(".json.tmp")
-        with open(tmp, "w") as f:
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{RECORD_NAME}.", suffix=".tmp")  # O_EXCL, 0600
+        with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1)
             f.flush()
             os.fsync(f.fileno())

@@ -15,6 +15,7 @@ from ..telemetry.cgroups import RoleCgroups
 from . import tgt
 from .netns import Net
 from .procs import Processes, alive, terminate
+from ..trust import UnsafePath, check_dir
 from .record import Record, Resource
 
 TIMEOUT = 60.0
@@ -114,7 +115,11 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
     for wd in [default_workdir(prefix), *(workdirs or [])]:
         if Record.exists(wd):
             try:
+                check_dir(wd)  # a record another user could have written is never acted on
                 rec = Record.load(wd)
+                rec.check_resources(wd, prefix)
+            except UnsafePath:
+                raise
             except Exception:
                 rec = None
             if rec is not None and rec.spec.get("prefix", prefix) == prefix:

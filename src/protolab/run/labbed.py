@@ -41,6 +41,13 @@ class LabTestbed(Testbed):
         self.lab = None
         self._link = None
 
+    def check(self) -> None:
+        """The lab's work directory must be root's alone (refused before anything is created), then the targets."""
+        from ..trust import check_workdir
+
+        check_workdir(self.workdir)
+        super().check()
+
     def up(self, run_path: Path) -> dict[str, Any]:
         protocols = {p for c in self.plan.configurations if (p := lab_protocol(self.plan, c))}
         self.progress.note(f"bringing the lab up ({', '.join(sorted(protocols))})")

@@ -9,6 +9,8 @@ storage traffic does cross them.
 
 from __future__ import annotations
 
+import os
+
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ProtolabError, ToolError
+from ..trust import open_nofollow
 from ..proc import Runner
 from .controllers import controller, device_args
 
@@ -117,7 +120,8 @@ class Guest:
         netns = self.netns
         if self.cgroups is not None:  # the hypervisor's CPU as a role of its own
             argv, netns = self.cgroups.wrap("hypervisors", argv, netns), None
-        with open(self.workdir / f"{self.spec.name}.qemu.log", "ab") as log:
+        with os.fdopen(open_nofollow(self.workdir / f"{self.spec.name}.qemu.log",
+                                     os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640), "ab") as log:
             self.popen = self.runner.spawn(argv, netns=netns, stdout=log, stderr=subprocess.STDOUT)
         from ..lab.procs import start_time
         self.resource = self.record.update(self.resource, pid=self.popen.pid, started=start_time(self.popen.pid))
