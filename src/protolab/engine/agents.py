@@ -90,7 +90,10 @@ def _end(p: subprocess.Popen, grace: float) -> None:
         p.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         _signal_group(p, signal.SIGKILL)
-        p.wait(timeout=5)
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # stuck in uninterruptible I/O: teardown goes on without it
+            pass
     _signal_group(p, signal.SIGKILL)  # forked children that outlived their parent
 
 

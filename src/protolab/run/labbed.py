@@ -20,7 +20,7 @@ from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
 from .progress import Progress
-from .testbed import Testbed
+from .testbed import Testbed, every_step
 
 
 def lab_protocol(plan: Plan, c: Configuration) -> str | None:
@@ -66,14 +66,16 @@ class LabTestbed(Testbed):
                 "topology": self.lab.describe() if self.lab is not None else None}
 
     def down(self, keep_logs_in: Path | None = None) -> None:
-        if self.cgroups is not None:
-            self.cgroups.priority.leave()  # this process back where it was; the lab removes its own cgroups
-        self.cgroups = None
-        super().down(keep_logs_in)
-        if self.lab is not None:
-            self.progress.note("tearing the lab down")
-            self.lab.down(keep_logs_in=keep_logs_in)
-            self.lab = None
+        cgroups, lab = self.cgroups, self.lab
+        self.cgroups = self.lab = None  # the lab removes its own cgroups
+
+        def lab_down() -> None:
+            if lab is not None:
+                self.progress.note("tearing the lab down")
+                lab.down(keep_logs_in=keep_logs_in)
+
+        every_step([lambda: cgroups is not None and cgroups.priority.leave(),  # this process back where it was
+                    lambda: Testbed.down(self, keep_logs_in), lab_down])
 
     def access(self, c: Configuration, host: int, stream: int) -> Access:
         protocol = lab_protocol(self.plan, c)

@@ -158,15 +158,26 @@ class Study:
             how, error = "failed", str(e)
             raise ProtolabError(f"{e} ({rundir.path}: {len(rundir.records())} cells measured so far are kept; "
                                 f"'protolab resume {rundir.path}' measures the rest)") from None
+        except BaseException as e:  # a bug or a stuck process: still torn down, and the manifest still ended
+            how, error = "failed", f"{type(e).__name__}: {e}"
+            raise
         finally:
             with self.protect():
                 try:
                     phase("teardown")
                 except ProtolabError:
                     pass
-                testbed.down(keep_logs_in=rundir.path / "lab-logs")
+                left: BaseException | None = None
+                try:
+                    testbed.down(keep_logs_in=rundir.path / "lab-logs")
+                except BaseException as e:  # every teardown step ran (Testbed.down); the manifest's end is next
+                    left = e
+                    if how == "complete":
+                        how, error = "failed", f"teardown: {e}"
                 if how != "complete":
                     self._end(rundir, number, how, error, measured)
+                if left is not None and how == "failed" and error and error.startswith("teardown: "):
+                    raise left
         return self._finished(rundir, number, measured)
 
     def _finished(self, rundir: RunDir, number: int, measured: int) -> RunDir:

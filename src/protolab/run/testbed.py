@@ -34,6 +34,21 @@ from ..telemetry.window import Window
 from .progress import Progress
 
 
+def every_step(steps: list[Callable[[], object]]) -> None:
+    """Run every teardown step; a step that fails (a process stuck past SIGKILL, a busy mount) does not stop the
+    ones after it. ToolError naming every failure at the end."""
+    failed = []
+    for step in steps:
+        try:
+            step()
+        except Exception as e:
+            failed.append(f"{type(e).__name__}: {e}" if not isinstance(e, ProtolabError) else str(e))
+    if failed:
+        from ..errors import ToolError
+
+        raise ToolError("teardown: " + "; ".join(failed) + "; run 'protolab lab down --all' if the lab is left")
+
+
 class Testbed:
     """This machine, or the plan's [[hosts]]: targets are paths and URLs the plan names.
 
@@ -88,22 +103,22 @@ class Testbed:
         return {"kind": self.kind, "hosts": hosts}
 
     def stop_agents(self) -> None:
-        """Stop every fio server this testbed started."""
-        for agent in self.agents.values():
-            agent.stop()
+        """Stop every fio server this testbed started (each, whatever the others do)."""
+        agents = list(self.agents.values())
         self.agents.clear()
+        every_step([agent.stop for agent in agents])
 
     def down(self, keep_logs_in: Path | None = None) -> None:
-        """Stop agents and remove what `up` made. Safe to call twice, and after a failed `up`."""
-        self.stop_agents()
-        if self.cgroups is not None:
-            self.cgroups.priority.leave()  # this process back where it was, before anything is removed
-        if self.sockets is not None:
-            shutil.rmtree(self.sockets, ignore_errors=True)
-            self.sockets = None
-        if self.cgroups is not None:
-            self.cgroups.remove()
-            self.cgroups = None
+        """Stop agents and remove what `up` made. Safe to call twice, and after a failed `up`. Every step runs
+        even when one before it fails; the failures are raised together at the end."""
+        cgroups, sockets = self.cgroups, self.sockets
+        self.cgroups = self.sockets = None
+        every_step([
+            self.stop_agents,
+            lambda: cgroups is not None and cgroups.priority.leave(),  # this process back, before anything goes
+            lambda: sockets is not None and shutil.rmtree(sockets, ignore_errors=True),
+            lambda: cgroups is not None and cgroups.remove(),
+        ])
 
     # -- cells -------------------------------------------------------------------------------------
 
