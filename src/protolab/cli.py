@@ -188,6 +188,11 @@ def resume(
 
     rundir = RunDir.open(run_dir)
     p, text, source = resumable(rundir)
+    import hashlib
+
+    # the stored plan runs again as root: say which, before anything happens (it passes validate's checks below)
+    out.print(f"resuming {rundir.path.name}: plan '{p.name}', sha256 {hashlib.sha256(text.encode()).hexdigest()[:12]}",
+              highlight=False, markup=False)
     _lab_allowed(p, source)
     study = Study(p, text, rundir.manifest().get("plan_source", source), results_root=rundir.path.parent,
                   progress=RichProgress(out), lab_workdir=lab_workdir)
@@ -351,9 +356,23 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
+def _umask() -> None:
+    """Run directories 0750 and their files 0640 (fio's too): plans, hosts and logs stay private to root and its
+    group unless the operator widens it with PROTOLAB_UMASK (e.g. 022 for results shared on a team server)."""
+    raw = os.environ.get("PROTOLAB_UMASK", "027")
+    try:
+        mask = int(raw, 8)
+        if not 0 <= mask <= 0o777:
+            raise ValueError
+    except ValueError:
+        raise ProtolabError(f"PROTOLAB_UMASK={raw}: give an octal umask such as 027 or 022") from None
+    os.umask(mask)
+
+
 def main() -> None:
     """Entry point: run the app; ProtolabError → one line on stderr, exit 2; Ctrl-C → exit 130."""
     try:
+        _umask()
         rv = app(standalone_mode=False)
     except Interrupted as e:
         sys.stderr.write(f"protolab: {e}\n")

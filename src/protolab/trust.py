@@ -23,18 +23,18 @@ class UnsafePath(ProtolabError):
     """A path protolab would trust can be changed by another user (or is a symlink)."""
 
 
-def _owner_ok(st: os.stat_result) -> bool:
-    return st.st_uid in (0, os.geteuid())
+def _owner_ok(st: os.stat_result, also: int | None = None) -> bool:
+    return st.st_uid in (0, os.geteuid()) or (also is not None and st.st_uid == also)
 
 
-def _why_unsafe_dir(st: os.stat_result, *, final: bool) -> str | None:
+def _why_unsafe_dir(st: os.stat_result, *, final: bool, also: int | None = None) -> str | None:
     """Why a directory with ``st`` could be changed by another user, or None."""
     if stat.S_ISLNK(st.st_mode):
         return "is a symlink"
     if not stat.S_ISDIR(st.st_mode):
         return "is not a directory"
-    if not _owner_ok(st):
-        return f"is owned by uid {st.st_uid}, not root"
+    if not _owner_ok(st, also):
+        return f"is owned by uid {st.st_uid}, not root" + ("" if also is None else " or you")
     if st.st_mode & 0o022:
         # a sticky, root-owned directory (/tmp, /var/tmp) lets others add entries but not rename or remove
         # ours: fine for an ancestor, never for a directory protolab keeps its own files in
@@ -43,8 +43,10 @@ def _why_unsafe_dir(st: os.stat_result, *, final: bool) -> str | None:
     return None
 
 
-def check_ancestors(path: Path) -> None:
-    """Refuse ``path`` when a directory above it could be renamed or replaced by another user."""
+def check_ancestors(path: Path, *, invoker: bool = False) -> None:
+    """Refuse ``path`` when a directory above it could be renamed or replaced by another user (``invoker``: the
+    user who ran protolab through sudo counts as trusted too — results in their own project directory)."""
+    also = invoking_user()[0] if invoker else None
     p = Path(os.path.abspath(path))
     for parent in reversed(p.parents):
         try:
@@ -53,7 +55,7 @@ def check_ancestors(path: Path) -> None:
             return  # what does not exist yet is created by us, below checked ancestors
         except OSError as e:
             raise UnsafePath(f"{parent}: cannot check it ({e.strerror}); use a directory root owns") from None
-        why = _why_unsafe_dir(st, final=False)
+        why = _why_unsafe_dir(st, final=False, also=also)
         if why:
             raise UnsafePath(f"{parent} {why}: another user could swap {p} under protolab; "
                              "use a directory whose parents only root can write")

@@ -213,6 +213,8 @@ class Fio:
             argv = ["env", f"FIO_CLIENT_FILES_UNDER={Path(files_under).absolute()}", *argv]
         if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
             argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
+        # a window measured again (resume) must not be read from the output its first attempt left
+        Path(output).unlink(missing_ok=True)
         proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
         tail: list[str] = []
         self.op_errors = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gc
 from contextlib import contextmanager
 from pathlib import Path
@@ -186,7 +188,7 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     from ..results.rundir import RunDir, atomic_write
     from . import tables
     from .markdown import compare_markdown
-    a, b = RunDir.open(run_a), RunDir.open(run_b)
+    a, b = RunDir.open(run_a, write=False), RunDir.open(run_b, write=False)
     ma, mb = a.manifest(), b.manifest()
     ra, rb = a.records(), b.records()
     for rd, recs in ((a, ra), (b, rb)):
@@ -201,6 +203,10 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     only_a, only_b = unmatched(ra, rb)
     text = compare_markdown(a.run_id, b.run_id, diffs, rows, force, only_a, only_b)
     folder = out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}"
+    if os.geteuid() == 0:  # root writes only where no other user can plant a link
+        from ..trust import check_workdir
+
+        check_workdir(Path(folder))
     path = Path(folder) / "compare.md"
     atomic_write(path, text)
     from .figures import draw_all

@@ -34,11 +34,20 @@ def _failed(path: Path, e: OSError) -> StoreError:
                       "'protolab resume' the run")
 
 
-def atomic_write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+def file_mode() -> int:
+    """The mode of a new file under this process's umask (0640 under protolab's default 027; PROTOLAB_UMASK)."""
+    current = os.umask(0)
+    os.umask(current)
+    return 0o666 & ~current
+
+
+def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` so that readers see the old or the new file, never a part.
 
-    ``mode``: files are readable by others by default (reports are shared); mkstemp's 0600 is replaced.
+    ``mode``: by default as the umask gives (mkstemp's 0600 is replaced). The rename replaces a symlink at
+    ``path`` itself, never what it points to.
     """
+    mode = file_mode() if mode is None else mode
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -62,12 +71,12 @@ def atomic_write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
 
 
 def append_lines(path: Path, lines: list[str]) -> None:
-    """Append complete lines to ``path`` (created 0644 if missing) and flush them to disk."""
+    """Append complete lines to ``path`` (created as the umask gives, never through a symlink) and flush them."""
     if not lines:
         return
     data = "".join(line if line.endswith("\n") else line + "\n" for line in lines).encode()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         try:
             # one write: a reader never sees half a line unless the disk filled mid-write,
             # and readers skip a torn last line

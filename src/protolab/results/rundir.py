@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,6 +28,8 @@ from ..errors import ProtolabError
 from ..safepath import inside
 from .files import StoreError, append_lines, atomic_write, now, provenance, write_json  # noqa: F401 (re-exported)
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
+from ..trust import UnsafePath, check_ancestors
+from .trusted import check_manifest, check_tree, one_line_error
 
 MANIFEST_SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
@@ -122,13 +125,18 @@ class RunDir:
         # absolute: fio runs with other working directories (a fio server's, a namespace's), and every
         # path it is given must still point here
         root = Path(root).absolute()
+        if os.geteuid() == 0:  # fio and the servers get paths in here: no other user may be able to swap them
+            check_ancestors(root / "x", invoker=True)
+            if root.is_symlink():
+                raise UnsafePath(f"{root} is a symlink; give the real results directory with --results")
         path = root / f"{stamp}-{safe}"
         n = 1
         while path.exists():
             n += 1
             path = root / f"{stamp}-{safe}-{n}"
         try:
-            path.mkdir(parents=True)
+            root.mkdir(parents=True, exist_ok=True)  # modes from the umask: 0750 by default (cli._umask)
+            path.mkdir()
         except OSError as e:
             raise ProtolabError(f"results directory {root}: cannot create {path.name} ({e.strerror}); "
                                 "choose another with --results") from None
@@ -140,16 +148,20 @@ class RunDir:
         return rd
 
     @classmethod
-    def open(cls, path: Path) -> "RunDir":
-        """An existing run directory; ProtolabError if it is not one or its schema is unknown."""
+    def open(cls, path: Path, *, write: bool = True) -> "RunDir":
+        """An existing run directory; ProtolabError if it is not one, its schema is unknown, its manifest is not
+        what protolab writes, or (see ``check_tree``) it holds a symlink or, for ``write`` as root, another user
+        could change it."""
         p = Path(path).absolute()
-        if not (p / "manifest.json").is_file():
+        if p.is_symlink() or not (p / "manifest.json").is_file():
             raise ProtolabError(f"{p}: not a protolab run directory (no manifest.json); give results/<run-id>")
+        check_tree(p, write=write)
         rd = cls(p)
         try:
             version = rd.manifest().get("schema_version")
         except (ValueError, OSError) as e:
-            raise ProtolabError(f"{p}/manifest.json: unreadable ({e}); the run directory is damaged") from None
+            raise ProtolabError(f"{p}/manifest.json: unreadable ({one_line_error(e)}); the run directory is "
+                                "damaged") from None
         if version not in READABLE_SCHEMAS:
             raise ProtolabError(f"{p}/manifest.json: schema version {version} is not one this protolab reads "
                                 f"({', '.join(map(str, READABLE_SCHEMAS))}); use the protolab version that wrote it")
@@ -158,9 +170,11 @@ class RunDir:
     # -- manifest ----------------------------------------------------------------------------------
 
     def manifest(self) -> dict[str, Any]:
-        """The manifest as stored (read once, then kept in step with every update)."""
+        """The manifest as stored (read once, checked by ``ManifestView``, then kept in step with every update)."""
         if self._manifest is None:
-            self._manifest = json.loads((self.path / "manifest.json").read_text())
+            data = json.loads((self.path / "manifest.json").read_text())
+            check_manifest(data, self.path / "manifest.json")
+            self._manifest = data
         return dict(self._manifest)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
