@@ -265,17 +265,11 @@ def _minutes(m, n: int, seconds_per_cell: float) -> str:
 
 
 def _overwrite_checks(p) -> None:
-    """run's data-safety check of every non-lab target (blkid, the sidecar), so validate refuses what run would."""
-    from .engine.targets import check_overwrite, resolve
+    """run's data-safety check of every non-lab target, so validate refuses what run would."""
     from .proc import SubprocessRunner
+    from .run.testbed import checked_targets
 
-    runner = SubprocessRunner()
-    for c in p.configurations:
-        t = p.target_of(c)
-        if t.url.startswith("lab:"):
-            continue
-        a = resolve(t.url, size=t.size or p.method.data_size, ioengine=c.ioengine, direct=c.direct)
-        check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=runner, label=f"configuration {c.name!r}")
+    checked_targets(p, SubprocessRunner())
 
 
 @app.command()

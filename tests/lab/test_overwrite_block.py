@@ -58,9 +58,17 @@ def test_block_device_with_filesystem_is_refused_then_allowed(loopdev, tmp_path,
     assert p.returncode == 0, p.stderr
 
 
-def test_blank_block_device_is_accepted(loopdev, tmp_path, cli):
+def test_a_blank_block_device_still_needs_allow_overwrite(loopdev, tmp_path, cli):
+    """blkid finds no signature on a blank device, nor on dm-crypt or a raw database: not a sign of no data."""
     plan = tmp_path / "p.toml"
     plan.write_text(PLAN.format(dev=loopdev, extra=""))
+    for command in ("validate", "run"):
+        extra = ("--results", tmp_path / "results") if command == "run" else ()
+        p = cli(command, plan, *extra, timeout=120)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert f"{loopdev} (configuration" in p.stderr and "is a block device: protolab cannot tell" in p.stderr
+    assert not (tmp_path / "results").exists()
+    plan.write_text(PLAN.format(dev=loopdev, extra=", allow_overwrite = true"))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=120)
     assert p.returncode == 0, p.stderr
     csv = next((tmp_path / "results").glob("*/cells.csv")).read_text().splitlines()

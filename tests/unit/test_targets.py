@@ -48,19 +48,53 @@ def _block(tmp_path):
 
 
 @pytest.mark.parametrize("stdout,rc,refused", [
-    ("DEVNAME=/dev/sdx\nUUID=1234\nTYPE=ext4\nUSAGE=filesystem\n", 0, "TYPE=ext4"),
-    ("DEVNAME=/dev/sdx\nPTUUID=ab\nPTTYPE=gpt\n", 0, "PTTYPE=gpt"),
-    ("", 2, None),
+    ("DEVNAME=/dev/sdx\nUUID=1234\nTYPE=ext4\nUSAGE=filesystem\n", 0, "holds data \\(TYPE=ext4\\)"),
+    ("DEVNAME=/dev/sdx\nPTUUID=ab\nPTTYPE=gpt\n", 0, "holds data \\(PTTYPE=gpt\\)"),
+    ("", 2, "is a block device: protolab cannot tell whether it holds data"),  # no signature is not no data
 ])
-def test_block_device_signatures(tmp_path, stdout, rc, refused):
+def test_every_block_device_needs_allow_overwrite(tmp_path, stdout, rc, refused):
     runner = FakeRunner({("blkid",): Completed(("blkid",), rc, stdout, "")})
     a = _block(tmp_path)
-    if refused:
-        with pytest.raises(TargetError, match=f"holds data \\({refused}\\); add allow_overwrite = true"):
-            check_overwrite(a, allow_overwrite=False, runner=runner, label="a")
-    else:
+    with pytest.raises(TargetError, match=f"{refused}.*; add allow_overwrite = true"):
         check_overwrite(a, allow_overwrite=False, runner=runner, label="a")
     assert runner.calls[0][0][:3] == ("blkid", "-p", "-o")
+    check_overwrite(a, allow_overwrite=True, runner=runner, label="a")
+
+
+def test_a_sidecar_is_trusted_only_when_it_is_a_root_owned_file(tmp_path):
+    import os
+
+    a = _file(tmp_path / "data")
+    a.local_path.write_bytes(b"x" * 4096)
+    mark = tmp_path / "data.protolab"
+    runner = FakeRunner({})
+    for plant in ("symlink", "nobody"):
+        mark.unlink(missing_ok=True)
+        if plant == "symlink":
+            (tmp_path / "elsewhere").write_text("{}")
+            mark.symlink_to(tmp_path / "elsewhere")
+        else:
+            if os.geteuid() != 0:
+                continue
+            mark.write_text("{}")
+            os.chown(mark, 65534, 65534)
+        with pytest.raises(TargetError, match="non-empty file protolab did not create"):
+            check_overwrite(a, allow_overwrite=False, runner=runner, label="a")
+    mark.unlink()
+    mark.write_text("{}")
+    check_overwrite(a, allow_overwrite=False, runner=runner, label="a")
+
+
+def test_a_target_on_the_load_hosts_is_not_looked_at_here_and_needs_allow_overwrite(tmp_path):
+    from protolab.engine.targets import resolve
+
+    here = tmp_path / "here.dat"
+    a = resolve(str(here), size=1 << 20, ioengine="psync", direct=True, remote=True)
+    assert a.kind == "remote" and a.local_path is None and a.filename == str(here)
+    with pytest.raises(TargetError, match="is on the load hosts, which protolab cannot look into; add allow_overwrite"):
+        check_overwrite(a, allow_overwrite=False, runner=FakeRunner({}), label="a")
+    check_overwrite(a, allow_overwrite=True, runner=FakeRunner({}), label="a")
+    assert not here.exists()
 
 
 def test_blkid_failure_is_refused_not_ignored(tmp_path):

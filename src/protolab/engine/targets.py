@@ -48,9 +48,13 @@ def _escape(s: str) -> str:
 
 
 def resolve(
-    url: str, *, size: int, ioengine: str | None, direct: bool, netns: str | None = None, owned: bool = False
+    url: str, *, size: int, ioengine: str | None, direct: bool, netns: str | None = None, owned: bool = False,
+    remote: bool = False,
 ) -> Access:
-    """The Access for a target URL or path; raises TargetError naming the target when it cannot work."""
+    """The Access for a target URL or path; raises TargetError naming the target when it cannot work.
+
+    ``remote``: the path is on the load hosts (ssh or fio agents), not here — nothing on this machine is looked at
+    or created for it (``local_path`` stays None)."""
     try:
         ref = parse_target(url)
     except ValueError as e:
@@ -65,9 +69,11 @@ def resolve(
         return Access("nbd", "nbd", {"uri": url}, None, size, netns, None, owned)
     if ref.kind == "nfs":
         return Access("nfs", "nfs", {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
-    path = Path(url).absolute()  # fio may run with another working directory (a server, a namespace)
     engine = ioengine or "io_uring"
     opts = {"direct": "1" if direct else "0"}
+    if remote:
+        return Access("remote", engine, opts, url, size, netns, None, owned)
+    path = Path(url).absolute()  # fio may run with another working directory (a server, a namespace)
     if path.is_dir():
         path = path / DATA_FILE
     if path.exists() and stat.S_ISBLK(path.stat().st_mode):
@@ -76,35 +82,45 @@ def resolve(
 
 
 def check_overwrite(access: Access, *, allow_overwrite: bool, runner: Runner, label: str) -> None:
-    """Refuse a target that holds data protolab did not put there, unless the plan allows it."""
+    """Refuse a target that may hold data protolab did not put there, unless the plan allows it.
+
+    Only a file protolab created (its root-owned sidecar marker beside it) or an empty file is taken as free: a
+    block device may hold data no signature shows (dm-crypt, a raw database, wiped headers), and storage on a
+    load host or behind a URL cannot be looked into from here.
+    """
     if access.owned or allow_overwrite:
         return
     fix = f"add allow_overwrite = true to the target of {label} if its contents may be destroyed"
+    where = access.options.get("uri") or access.options.get("nfs_url") or access.filename
     if access.kind == "block":
         probe = runner.run(["blkid", "-p", "-o", "export", str(access.local_path)], check=False)
-        if probe.returncode == 0 and any(
-            line.startswith(("TYPE=", "PTTYPE=")) for line in probe.stdout.splitlines()
-        ):
-            found = ", ".join(ln for ln in probe.stdout.splitlines() if ln.startswith(("TYPE=", "PTTYPE=")))
+        found = ", ".join(ln for ln in probe.stdout.splitlines() if ln.startswith(("TYPE=", "PTTYPE=")))
+        if probe.returncode == 0 and found:
             raise TargetError(f"target {access.local_path} ({label}) holds data ({found}); {fix}")
-        if probe.returncode not in (0, 2):
-            raise TargetError(
-                f"target {access.local_path} ({label}): cannot tell whether it holds data "
-                f"(blkid: {probe.one_line_error()}); {fix}"
-            )
-        return
+        raise TargetError(f"target {access.local_path} ({label}) is a block device: protolab cannot tell whether "
+                          "it holds data (blkid finds no signature on dm-crypt, raw database devices or wiped "
+                          f"headers); {fix}")
+    if access.kind == "remote":
+        raise TargetError(f"target {where} ({label}) is on the load hosts, which protolab cannot look into; {fix}")
     if access.kind == "file":
         p = access.local_path
         assert p is not None
-        if p.exists() and p.stat().st_size > 0 and not sidecar(p).exists():
+        if p.exists() and p.stat().st_size > 0 and not _ours(p):
             raise TargetError(f"target {p} ({label}) is a non-empty file protolab did not create; {fix}")
         return
     if access.kind in ("iscsi", "nbd"):
         raise TargetError(
-            f"target {access.options.get('uri') or access.filename} ({label}): protolab cannot see whether this "
-            f"{access.kind} storage holds data; {fix}"
-        )
+            f"target {where} ({label}): protolab cannot see whether this {access.kind} storage holds data; {fix}")
     # nfs: protolab only ever writes its own file (protolab.dat) in the export.
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path``'s sidecar marker is one protolab wrote: a regular file (not a link) that root owns."""
+    try:
+        st = os.lstat(sidecar(path))
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
 
 
 def sidecar(path: Path) -> Path:
@@ -113,13 +129,19 @@ def sidecar(path: Path) -> Path:
 
 
 def create_file(path: Path, size: int) -> None:
-    """Create (or grow) a data file protolab owns, and mark it as ours."""
+    """Create (or grow) a data file protolab owns, and mark it as ours; never through a symlink."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mark = sidecar(path)
-    if not mark.exists():
-        tmp = mark.with_name(mark.name + ".tmp")
-        tmp.write_text(json.dumps({"created_by": "protolab", "size": size}) + "\n")
-        os.replace(tmp, mark)
-    with open(path, "ab") as f:
+    if not _ours(path):
+        if os.path.lexists(mark):
+            raise TargetError(f"{mark} is not a marker protolab wrote (a link, or not root's); remove it")
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps({"created_by": "protolab", "size": size}) + "\n")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise TargetError(f"target {path}: cannot create it ({e.strerror}); a symlink is never followed") from None
+    with os.fdopen(fd, "ab") as f:
         if f.tell() < size:
             f.truncate(size)

@@ -156,6 +156,8 @@ def _local_space(plan: Plan, source: str, refs: list[TargetRef], env: Environmen
 
     from ..conventions import DATA_FILE
 
+    if any(h.agent != "local" for h in plan.hosts):
+        return  # the paths are on the load hosts: this machine's files and disks say nothing of them
     for c, r in zip(plan.configurations, refs):
         if r.kind != "path":
             continue

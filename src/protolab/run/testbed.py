@@ -26,12 +26,30 @@ from ..engine.targets import Access, check_overwrite, resolve
 from ..errors import ProtolabError
 from ..plan.expand import Cell
 from ..plan.model import Configuration, Plan
+from ..plan.targets import parse_target
 from ..proc import Runner
 from ..safepath import inside
 from ..trust import private_base
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
 from .progress import Progress
+
+
+def checked_targets(plan: Plan, runner: Runner) -> dict[str, Access]:
+    """How fio reaches each configuration's non-lab target, after the overwrite rules (engine.targets); the same
+    check for `validate` and `run`. With ssh or fio agents the target lives on the load hosts: nothing here is
+    looked at or created for it, and it needs allow_overwrite."""
+    remote = any(h.agent != "local" for h in plan.hosts)
+    out = {}
+    for c in plan.configurations:
+        t = plan.target_of(c)
+        if parse_target(t.url).lab:
+            continue
+        a = resolve(t.url, size=t.size or plan.method.data_size, ioengine=c.ioengine, direct=c.direct,
+                    remote=remote)
+        check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=runner, label=f"configuration {c.name!r}")
+        out[c.name] = a
+    return out
 
 
 def every_step(steps: list[Callable[[], object]]) -> None:
@@ -71,14 +89,7 @@ class Testbed:
 
     def check(self) -> None:
         """Refuse targets that hold data the plan did not opt in to overwrite (creates nothing)."""
-        for c in self.plan.configurations:
-            t = self.plan.target_of(c)
-            if t.url.startswith("lab:"):
-                continue
-            a = resolve(t.url, size=t.size or self.plan.method.data_size, ioengine=c.ioengine, direct=c.direct)
-            check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=self.runner,
-                            label=f"configuration {c.name!r}")
-            self._local[c.name] = a
+        self._local.update(checked_targets(self.plan, self.runner))
 
     # -- life --------------------------------------------------------------------------------------
 
