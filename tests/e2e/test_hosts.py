@@ -88,7 +88,10 @@ def test_unreachable_fio_server_names_the_host_and_keeps_cells(tmp_path, cli):
     hosts = ('[[hosts]]\nname = "esx1"\nagent = "local"\n'
              f'[[hosts]]\nname = "esx2"\nagent = "fio://127.0.0.1:{port}"\n')
     plan = tmp_path / "p.toml"
-    plan.write_text(LADDER.format(data=tmp_path / "d", hosts=hosts, n=2, streams=2, size="64M"))
+    # a fio:// host makes the target the load hosts' path: named as a directory ('/'), with allow_overwrite
+    text = LADDER.format(data=tmp_path / "d", hosts=hosts, n=2, streams=2, size="64M")
+    plan.write_text(text.replace(f'target = "{tmp_path / "d"}"',
+                                 f'target = {{ url = "{tmp_path / "d"}/", allow_overwrite = true }}'))
     (tmp_path / "d").mkdir()
     p = cli("run", plan, "--results", tmp_path / "r", timeout=300)
     assert p.returncode == 2, p.stdout

@@ -71,8 +71,8 @@ def resolve(
         return Access("nfs", "nfs", {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
     engine = ioengine or "io_uring"
     opts = {"direct": "1" if direct else "0"}
-    if remote:
-        return Access("remote", engine, opts, url, size, netns, None, owned)
+    if remote:  # a path ending in '/' is a directory there: protolab's data file in it
+        return Access("remote", engine, opts, url + DATA_FILE if url.endswith("/") else url, size, netns, None, owned)
     path = Path(url).absolute()  # fio may run with another working directory (a server, a namespace)
     if path.is_dir():
         path = path / DATA_FILE
