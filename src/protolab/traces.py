@@ -70,6 +70,45 @@ class Trace:
                 "left_out": dict(self.left_out)}
 
 
+def may_read(path: str | Path, plan_dir: Path | None) -> None:
+    """TraceError unless the person who ran protolab could read ``path`` themselves: protolab reads a trace as root,
+    and a plan must not make it read someone else's file (its errors and the run directory would show it).
+
+    Through sudo, the kernel decides with sudo's user's own permissions (``setpriv`` to that user, ``test -r``).
+    For root itself, the trace must lie under the plan's own directory or be readable by everyone."""
+    from .trust import invoking_user
+
+    if os.geteuid() != 0:
+        return  # this process has the user's own permissions
+    shown = str(path)
+    uid, gid = invoking_user()
+    real = os.path.realpath(path)
+    if uid != 0:
+        import pwd
+        import subprocess
+
+        try:
+            name = pwd.getpwuid(uid).pw_name
+            as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups"] if name else []
+        except KeyError:
+            as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+        ok = subprocess.run([*as_them, "test", "-r", real], capture_output=True, timeout=30).returncode == 0
+        if not ok:
+            raise TraceError(f"{shown}: you (uid {uid}) cannot read it; protolab reads a trace only when the user "
+                             "who runs it could")
+        return
+    if plan_dir is not None:
+        base = os.path.realpath(plan_dir)
+        if os.path.commonpath([real, base]) == base:
+            return
+    parts = Path(real).parents
+    readable = os.path.exists(real) and os.stat(real).st_mode & 0o004 \
+        and all(os.stat(d).st_mode & 0o001 for d in parts)
+    if not readable:
+        raise TraceError(f"{shown}: not under the plan's directory and not readable by everyone; put the trace beside "
+                         "the plan (protolab, as root, reads no one's private files for a plan)")
+
+
 def read_trace(path: str | Path) -> Trace:
     """The trace at ``path``; TraceError when it is missing, not a regular file, too large or not a trace."""
     p = Path(path)
@@ -129,14 +168,14 @@ def _iolog(path: str, data: bytes) -> Trace:
         t = 0
         if version == 3:
             if not parts[0].isdigit():
-                raise TraceError(f"{path}:{n}: a version 3 iolog line starts with a time in µs, not {parts[0]!r}")
+                raise TraceError(f"{path}:{n}: a version 3 iolog line starts with a time in µs")
             t, parts = int(parts[0]), parts[1:]
         if len(parts) < 2 or parts[1] not in _IOLOG_ACTIONS:
-            raise TraceError(f"{path}:{n}: not an iolog line (FILE ACTION [OFFSET LENGTH]): {line[:80]!r}")
+            raise TraceError(f"{path}:{n}: not an iolog line (FILE ACTION [OFFSET LENGTH])")
         action = parts[1]
         if action in ("read", "write"):
             if len(parts) != 4 or not parts[2].isdigit() or not parts[3].isdigit() or int(parts[3]) == 0:
-                raise TraceError(f"{path}:{n}: a {action} needs an offset and a length in bytes: {line[:80]!r}")
+                raise TraceError(f"{path}:{n}: a {action} needs an offset and a length in bytes")
             first = t if first is None else first
             events.append(Event(t - first, action == "write", int(parts[2]), int(parts[3])))
         elif action not in ("add", "open", "close"):

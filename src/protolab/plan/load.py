@@ -172,7 +172,7 @@ TRACE_SIZES = 8
 def _replay_entry(entry: dict[str, Any], base: dict[str, Any], source: str, text: str, index: int) -> dict[str, Any]:
     """A replay workload's access spec, read from its trace (which is checked here, so `validate` refuses
     a missing, irregular, oversized or malformed trace before anything runs)."""
-    from ..traces import TraceError, read_trace
+    from ..traces import TraceError, may_read, read_trace
     from .shape import Replay, replay_conflicts, replay_form
 
     at = f"{source}{_at(text, ['workloads'])}: workloads[{index}].replay"
@@ -190,6 +190,8 @@ def _replay_entry(entry: dict[str, Any], base: dict[str, Any], source: str, text
                         "remove them from the workload")
     try:
         replay_conflicts({**base, **entry})
+        plan_file = Path(source)
+        may_read(replay.file, plan_file.parent if plan_file.is_file() else None)
         summary = read_trace(replay.file).summary()
     except (TraceError, ValueError) as e:
         raise PlanError(f"{at}: {e}") from None
