@@ -100,7 +100,7 @@ make_venv() {
   fi
   say "virtualenv: installing pinned dependencies"
   [ -x .venv/bin/python ] || /usr/bin/python3 -m venv .venv 2>/dev/null || python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock 2>&1 | { grep -v "^WARNING: Location" || true; }
+  .venv/bin/pip install -q --disable-pip-version-check --require-hashes -r requirements.lock 2>&1 | { grep -v "^WARNING: Location" || true; }
   .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
   touch "$stamp"
   say "virtualenv: done"
