@@ -51,3 +51,14 @@ def test_every_command_in_the_table_exists():
     for c in commands:
         p = run_cli(c, "--help", timeout=60)
         assert p.returncode == 0 and "Usage" in p.stdout, (c, p.stderr)
+
+
+def test_the_security_section_names_tests_that_exist():
+    section = README.split("## Security", 1)[1].split("\n## ", 1)[0]
+    names = set(re.findall(r"`(?:tests/\w+/)?(test_\w+\.py)`", section))
+    assert len(names) >= 7
+    found = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    assert names <= found, names - found
+    from protolab.trust import PRIVATE_BASE
+
+    assert f"`{PRIVATE_BASE}`" in section and "--require-hashes" in (ROOT / "scripts/install-deps.sh").read_text()
