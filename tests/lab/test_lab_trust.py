@@ -157,8 +157,12 @@ warmup = "1s"
 duration = "1s"
 repeats = 1
 """)
+    link = tmp_path / "linked-workdir"
+    link.symlink_to(tmp_path / "real")
+    (tmp_path / "real").mkdir(mode=0o700)
     for wd, why in ((attacker_dir, "is owned by uid 65534, not root"),
-                    (attacker_dir / "lab", "is owned by uid 65534, not root: another user could swap")):
+                    (attacker_dir / "lab", "is owned by uid 65534, not root: another user could swap"),
+                    (link, "is a symlink")):
         for args in (("lab", "up", plan, "--workdir", wd), ("run", plan, "--lab-workdir", wd, "--results",
                                                              tmp_path / "r"), ("validate", plan, "--lab-workdir", wd)):
             p = run_cli(*args, timeout=120)
