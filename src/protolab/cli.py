@@ -350,23 +350,12 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
-def _umask() -> None:
-    """Run directories 0750 and their files 0640 (fio's too): plans, hosts and logs stay private to root and its
-    group unless the operator widens it with PROTOLAB_UMASK (e.g. 022 for results shared on a team server)."""
-    raw = os.environ.get("PROTOLAB_UMASK", "027")
-    try:
-        mask = int(raw, 8)
-        if not 0 <= mask <= 0o777:
-            raise ValueError
-    except ValueError:
-        raise ProtolabError(f"PROTOLAB_UMASK={raw}: give an octal umask such as 027 or 022") from None
-    os.umask(mask)
-
-
 def main() -> None:
     """Entry point: run the app; ProtolabError → one line on stderr, exit 2; Ctrl-C → exit 130."""
     try:
-        _umask()
+        from .trust import apply_umask
+
+        apply_umask()
         rv = app(standalone_mode=False)
     except Interrupted as e:
         sys.stderr.write(f"protolab: {e}\n")

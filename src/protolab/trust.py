@@ -175,3 +175,16 @@ def invoking_user() -> tuple[int, int]:
         except ValueError:
             pass
     return uid, gid
+
+
+def apply_umask() -> None:
+    """Run directories 0750 and their files 0640 (fio's too): plans, hosts and logs stay private to root and its
+    group unless the operator widens it with PROTOLAB_UMASK (e.g. 022 for results shared on a team server)."""
+    raw = os.environ.get("PROTOLAB_UMASK", "027")
+    try:
+        mask = int(raw, 8)
+        if not 0 <= mask <= 0o777:
+            raise ValueError
+    except ValueError:
+        raise ProtolabError(f"PROTOLAB_UMASK={raw}: give an octal umask such as 027 or 022") from None
+    os.umask(mask)
