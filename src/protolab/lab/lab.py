@@ -24,7 +24,7 @@ from .record import Record
 from . import holder
 from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
-from ..trust import PRIVATE_BASE, check_dir, secure_dir
+from ..trust import PRIVATE_BASE, check_dir, check_workdir, secure_dir
 
 PROTOCOLS = ("iscsi", "nfs", "nbd", "local")
 LAB_ROOT = PRIVATE_BASE  # root-owned, 0700, never removed (protolab.trust)
@@ -76,7 +76,7 @@ class Lab:
         """Build the lab; a second call is a no-op; on failure, tear down what was made, then re-raise."""
         if self._up:
             return
-        secure_dir(self.workdir)  # root-owned, 0700, under parents no other user can swap: refused otherwise
+        check_workdir(self.workdir)  # root-owned, under parents no other user can swap: refused otherwise
         if Record.exists(self.workdir):
             raise ProtolabError(
                 f"a lab is already up in {self.workdir}; run 'protolab lab down --workdir {self.workdir}' first")
@@ -87,6 +87,12 @@ class Lab:
             down_all(prefix, self.runner, workdirs=[Path(gone.workdir)] if gone else [])
 
         self._holder = holder.acquire(prefix, self.workdir, self.holder_kind, sweep)
+        try:
+            secure_dir(self.workdir)  # created (0700) only once the prefix is ours: a refused lab makes nothing
+        except BaseException:
+            holder.release(self._holder)
+            self._holder = None
+            raise
         clash = [ns for ns in self.net.list_netns() if ns.startswith(f"{prefix}-")]
         if clash:  # left by a run from before holders were recorded
             holder.release(self._holder)
