@@ -171,7 +171,7 @@ def check_engine(value: Any) -> str:
 
 
 #: ssh -o keys a plan may set: none names a file, runs a command, opens a channel, touches the known hosts or
-#: aliases the host (an ssh config file is the operator's: ``--ssh-config`` or PROTOLAB_SSH_CONFIG, never a plan).
+#: aliases the host (an ssh config file is the operator's, PROTOLAB_SSH_CONFIG, never a plan's).
 SSH_O_ALLOWED = {
     "batchmode", "connecttimeout", "connectionattempts", "serveraliveinterval", "serveralivecountmax",
     "tcpkeepalive", "compression", "ciphers", "macs", "kexalgorithms", "hostkeyalgorithms",
@@ -209,7 +209,7 @@ def _identity(value: str) -> str:
     real, base = os.path.realpath(path), os.path.realpath(home)
     if os.path.commonpath([real, base]) != base or real == base:
         raise ValueError(f"ssh_options: -i {value!r} is not a key under {home}; a plan may name only a key in "
-                         "the ~/.ssh of the user who runs protolab (or give ssh settings with --ssh-config)")
+                         "the ~/.ssh of the user who runs protolab (or give ssh settings in PROTOLAB_SSH_CONFIG)")
     return real
 
 
@@ -234,7 +234,7 @@ def check_ssh_options(options: Any) -> list[str]:
             flag, value, i = flag[:2], flag[2:], i + 1
         elif flag.startswith("-F"):
             raise ValueError("ssh_options: -F is not allowed in a plan (ssh runs what a config file says, as "
-                             "root); give the file with 'protolab run --ssh-config FILE' or PROTOLAB_SSH_CONFIG")
+                             "root); give it to protolab as PROTOLAB_SSH_CONFIG=FILE")
         else:
             raise ValueError(f"ssh_options: {flag!r} is not allowed; a plan may give only -p PORT, -i KEY (in "
                              "your ~/.ssh) and -o KEY=VALUE")
@@ -244,7 +244,7 @@ def check_ssh_options(options: Any) -> list[str]:
             key = value.split("=", 1)[0].strip().lower()
             if "=" not in value or key not in SSH_O_ALLOWED:
                 raise ValueError(f"ssh_options: -o {value!r} is not allowed (keys that name files, run commands, "
-                                 "touch the known hosts or alias the host belong in the operator's --ssh-config); "
+                                 "touch the known hosts or alias the host belong in the operator's PROTOLAB_SSH_CONFIG file); "
                                  f"allowed keys include {_SSH_O_SHOWN}")
         if not _SSH_VALUE.match(value) or value.startswith("-"):  # '-…' would read as another option
             raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
