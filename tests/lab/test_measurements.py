@@ -92,7 +92,9 @@ def test_a_second_run_on_a_held_prefix_is_refused_and_the_first_completes(workdi
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while holder.read(PREFIX) is None and time.monotonic() < deadline and first.poll() is None:
+        # a holder left by a killed run (its pid dead) is not the first run's: wait for the first run's own
+        while getattr(holder.read(PREFIX), "pid", None) != first.pid and time.monotonic() < deadline \
+                and first.poll() is None:
             time.sleep(0.2)
         held = holder.read(PREFIX)
         assert held is not None and held.pid == first.pid, "the first run must hold the prefix while it runs"
