@@ -153,7 +153,7 @@ def run(
     results: Path = typer.Option(Path("results"), "--results", help="Where run directories are written."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
-        "(default /run/protolab/PREFIX; it must be root's alone)."),
+        "(default /var/lib/protolab/PREFIX; it must be root's alone)."),
     scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
 ):
     """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report.
@@ -178,7 +178,7 @@ def resume(
                                "testbed differ from the run's first session."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
-        "(default /run/protolab/PREFIX; it must be root's alone)."),
+        "(default /var/lib/protolab/PREFIX; it must be root's alone)."),
 ):
     """Continue an interrupted or failed run: bring the testbed up again, prepare as the plan says, and measure
     exactly the (cell, repeat) pairs that are missing or failed, in the plan's interleaved order; then write the report."""

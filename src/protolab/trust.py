@@ -17,6 +17,9 @@ from .errors import ProtolabError
 
 #: The private base: holders, default lab work directories, fio server sockets.
 PRIVATE_BASE = Path("/run/protolab")
+#: Where the lab's work directories (record, pool, logs, server configs) live by default: not under /run,
+#: which NFS-Ganesha and rpcbind get as a private, empty tmpfs (lab.ganesha.private_run).
+LAB_BASE = Path("/var/lib/protolab")
 
 
 class UnsafePath(ProtolabError):
@@ -108,6 +111,11 @@ def secure_dir(path: Path, mode: int = 0o700) -> Path:
 def private_base() -> Path:
     """The private base (created 0700 when missing; never removed)."""
     return secure_dir(PRIVATE_BASE)
+
+
+def lab_base() -> Path:
+    """The base of the lab's default work directories (created 0700 when missing; never removed)."""
+    return secure_dir(LAB_BASE)
 
 
 def private_dir(*parts: str) -> Path:

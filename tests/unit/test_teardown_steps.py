@@ -95,3 +95,13 @@ def test_a_session_stopped_by_an_unexpected_error_is_torn_down_and_marked_failed
         study.run()
     m = RunDir.open(study.rundir.path).manifest()
     assert "down" in events and m["status"] == "failed" and m["ended"]
+
+
+def test_the_default_lab_work_directory_is_outside_the_private_run_ganesha_gets():
+    """NFS-Ganesha and rpcbind run with an empty private /run (lab.ganesha.private_run): a work directory under /run
+    hid ganesha.conf and its log from it (make demo failed at once on 2026-11-25)."""
+    from protolab.lab import default_workdir
+    from protolab.lab.ganesha import private_run
+
+    assert "/run" in " ".join(private_run(["ganesha.nfsd"]))
+    assert not str(default_workdir("pl")).startswith("/run/")

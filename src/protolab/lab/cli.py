@@ -16,7 +16,7 @@ lab_app = typer.Typer(
     no_args_is_help=True,
 )
 
-WORKDIR_HELP = "Lab directory (record, pool, logs); default /run/protolab/<prefix> (root's alone)."
+WORKDIR_HELP = "Lab directory (record, pool, logs); default /var/lib/protolab/<prefix> (root's alone)."
 
 
 def lab_protocols(plan) -> set[str]:

@@ -24,10 +24,10 @@ from .record import Record
 from . import holder
 from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
-from ..trust import PRIVATE_BASE, check_dir, check_workdir, secure_dir
+from ..trust import LAB_BASE, check_dir, check_workdir, secure_dir
 
 PROTOCOLS = ("iscsi", "nfs", "nbd", "local")
-LAB_ROOT = PRIVATE_BASE  # root-owned, 0700, never removed (protolab.trust)
+LAB_ROOT = LAB_BASE  # root-owned, 0700, never removed (protolab.trust)
 POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
 
 
