@@ -258,11 +258,12 @@ def test_findings_one_sentence_per_configuration_and_group_of_load_points():
     recs += [rec(50000, load=li, config="local", job=0.3) for li in (0, 1)]
     found = bottlenecks(recs, {("w4k", "iscsi-1500"): CEIL, ("w4k", "nbd-1500"): CEIL},
                         {"local": False, "iscsi-1500": True, "nbd-1500": True})
-    assert {k: b.label for k, b in found.items()} == {
+    assert {(w, pt.get("load"), c): b.label for (w, pt, c), b in found.items()} == {
         ("w4k", 0, "iscsi-1500"): "tgtd CPU 95 %", ("w4k", 1, "iscsi-1500"): "tgtd CPU 97 %",
         ("w4k", 0, "nbd-1500"): "none", ("w4k", 1, "nbd-1500"): "wire 91 %",
         ("w4k", 0, "local"): "none", ("w4k", 1, "local"): "none"}
-    labels = {("w4k", 0): "1×1×4=4", ("w4k", 1): "1×2×4=8"}
+    labels = {(w, pt): pt.label for w, pt, _ in found}
+    assert sorted(labels.values()) == ["1×1×4=4", "1×2×4=8"]
     texts = [f.text for f in bottleneck_findings(found, labels, ["local", "iscsi-1500", "nbd-1500"])]
     assert texts == [
         "w4k: local was held by neither the wire nor a CPU (busiest CPU: fio's busiest job at 30 % of a core): "

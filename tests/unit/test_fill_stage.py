@@ -170,13 +170,15 @@ def test_validate_shows_the_fill_and_its_cells(tmp_path):
 def test_a_fill_level_sentence_names_the_change_with_its_interval():
     from types import SimpleNamespace as NS
 
-    from protolab.analysis.stages import STRIDE
+    from protolab.plan.coordinates import Point
     from protolab.report.stagecharts import stage_findings
 
-    recs = [NS(dimensions={"fill": lv}, load_index=k * STRIDE) for k, lv in enumerate((10, 100))]
-    rows = [NS(workload="w", configuration="a", load_index=0, load_label="fill 10 % · 1×1×1=1",
+    points = [Point((("fill", lv), ("load", 0)), f"fill {lv} % · 1×1×1=1") for lv in (10, 100)]
+    recs = [NS(coords={"fill": lv, "load": 0}, hosts=1, streams_per_host=1, oio_per_stream=1, total_oio=1)
+            for lv in (10, 100)]
+    rows = [NS(workload="w", configuration="a", point=points[0], load_label=points[0].label,
                samples={"iops": [1000.0, 1010.0, 990.0, 1005.0]}),
-            NS(workload="w", configuration="a", load_index=STRIDE, load_label="fill 100 % · 1×1×1=1",
+            NS(workload="w", configuration="a", point=points[1], load_label=points[1].label,
                samples={"iops": [700.0, 707.0, 693.0, 702.0]})]
     [f] = stage_findings(NS(records=recs, rows=rows, workloads=["w"]))
     assert f.kind == "stage" and f.metric == "iops"

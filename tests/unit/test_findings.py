@@ -3,11 +3,18 @@
 import numpy as np
 import pytest
 
+from protolab.plan.coordinates import Point
+
 from protolab.analysis.findings import (MIN_OUTLIER_REPEATS, findings, measured_metrics, outlier_findings,
                                         study_rows, verdicts)
 from protolab.analysis.stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 from protolab.results.synthetic import telemetry_for
+
+
+def at(load: int) -> Point:
+    """The point of load index ``load`` (a point's label does not take part in comparisons)."""
+    return Point((("load", load),), "")
 
 
 def rec(config, load, repeat, iops, lat=100.0, workload="w4k", baseline="base", extra=None):
@@ -45,7 +52,7 @@ def test_called_difference_states_size_and_interval_at_every_load_point():
     vs = verdicts(rows, "base", ["iops", "lat_mean_us"])
     assert {v.verdict for k, v in vs.items() if k[0] == "iops"} == {HIGHER}
     assert {v.verdict for k, v in vs.items() if k[0] == "lat_mean_us"} == {LOWER}
-    iops = vs[("iops", "w4k", 0, "fast")]
+    iops = vs[("iops", "w4k", at(0), "fast")]
     assert iops.ratio == pytest.approx(1.2, rel=0.02) and iops.ci_low > 1.02
     texts = [f.text for f in findings(rows, vs, "base", ["iops", "lat_mean_us"]) if f.kind == "difference"]
     assert len(texts) == 2
@@ -107,8 +114,8 @@ def test_mixed_load_points_name_where_the_difference_was_called():
     recs = study({"base": (1.0, 1.0), "x": ((1.0, 1.5), 1.0)})
     rows = study_rows(recs, "base")
     vs = verdicts(rows, "base", ["iops"])
-    assert vs[("iops", "w4k", 0, "x")].verdict == NO_CLEAR_DIFFERENCE
-    assert vs[("iops", "w4k", 1, "x")].verdict == HIGHER
+    assert vs[("iops", "w4k", at(0), "x")].verdict == NO_CLEAR_DIFFERENCE
+    assert vs[("iops", "w4k", at(1), "x")].verdict == HIGHER
     text = next(f.text for f in findings(rows, vs, "base", ["iops"]) if f.kind == "difference")
     assert "more IOPS than base at 1×2×4=8; no clear difference at 1×1×4=4." in text
     assert "every load point" not in text

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from protolab.plan.coordinates import Point
+
 from protolab.analysis.pairs import MAX_NAMED_LOADS, mtu_pairs, pair_findings
 from protolab.analysis.relative import Row
 from protolab.plan.load import load_plan_text
@@ -37,7 +39,7 @@ streams = 1
 
 
 def _row(config, samples):
-    return Row("tr3808-4k", 0, "1×1×4=4", config, config == "local", len(samples["iops"]),
+    return Row("tr3808-4k", Point((("load", 0),), "1×1×4=4"), config, config == "local", len(samples["iops"]),
                {k: float(np.median(v)) for k, v in samples.items()}, samples, {})
 
 
@@ -72,7 +74,7 @@ def test_many_load_points_make_one_sentence_per_pair_and_metric():
         small = {"packets_per_io": list(rng.normal(7.7, 0.05, 5))}
         jumbo = {"packets_per_io": list(rng.normal(2.2 if li < 30 else 7.7, 0.02 if li < 30 else 0.05, 5))}
         for config, s in (("nbd-1500", small), ("nbd-9000", jumbo)):
-            rows.append(Row("tr3808-4k", li, label, config, False, 5, {k: float(np.median(v)) for k, v in s.items()},
+            rows.append(Row("tr3808-4k", Point((("load", li),), label), config, False, 5, {k: float(np.median(v)) for k, v in s.items()},
                             s, {}))
     found = [f for f in pair_findings(rows, plan, metrics=["packets_per_io"])]
     assert len(found) == 1

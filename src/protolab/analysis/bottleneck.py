@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Collection, Iterable, Literal
 
+from ..plan.coordinates import Point, point_of
 from ..results.records import BusiestThread, CellRecord
 from .derived import BUSY_OTHER_SHARE
 
@@ -208,7 +209,7 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
     return Bottleneck("none", "", ceil, None, busiest, "", crowded)
 
 
-Cell = tuple[str, int, str]  # workload, load index, configuration
+Cell = tuple[str, Point, str]  # workload, point, configuration
 
 
 def bottlenecks(records: Iterable[CellRecord], ceilings: dict[tuple[str, str], float | None],
@@ -217,5 +218,5 @@ def bottlenecks(records: Iterable[CellRecord], ceilings: dict[tuple[str, str], f
     ``wired`` a configuration to whether a wire lies between load and storage (unknown: True)."""
     cells: dict[Cell, list[CellRecord]] = {}
     for r in records:
-        cells.setdefault((r.workload, r.load_index, r.configuration), []).append(r)
+        cells.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
     return {k: assess(v, ceilings.get((k[0], k[2])), has_wire=wired.get(k[2], True)) for k, v in cells.items()}

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from ..errors import ProtolabError
 from ..results.records import CellRecord
 from .findings import METRICS
-from .relative import load_label
+from ..plan.coordinates import point_of
 from .batch import compare_many
 from .stats import HIGHER, LOWER, decide
 
@@ -53,10 +53,10 @@ def _workloads(manifest: dict[str, Any], records: list[CellRecord]) -> dict[str,
 
 def _load_points(records: list[CellRecord]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for r in sorted(records, key=lambda r: r.load_index):
+    for r in sorted(records, key=point_of):
         labels = out.setdefault(r.workload, [])
-        if load_label(r) not in labels:
-            labels.append(load_label(r))
+        if point_of(r).label not in labels:
+            labels.append(point_of(r).label)
     return out
 
 
@@ -135,7 +135,7 @@ def _samples(records: list[CellRecord], metric: str) -> dict[Cell, list[float]]:
     out: dict[Cell, list[float]] = {}
     for r in records:
         v = get(r)
-        slot = out.setdefault((r.workload, load_label(r), r.configuration), [])
+        slot = out.setdefault((r.workload, point_of(r).label, r.configuration), [])
         if v is not None:
             slot.append(v)
     return out
@@ -161,15 +161,16 @@ def compare_runs(records_a: list[CellRecord], records_b: list[CellRecord], metri
                                   v.p_adjusted, v.verdict))
     wl = {w: i for i, w in enumerate(dict.fromkeys(r.workload for r in records_a))}
     cf = {c: i for i, c in enumerate(dict.fromkeys(r.configuration for r in records_a))}
-    li = {(r.workload, load_label(r)): r.load_index for r in records_a}
+    li = {(r.workload, point_of(r).label): point_of(r).order for r in records_a}
     metric_order = {m: i for i, m in enumerate(wanted)}
     far = 1 << 30
-    return sorted(out, key=lambda r: (wl.get(r.workload, far), li.get((r.workload, r.load_label), far),
+    last = ((chr(0x10FFFF), (far,)),)
+    return sorted(out, key=lambda r: (wl.get(r.workload, far), li.get((r.workload, r.load_label), last),
                                       cf.get(r.configuration, far), metric_order[r.metric]))
 
 
 def unmatched(records_a: list[CellRecord], records_b: list[CellRecord]) -> tuple[list[Cell], list[Cell]]:
     """Cells only in A, and cells only in B (left out of a forced comparison)."""
-    ka = list(dict.fromkeys((r.workload, load_label(r), r.configuration) for r in records_a))
-    kb = list(dict.fromkeys((r.workload, load_label(r), r.configuration) for r in records_b))
+    ka = list(dict.fromkeys((r.workload, point_of(r).label, r.configuration) for r in records_a))
+    kb = list(dict.fromkeys((r.workload, point_of(r).label, r.configuration) for r in records_b))
     return [k for k in ka if k not in kb], [k for k in kb if k not in ka]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any, Callable, Iterable
 
+from ..plan.coordinates import Point, point_of
 from ..results.records import CellRecord
 from . import relative
 from .derived import figures
@@ -122,9 +123,9 @@ def study_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[s
     if not extra:
         return rows
     getters = {**{k: m.get for k, m in METRICS.items()}, **{k: t[2] for k, t in TABLE_ONLY.items()}}
-    samples: dict[tuple[str, int, str], dict[str, list[float]]] = {}
+    samples: dict[tuple[str, Point, str], dict[str, list[float]]] = {}
     for r in recs:
-        slot = samples.setdefault((r.workload, r.load_index, r.configuration), {m: [] for m in extra})
+        slot = samples.setdefault((r.workload, point_of(r), r.configuration), {m: [] for m in extra})
         for m in extra:
             v = getters[m](r)
             if v is not None:
@@ -132,16 +133,16 @@ def study_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[s
     medians = {k: {m: (median(v) if v else None) for m, v in s.items()} for k, s in samples.items()}
     out = []
     for row in rows:
-        mine = medians[(row.workload, row.load_index, row.configuration)]
-        ref = medians.get((row.workload, row.load_index, baseline), {})
+        mine = medians[(row.workload, row.point, row.configuration)]
+        ref = medians.get((row.workload, row.point, baseline), {})
         rel = {m: (100.0 * mine[m] / ref[m] if ref.get(m) and mine[m] is not None else None) for m in extra}
         out.append(replace(row, values={**row.values, **mine},
-                           samples={**row.samples, **samples[(row.workload, row.load_index, row.configuration)]},
+                           samples={**row.samples, **samples[(row.workload, row.point, row.configuration)]},
                            relative={**row.relative, **rel}))
     return out
 
 
-Key = tuple[str, str, int, str]  # metric, workload, load index, configuration
+Key = tuple[str, str, Point, str]  # metric, workload, point, configuration
 
 
 def verdicts(rows: list[Row], baseline: str, metrics: Iterable[str] = METRICS, *, alpha: float = 0.05,
@@ -151,18 +152,18 @@ def verdicts(rows: list[Row], baseline: str, metrics: Iterable[str] = METRICS, *
     One correction family per metric across the whole matrix. Rows without samples on
     either side are left out (nothing to compare).
     """
-    base = {(r.workload, r.load_index): r for r in rows if r.configuration == baseline}
+    base = {(r.workload, r.point): r for r in rows if r.configuration == baseline}
     out: dict[Key, Verdict] = {}
     for m in metrics:
         keys, pairs, labels = [], [], []
         for r in rows:
-            b = base.get((r.workload, r.load_index))
+            b = base.get((r.workload, r.point))
             if r.configuration == baseline or b is None:
                 continue
             bs, os_ = b.samples.get(m) or [], r.samples.get(m) or []
             if not bs or not os_:
                 continue
-            keys.append((m, r.workload, r.load_index, r.configuration))
+            keys.append((m, r.workload, r.point, r.configuration))
             pairs.append((bs, os_))
             labels.append(f"{r.workload} {r.load_label} {r.configuration} {m}")
         comps = compare_many(pairs, labels=labels, seed=seed, noise=noise)
@@ -201,8 +202,8 @@ def _claim(vs: list[Verdict]) -> str:
     return f"{pct(head)} % ({pct(min(s[1] for s in shifts))}–{pct(max(s[2] for s in shifts))} %)"
 
 
-def _labels(rows: list[Row]) -> dict[tuple[str, int], str]:
-    return {(r.workload, r.load_index): r.load_label for r in rows}
+def _labels(rows: list[Row]) -> dict[tuple[str, Point], str]:
+    return {(r.workload, r.point): r.load_label for r in rows}
 
 
 def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, m: Metric,
@@ -263,9 +264,9 @@ def where_loads(labels: list[str], total: int) -> str:
 
 def _sample_pairs(rows: list[Row], baseline: str, metric: str, workload: str,
                   configs: list[str]) -> list[tuple[list[float], list[float]]]:
-    base = {r.load_index: r.samples.get(metric) or [] for r in rows
+    base = {r.point: r.samples.get(metric) or [] for r in rows
             if r.workload == workload and r.configuration == baseline}
-    return [(base.get(r.load_index, []), r.samples.get(metric) or []) for r in rows
+    return [(base.get(r.point, []), r.samples.get(metric) or []) for r in rows
             if r.workload == workload and r.configuration in configs]
 
 
@@ -280,7 +281,7 @@ def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: It
     out: list[Finding] = []
     workloads = list(dict.fromkeys(r.workload for r in rows))
     for w in workloads:
-        loads = sorted({r.load_index for r in rows if r.workload == w})
+        loads = sorted({r.point for r in rows if r.workload == w})
         configs = list(dict.fromkeys(r.configuration for r in rows if r.workload == w and r.configuration != baseline))
         for key in metrics:
             m = METRICS[key]

@@ -62,7 +62,7 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
     pairs = mtu_pairs(plan)
     if not pairs:
         return []
-    by = {(r.workload, r.load_index, r.configuration): r for r in rows}
+    by = {(r.workload, r.point, r.configuration): r for r in rows}
     out: list[Finding] = []
     for metric in metrics:
         if metric not in METRICS and metric not in TABLE_ONLY:

@@ -8,7 +8,7 @@ from statistics import median
 from typing import Callable, Iterable
 
 from ..results.records import CellRecord
-from .stages import stage_prefix
+from ..plan.coordinates import Point, point_of
 
 #: metric name → (how to read it from a record, unit, higher is better)
 METRICS: dict[str, tuple[Callable[[CellRecord], float | None], str, bool]] = {
@@ -24,8 +24,7 @@ class Row:
     """One configuration at one workload and load point."""
 
     workload: str
-    load_index: int
-    load_label: str
+    point: Point  # where it is compared: the load point and any other point coordinate (plan.coordinates)
     configuration: str
     baseline: bool
     repeats: int
@@ -34,25 +33,31 @@ class Row:
     relative: dict[str, float | None] = field(default_factory=dict)  # metric → % of baseline
 
 
+    @property
+    def load_label(self) -> str:
+        """'1×4×4=16' (hosts × streams per host × OIO per stream = outstanding I/Os in all), after the point's
+        other coordinates when it has any: 'fill 25 % · 1×4×4=16'."""
+        return self.point.label
+
+
 def load_label(r: CellRecord) -> str:
-    """'1×4×4=16': hosts × streams per host × OIO per stream = outstanding I/Os in all (after a stage step,
-    when the cell has one: 'fill 25 % · 1×4×4=16')."""
-    return f"{stage_prefix(r)}{r.hosts}×{r.streams_per_host}×{r.oio_per_stream}={r.total_oio}"
+    """A record's point label (see `Row.load_label`)."""
+    return point_of(r).label
 
 
 def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] = METRICS) -> list[Row]:
     """Median per (workload, load point, configuration) and its percentage of the baseline's median."""
     metrics = list(metrics)
-    groups: dict[tuple[str, int, str], list[CellRecord]] = {}
-    order: list[tuple[str, int, str]] = []
+    groups: dict[tuple[str, Point, str], list[CellRecord]] = {}
+    order: list[tuple[str, Point, str]] = []
     for r in records:
-        key = (r.workload, r.load_index, r.configuration)
+        key = (r.workload, point_of(r), r.configuration)
         if key not in groups:
             groups[key] = []
             order.append(key)
         groups[key].append(r)
-    medians: dict[tuple[str, int, str], dict[str, float | None]] = {}
-    samples: dict[tuple[str, int, str], dict[str, list[float]]] = {}
+    medians: dict[tuple[str, Point, str], dict[str, float | None]] = {}
+    samples: dict[tuple[str, Point, str], dict[str, list[float]]] = {}
     for key, recs in groups.items():
         samples[key] = {}
         medians[key] = {}
@@ -61,13 +66,13 @@ def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterabl
             samples[key][m] = vals
             medians[key][m] = median(vals) if vals else None
     rows = []
-    for key in sorted(order, key=lambda k: (k[0], k[1])):
-        w, li, c = key
-        base = medians.get((w, li, baseline), {})
+    for key in sorted(order, key=lambda k: (k[0], k[1].order)):
+        w, point, c = key
+        base = medians.get((w, point, baseline), {})
         rel = {}
         for m in metrics:
             b, v = base.get(m), medians[key][m]
             rel[m] = 100.0 * v / b if (b and v is not None) else None
-        rows.append(Row(w, li, load_label(groups[key][0]), c, c == baseline, len(groups[key]),
+        rows.append(Row(w, point, c, c == baseline, len(groups[key]),
                         medians[key], samples[key], rel))
     return rows

@@ -23,11 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .coordinates import value_label
 
-#: How each stage dimension's value reads in a label ("fill 25 %").
-STAGE_UNITS = {"fill": "%"}
-#: What a stage dimension's axis shows, in the report's words.
-STAGE_AXES = {"fill": "fill level (% of each target written)"}
+
 #: Fill levels end on whole MiB, as stream regions start on them (plan.preflight.ALIGN).
 MIB = 1024**2
 
@@ -84,13 +82,7 @@ class StageStep:
     @property
     def label(self) -> str:
         """'fill 25 %'."""
-        return stage_label(self.dimension, self.value)
-
-
-def stage_label(dimension: str, value: Any) -> str:
-    """'fill 25 %' for a dimension and its value."""
-    unit = STAGE_UNITS.get(dimension)
-    return f"{dimension} {value} {unit}" if unit else f"{dimension} {value}"
+        return value_label(self.dimension, self.value)
 
 
 def stage_steps(method: Any) -> list[StageStep | None]:

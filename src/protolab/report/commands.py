@@ -94,7 +94,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "run": str(rundir.path), "report": str(path), "baseline": data.baseline,
         "findings": [{"kind": f.kind, "text": f.text, "metric": f.metric, "workload": f.workload,
                       "configurations": list(f.configurations)} for f in data.findings],
-        "rows": [{"workload": r.workload, "load_index": r.load_index, "load": r.load_label,
+        "rows": [{"workload": r.workload, "point": dict(r.point.coords), "load": r.load_label,
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],
     }

@@ -17,7 +17,7 @@ def percentile_charts(data: ReportData, workload: str) -> list[Chart]:
     """Latency percentiles merged from fio's histograms: a chart per load point, or p99 at every load point."""
     closed = is_closed_loop(data.plan, workload)
     word = "service time" if closed else "latency"
-    loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
+    loads = sorted({(r.point, r.load_label) for r in data.rows if r.workload == workload})
     merged: dict[tuple[int, str], tuple[dict[str, float | None], int, int]] = {}
     for li, _ in loads:
         for c in data.configurations:
@@ -43,7 +43,7 @@ def percentile_charts(data: ReportData, workload: str) -> list[Chart]:
         series = [Series(c, [merged[(li, c)][0][k] for k in PCT_KEYS]) for c in data.configurations
                   if (li, c) in merged]
         if series:
-            out.append(Chart(slug("percentiles", workload, str(li)), "percentiles", "percentiles", workload,
+            out.append(Chart(slug("percentiles", workload, li.slug), "percentiles", "percentiles", workload,
                              f"{workload} — {word} percentiles at {label}", how, f"{word} (µs)", PCT_KEYS, series,
                              [row for row in table if row["load point"] == label], log_y=True))
     return out
@@ -51,7 +51,7 @@ def percentile_charts(data: ReportData, workload: str) -> list[Chart]:
 
 def series_loads(data: ReportData, workload: str) -> list[int]:
     """The load points whose per-second series are drawn: all, or a long ladder's highest."""
-    loads = sorted({r.load_index for r in data.rows if r.workload == workload})
+    loads = sorted({r.point for r in data.rows if r.workload == workload})
     return loads if len(loads) <= DETAIL_LOADS else loads[-1:]
 
 
@@ -59,7 +59,7 @@ def series_charts(data: ReportData, workload: str) -> list[Chart]:
     """IOPS per second of every repeat at the load points `series_loads` picks."""
     out = []
     step = data.plan.method.interval if data.plan else 1
-    loads = sorted({(r.load_index, r.load_label) for r in data.rows if r.workload == workload})
+    loads = sorted({(r.point, r.load_label) for r in data.rows if r.workload == workload})
     wanted = set(series_loads(data, workload))
     shown = [(li, label) for li, label in loads if li in wanted]
     for li, label in shown:
@@ -80,7 +80,7 @@ def series_charts(data: ReportData, workload: str) -> list[Chart]:
         note = "each repeat's measured window, one line per configuration and repeat"
         if len(shown) < len(loads):
             note += f"; the highest of {len(loads)} load points (every series is in series.csv)"
-        out.append(Chart(slug("series", workload, str(li)), "series", "series", workload,
+        out.append(Chart(slug("series", workload, li.slug), "series", "series", workload,
                          f"{workload} — IOPS per {'second' if step == 1 else f'{step} s interval'} at {label}",
                          note, "IOPS", [str((i + 1) * step) for i in range(length)], series, table))
     return out

@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..analysis.findings import Finding
 from ..analysis.trend import SloShare, Trend, onset_s, slo_share, trend
+from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
 from .tables import Chart, ReportData, Series, slug
 
@@ -82,14 +83,14 @@ def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
     interval = plan.method.interval if plan else 1
     window = plan.method.steady_window if plan else 5
     slo = plan.method.slo if plan else None
-    labels = {(r.workload, r.load_index): r.load_label for r in data.rows}
+    labels = {(r.workload, r.point): r.load_label for r in data.rows}
     groups: dict[tuple, list[CellRecord]] = {}
     for r in data.records:
         aging = r.coords.get("stage") == "age"
         intervals = r.result.runtime_s / interval
         long = r.result.runtime_s >= LONG_WINDOW_S and intervals >= MIN_INTERVALS - 0.5
         if aging or long or (slo is not None and intervals >= MIN_SLO_INTERVALS - 0.5):
-            key = (r.workload, r.load_index, r.configuration, r.repeat, aging, None if aging else r.seq)
+            key = (r.workload, point_of(r), r.configuration, r.repeat, aging, None if aging else r.seq)
             groups.setdefault(key, []).append(r)
     if not groups:
         return []

@@ -39,7 +39,7 @@ def rel_cell(relative: float | None, v: Verdict | None) -> str:
 
 def shown_loads(data: ReportData, workload: str, most: int | None) -> tuple[set[int], int]:
     """The load points a summary shows (all, or ``most`` spread from the first to the last) and how many exist."""
-    loads = sorted({r.load_index for r in data.rows if r.workload == workload})
+    loads = sorted({r.point for r in data.rows if r.workload == workload})
     if most is None or len(loads) <= most:
         return set(loads), len(loads)
     picks = {loads[round(i * (len(loads) - 1) / (most - 1))] for i in range(most)}
@@ -59,12 +59,12 @@ def summary_table(data: ReportData, workload: str,
     headers.append("limited by")
     rows = []
     shown, total = shown_loads(data, workload, most_loads)
-    for r in (r for r in data.rows if r.workload == workload and r.load_index in shown):
+    for r in (r for r in data.rows if r.workload == workload and r.point in shown):
         cells = [r.load_label, r.configuration + (" *" if r.baseline else ""), str(r.repeats)]
         for m in data.metrics:
             cells += [fmt_number(r.values.get(m)),
-                      rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.load_index, r.configuration)))]
-        b = data.bottlenecks.get((workload, r.load_index, r.configuration))
+                      rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.point, r.configuration)))]
+        b = data.bottlenecks.get((workload, r.point, r.configuration))
         rows.append(cells + [b.label if b else "–"])
     lat = "service time" if closed else "latency"
     title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI (with fewer than "

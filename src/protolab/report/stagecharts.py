@@ -1,7 +1,7 @@
 """The report's stage charts: IOPS and latency against the stage's steps (x = fill level), and their sentences.
 
-The analysis keeps each stage step apart by folding it into the load index (analysis.stages);
-here it is unfolded again: one chart per workload and metric, the steps on the x axis, one
+The analysis keeps each stage step apart as a coordinate of the rows' point (plan.coordinates);
+here the point's outer coordinates are the x axis: one chart per workload and metric, one
 line per configuration (and load point, when the plan has several). Each sentence compares
 the last step with the first, per configuration and load point, with the report's test
 (ratio of medians, bootstrap interval, Welch on logs, Holm over the family, ±noise band).
@@ -11,40 +11,26 @@ from __future__ import annotations
 
 from ..analysis.batch import compare_many
 from ..analysis.findings import Finding, pct
-from ..analysis.stages import unfold
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
-from ..plan.stages import STAGE_AXES, stage_label
+from ..plan.coordinates import AXES, outer_steps, value_label
 from .tables import Chart, ReportData, Series, is_closed_loop, slug
 
 _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
             "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}
 
 
-def _stage_dims(r) -> dict:
-    """The record's stage steps drawn here (fill levels; an aging sequence is report.longrun's)."""
-    from ..plan.stages import STAGE_UNITS
-
-    return {k: v for k, v in r.dimensions.items() if k in STAGE_UNITS}
-
-
-def _steps(data: ReportData) -> dict[int, str]:
-    """Stage rank → its label ('fill 25 %'), from the records."""
-    out: dict[int, str] = {}
-    for r in data.records:
-        if _stage_dims(r):
-            rank, _ = unfold(r.load_index)
-            out.setdefault(rank, " · ".join(stage_label(k, v) for k, v in _stage_dims(r).items()))
-    return dict(sorted(out.items()))
+def _steps(data: ReportData) -> dict[tuple, str]:
+    """The points' outer coordinates (stage steps), in order → their label ('fill 25 %'); {} without any."""
+    steps = [s for s in outer_steps(data.records) if s]
+    return {s: " · ".join(value_label(k, v) for k, v in s) for s in steps}
 
 
-def _lines(data: ReportData, workload: str) -> dict[tuple[str, int], dict[int, object]]:
-    """(configuration, plan load index) → stage rank → the report row there."""
-    out: dict[tuple[str, int], dict[int, object]] = {}
+def _lines(data: ReportData, workload: str) -> dict[tuple[str, object], dict[tuple, object]]:
+    """(configuration, load point) → stage step → the report row there."""
+    out: dict[tuple[str, object], dict[tuple, object]] = {}
     for r in data.rows:
-        if r.workload != workload:
-            continue
-        rank, li = unfold(r.load_index)
-        out.setdefault((r.configuration, li), {})[rank] = r
+        if r.workload == workload and r.point.outer:
+            out.setdefault((r.configuration, r.point.get("load")), {})[r.point.outer] = r
     return out
 
 
@@ -58,8 +44,8 @@ def stage_charts(data: ReportData) -> list[Chart]:
     if not steps:
         return []
     x = list(steps.values())
-    dims = list(dict.fromkeys(k for r in data.records for k in _stage_dims(r)))
-    axis = " and ".join(STAGE_AXES.get(d, d) for d in dims)
+    dims = list(dict.fromkeys(k for step in steps for k, _ in step))
+    axis = " and ".join(AXES.get(d, d) for d in dims)
     charts = []
     for w in data.workloads:
         lines = _lines(data, w)
@@ -95,7 +81,7 @@ def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02
     steps = _steps(data)
     if len(steps) < 2:
         return []
-    first, last = min(steps), max(steps)
+    first, last = list(steps)[0], list(steps)[-1]
     keys, samples = [], []
     for w in data.workloads:
         for (c, li), at in _lines(data, w).items():

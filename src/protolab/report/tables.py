@@ -24,6 +24,7 @@ from ..analysis.derived import busy_note, figures
 from ..analysis.pairs import pair_findings
 from ..analysis.wire import TCP_PROTOCOLS, ceiling
 from ..errors import ProtolabError
+from ..plan.coordinates import Point, point_of
 from ..plan.model import Plan
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
@@ -81,14 +82,14 @@ class ReportData:
     notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
     records: list[CellRecord] = field(default_factory=list)
     series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
-    cells: dict[tuple[str, int, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
-    bottlenecks: dict[tuple[str, int, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
+    cells: dict[tuple[str, Point, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
+    bottlenecks: dict[tuple[str, Point, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
 
     def index(self) -> None:
         """Group the records by workload, load point and configuration (read once, used by every chart)."""
         self.cells = {}
         for r in self.records:
-            self.cells.setdefault((r.workload, r.load_index, r.configuration), []).append(r)
+            self.cells.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one
@@ -132,9 +133,9 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
     m = METRICS[metric]
     closed = is_closed_loop(data.plan, workload)
     rows = [r for r in data.rows if r.workload == workload]
-    loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
+    loads = list(dict.fromkeys((r.point, r.load_label) for r in rows))
     ref = _reference(data, rows, metric)  # the baseline, or the first configuration that has the metric
-    by = {(r.configuration, r.load_index): r for r in rows}
+    by = {(r.configuration, r.point): r for r in rows}
     series, table = [], []
     for c in [c for c in data.configurations if any((c, li) in by for li, _ in loads)]:
         vals, lo, hi = [], [], []
@@ -214,8 +215,8 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
     charts = []
     for w in (w for w in plan.workloads if w.name in data.workloads):
         rows = [r for r in data.rows if r.workload == w.name]
-        loads = list(dict.fromkeys((r.load_index, r.load_label) for r in rows))
-        by = {(r.configuration, r.load_index): r for r in rows}
+        loads = list(dict.fromkeys((r.point, r.load_label) for r in rows))
+        by = {(r.configuration, r.point): r for r in rows}
         series, table = [], []
         for c in (c for c in data.configurations if c not in local):
             link = link_of(plan, c)
@@ -289,9 +290,6 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
     (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
     the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun).
     """
-    from ..analysis.stages import fold
-
-    records = fold(records)  # a stage step (fill level) is its own cell: folded into the load point
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
     present, absent = measured_metrics(records)
@@ -343,7 +341,7 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
     from ..analysis.bottleneck_words import bottleneck_findings
 
     data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
-    data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.load_index): r.load_label
+    data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.point): r.load_label
                                                             for r in data.rows}, data.configurations)
     busy = busy_note([figures(r) for r in records])
     if busy:
@@ -362,11 +360,11 @@ def absolute_rows(data: ReportData) -> list[dict[str, Any]]:
             row[k] = r.values.get(k)
             if k in METRICS:
                 row[f"{k} %"] = r.relative.get(k)
-                v = data.verdicts.get((k, r.workload, r.load_index, r.configuration))
+                v = data.verdicts.get((k, r.workload, r.point, r.configuration))
                 row[f"{k} CI low %"] = 100 * v.ci_low if v else None
                 row[f"{k} CI high %"] = 100 * v.ci_high if v else None
                 row[f"{k} verdict"] = v.verdict if v else ""
-        b = data.bottlenecks.get((r.workload, r.load_index, r.configuration))
+        b = data.bottlenecks.get((r.workload, r.point, r.configuration))
         row["limited by"] = b.label if b else ""
         out.append(row)
     return out
