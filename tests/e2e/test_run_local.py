@@ -7,7 +7,7 @@ import json
 import re
 
 from protolab.analysis.derived import figures
-from protolab.results.rundir import CSV_COLUMNS, RunDir
+from protolab.results.rundir import RunDir, csv_columns
 
 PLAN = """
 name = "e2e"
@@ -58,7 +58,7 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     assert prov["fio_version"].startswith("fio-") and {"libiscsi", "nfs", "nbd"} <= set(prov["fio_engines"])
     assert prov["kernel"] and prov["cpu_model"] and m["started"] <= m["ended"]
     rows = list(csv.DictReader((run / "cells.csv").open()))
-    assert list(rows[0]) == CSV_COLUMNS
+    assert list(rows[0]) == csv_columns()
     assert rows[0]["configuration"] == "psync" and rows[0]["total_oio"] == "1" and rows[0]["status"] == "ok"
     assert all(float(r["cpu_us_per_io_loadgen"]) > 0 and float(r["cpu_us_per_io_total"]) > 0 for r in rows)
     assert len(rows) == 8

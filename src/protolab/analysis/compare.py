@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from ..errors import ProtolabError
 from ..results.records import CellRecord
 from .findings import METRICS
+from .metrics import GETTERS
 from ..plan.coordinates import point_of
 from .batch import compare_many
 from .stats import HIGHER, LOWER, decide
@@ -131,7 +132,7 @@ Cell = tuple[str, str, str]  # workload, load label, configuration
 
 
 def _samples(records: list[CellRecord], metric: str) -> dict[Cell, list[float]]:
-    get = METRICS[metric].get
+    get = GETTERS[metric]
     out: dict[Cell, list[float]] = {}
     for r in records:
         v = get(r)

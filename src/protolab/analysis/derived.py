@@ -105,7 +105,7 @@ def derive(ios: int, loadgen_cpu_s: float | None, telemetry: dict[str, Any] | No
 class Figures(BaseModel):
     """A record's derived figures (see `derive`); None where the window had nothing to derive them from."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     ios: int = 0
     loadgen_cpu_s: float | None = None

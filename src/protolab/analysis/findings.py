@@ -19,8 +19,8 @@ from typing import Any, Callable, Iterable
 
 from ..plan.coordinates import Point, point_of
 from ..results.records import CellRecord
-from . import relative
-from .derived import figures
+from ..metrics import METRICS as REGISTRY, Metric, View
+from .metrics import GETTERS
 from .relative import Row, relative_rows
 from .batch import compare_many
 from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, decide,
@@ -34,112 +34,22 @@ MIN_OUTLIER_REPEATS = 5
 #: "within X %" sentences are written only when every interval lies inside this bound.
 
 
-_FIGURES: dict[int, tuple[CellRecord, Any]] = {}
-
-
-def _figures(r: CellRecord) -> Any:
-    """`derived.figures(r)`, computed once per record (every metric of every row reads it)."""
-    hit = _FIGURES.get(id(r))
-    if hit is None or hit[0] is not r:
-        if len(_FIGURES) > 200_000:
-            _FIGURES.clear()
-        hit = _FIGURES[id(r)] = (r, figures(r))
-    return hit[1]
-
-
-def _extra(key: str) -> Callable[[CellRecord], float | None]:
-    def get(r: CellRecord) -> float | None:
-        v = getattr(_figures(r), key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
-    return get
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A metric the report compares against the baseline; above 100 always means 'more of it'."""
-
-    key: str
-    title: str  # for chart titles: "IOPS", "average service time"
-    unit: str
-    noun: str  # in sentences: "{more|less} {noun}"
-    more: str  # word for a ratio above 1: "more", "higher"
-    less: str
-    get: Callable[[CellRecord], float | None]
-    telemetry: bool = False  # measured only when telemetry ran
-
-
-def _base(key: str) -> Callable[[CellRecord], float | None]:
-    return relative.METRICS[key][0]
-
-
-#: The metrics of the report, in order. Latency titles say "service time" (closed loop).
-METRICS: dict[str, Metric] = {m.key: m for m in [
-    Metric("iops", "IOPS", "IOPS", "IOPS", "more", "fewer", _base("iops")),
-    Metric("lat_mean_us", "average service time", "µs", "average service time", "higher", "lower",
-           _base("lat_mean_us")),
-    Metric("lat_p99_us", "p99 service time", "µs", "p99 service time", "higher", "lower", _base("lat_p99_us")),
-    Metric("cpu_us_per_io_loadgen", "load-generator CPU per I/O", "CPU µs/I/O", "load-generator CPU per I/O",
-           "more", "less", _extra("cpu_us_per_io_loadgen"), True),
-    Metric("cpu_us_per_io_server", "server CPU per I/O", "CPU µs/I/O", "server CPU per I/O", "more", "less",
-           _extra("cpu_us_per_io_server"), True),
-    # the studies' "host CPU": the whole machine's CPU per I/O (every role and the kernel's work for it)
-    Metric("cpu_us_per_io_total", "machine CPU per I/O", "CPU µs/I/O", "machine CPU per I/O", "more", "less",
-           _extra("cpu_us_per_io_total"), True),
-    Metric("packets_per_io", "packets per I/O", "packets/I/O", "packets per I/O", "more", "fewer",
-           _extra("packets_per_io"), True),
-    # VMs as load hosts: the studies' deciding figure, the hypervisor's CPU (QEMU: vCPU + I/O threads)
-    Metric("cpu_us_per_io_hypervisor", "hypervisor CPU per I/O", "CPU µs/I/O", "hypervisor CPU per I/O", "more",
-           "less", _extra("cpu_us_per_io_hypervisor"), True),
-    Metric("cpu_us_per_io_guest", "guest CPU per I/O", "CPU µs/I/O", "guest CPU per I/O", "more", "less",
-           _extra("cpu_us_per_io_guest"), True),
-]}
-#: Absolute-only figures shown in tables beside the relative ones.
-TABLE_ONLY: dict[str, tuple[str, str, Callable[[CellRecord], float | None]]] = {
-    "mbps": ("throughput", "MB/s", _base("mbps")),
-    "wire_bytes_per_io": ("wire bytes per I/O", "B/I/O", _extra("wire_bytes_per_io")),
-}
+#: The compared metrics (protolab.metrics), in report order; the tabled ones are `TABLE_ONLY`.
+METRICS = View(compared=True)
+TABLE_ONLY = View(compared=False)
 
 
 def measured_metrics(records: Iterable[CellRecord]) -> tuple[list[str], list[str]]:
     """(metrics present in at least one record, metrics absent from every record), in report order."""
     recs = list(records)
-    keys = list(METRICS) + list(TABLE_ONLY)
-    getters = {**{k: m.get for k, m in METRICS.items()}, **{k: t[2] for k, t in TABLE_ONLY.items()}}
-    present = [k for k in keys if any(getters[k](r) is not None for r in recs)]
-    # a study without VMs lacks the hypervisor's figures by design, not by a gap in its telemetry
-    return present, [k for k in keys if k not in present and k not in VM_ONLY]
-
-
-VM_ONLY = ("cpu_us_per_io_hypervisor", "cpu_us_per_io_guest")
+    present = [k for k in REGISTRY if any(GETTERS[k](r) is not None for r in recs)]
+    # a metric only some testbeds have (the hypervisor's CPU) is missing by design elsewhere, not by a gap
+    return present, [k for k in REGISTRY if k not in present and not REGISTRY[k].testbeds]
 
 
 def study_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] | None = None) -> list[Row]:
-    """`relative_rows` extended with the telemetry metrics (median of repeats and % of the baseline)."""
-    recs = list(records)
-    wanted = list(metrics) if metrics is not None else list(METRICS) + list(TABLE_ONLY)
-    base = [m for m in wanted if m in relative.METRICS]
-    extra = [m for m in wanted if m not in relative.METRICS]
-    rows = relative_rows(recs, baseline, base)
-    if not extra:
-        return rows
-    getters = {**{k: m.get for k, m in METRICS.items()}, **{k: t[2] for k, t in TABLE_ONLY.items()}}
-    samples: dict[tuple[str, Point, str], dict[str, list[float]]] = {}
-    for r in recs:
-        slot = samples.setdefault((r.workload, point_of(r), r.configuration), {m: [] for m in extra})
-        for m in extra:
-            v = getters[m](r)
-            if v is not None:
-                slot[m].append(v)
-    medians = {k: {m: (median(v) if v else None) for m, v in s.items()} for k, s in samples.items()}
-    out = []
-    for row in rows:
-        mine = medians[(row.workload, row.point, row.configuration)]
-        ref = medians.get((row.workload, row.point, baseline), {})
-        rel = {m: (100.0 * mine[m] / ref[m] if ref.get(m) and mine[m] is not None else None) for m in extra}
-        out.append(replace(row, values={**row.values, **mine},
-                           samples={**row.samples, **samples[(row.workload, row.point, row.configuration)]},
-                           relative={**row.relative, **rel}))
-    return out
+    """`relative_rows` of every registered metric (or of ``metrics``): median of repeats and % of the baseline."""
+    return relative_rows(records, baseline, list(metrics) if metrics is not None else list(REGISTRY))
 
 
 Key = tuple[str, str, Point, str]  # metric, workload, point, configuration

@@ -15,15 +15,12 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .findings import MAX_NAMED_LOADS, METRICS, TABLE_ONLY, Finding, pct, where_loads  # noqa: F401
+from ..metrics import METRICS as REGISTRY
 from .relative import Row
 from .batch import compare_many
 from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, decide
 
 PAIR_METRICS = ("packets_per_io", "cpu_us_per_io_server", "cpu_us_per_io_total", "iops")
-_WORDS = {"packets_per_io": ("more", "fewer", "packets per I/O"),
-          "cpu_us_per_io_server": ("more", "less", "server CPU per I/O"),
-          "cpu_us_per_io_total": ("more", "less", "machine CPU per I/O"),
-          "iops": ("more", "fewer", "IOPS")}
 
 
 def _settings(plan: Any, c: Any) -> tuple:
@@ -81,7 +78,7 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
         comps = compare_many(samples, labels=[f"{k[1]} vs {k[0]}" for k in keys], noise=noise)
         if not comps:
             continue
-        more, less, noun = _WORDS[metric]
+        more, less, noun = REGISTRY[metric].more, REGISTRY[metric].less, REGISTRY[metric].noun
         grouped: dict[tuple, list[tuple[int, str, Any]]] = {}
         for (a, b, ma, mb, w, li, label), v in zip(keys, decide(comps, alpha=alpha, noise=noise)):
             grouped.setdefault((a, b, ma, mb, w), []).append((li, label, v))

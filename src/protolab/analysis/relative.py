@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from statistics import median
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..results.records import CellRecord
 from ..plan.coordinates import Point, point_of
+from .metrics import GETTERS
 
-#: metric name → (how to read it from a record, unit, higher is better)
-METRICS: dict[str, tuple[Callable[[CellRecord], float | None], str, bool]] = {
-    "iops": (lambda r: r.result.iops, "IOPS", True),
-    "mbps": (lambda r: r.result.mbps, "MB/s", True),
-    "lat_mean_us": (lambda r: r.result.lat_mean_us, "µs", False),
-    "lat_p99_us": (lambda r: r.result.percentiles_us.get("p99"), "µs", False),
-}
+#: The metrics a relative table shows by default (every registered metric can be asked for).
+METRICS = ("iops", "mbps", "lat_mean_us", "lat_p99_us")
 
 
 @dataclass(frozen=True)
@@ -62,7 +58,7 @@ def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterabl
         samples[key] = {}
         medians[key] = {}
         for m in metrics:
-            vals = [v for v in (METRICS[m][0](r) for r in recs) if v is not None]
+            vals = [v for v in (GETTERS[m](r) for r in recs) if v is not None]
             samples[key][m] = vals
             medians[key][m] = median(vals) if vals else None
     rows = []

@@ -17,13 +17,13 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..metrics import compared
 from . import safety
 
 _Text = Annotated[str, AfterValidator(lambda v: safety.check_text(v, "seed_findings"))]
 
-#: Figures a seed finding can be set beside (analysis.findings.METRICS).
-SEED_METRICS = ("iops", "lat_mean_us", "lat_p99_us", "cpu_us_per_io_loadgen", "cpu_us_per_io_server",
-                "cpu_us_per_io_total", "packets_per_io", "cpu_us_per_io_hypervisor", "cpu_us_per_io_guest")
+#: Figures a seed finding can be set beside: the compared metrics (protolab.metrics).
+SEED_METRICS = tuple(compared())
 
 
 class SeedFinding(BaseModel):

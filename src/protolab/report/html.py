@@ -94,7 +94,7 @@ def _method_text(data: ReportData) -> str:
 
 def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, noise: float = 0.02) -> str:
     """The whole HTML page for one run; ``drawn`` maps chart ids to their drawn SVG (drawn here when None)."""
-    from ..analysis.findings import METRICS, TABLE_ONLY
+    from ..metrics import METRICS as REGISTRY
     from .seednote import machine_line, seed_items
 
     env = _environment()
@@ -122,7 +122,7 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
     for c in data.charts:
         by_section.setdefault(c.section, []).append(c)
     prov = data.manifest.get("provenance") or {}
-    titles = {**{k: m.title for k, m in METRICS.items()}, **{k: t[0] for k, t in TABLE_ONLY.items()}}
+    titles = {k: m.title for k, m in REGISTRY.items()}
     plan_name = data.plan.name if data.plan else (data.manifest.get("plan") or {}).get("name", data.run_id)
     page = env.from_string(_read(_TEMPLATES, "report.html.j2"))
     return page.render(
@@ -142,7 +142,7 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
 
 def compare_charts(rows: list) -> list[Chart]:
     """One chart per workload and metric of a comparison: B as % of A at each load point, per configuration."""
-    from ..analysis.findings import METRICS
+    from ..metrics import title as metric_title
     from .tables import Series, slug
 
     out = []
@@ -161,7 +161,7 @@ def compare_charts(rows: list) -> list[Chart]:
                       "B % of A": r.relative, "CI low %": r.ci_low, "CI high %": r.ci_high,
                       "p (corrected)": r.p_adjusted, "n A": r.n_a, "n B": r.n_b, "median A": r.median_a,
                       "median B": r.median_b} for r in mine]
-            title = METRICS[m].title if m in METRICS else m
+            title = metric_title(m)
             out.append(Chart(slug("compare", m, w), "relative", "metrics", w, f"{w} — {title}, B relative to A",
                              "A = 100 at every load point; whiskers: 95 % CI (none below 3 repeats a side)",
                              "% of A", loads, series, table))

@@ -12,16 +12,13 @@ from typing import Any
 
 from ..analysis.compare import CompareRow, Difference
 from ..analysis.findings import METRICS
+from ..metrics import METRICS as REGISTRY
 from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
 from .html import fmt_number
 from .tables import ReportData, is_closed_loop
 
 ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
 #: Short column names for the tables (the full titles are in the HTML report).
-SHORT = {"iops": "IOPS", "lat_mean_us": "avg µs", "lat_p99_us": "p99 µs", "cpu_us_per_io_loadgen": "LG CPU µs/IO",
-         "cpu_us_per_io_server": "srv CPU µs/IO", "cpu_us_per_io_total": "machine CPU µs/IO",
-         "packets_per_io": "pkts/IO",
-         "cpu_us_per_io_hypervisor": "HV CPU µs/IO", "cpu_us_per_io_guest": "guest CPU µs/IO"}
 
 
 def rel_cell(relative: float | None, v: Verdict | None) -> str:
@@ -55,7 +52,7 @@ def summary_table(data: ReportData, workload: str,
     closed = is_closed_loop(data.plan, workload)
     headers = ["load point", "configuration", "n"]
     for m in data.metrics:
-        headers += [SHORT[m], "%"]
+        headers += [REGISTRY[m].short, "%"]
     headers.append("limited by")
     rows = []
     shown, total = shown_loads(data, workload, most_loads)
@@ -158,7 +155,7 @@ def compare_rows(rows: list[CompareRow]) -> tuple[list[str], list[list[str]]]:
                "verdict"]
     out = []
     for r in rows:
-        out.append([r.workload, r.load_label, r.configuration, SHORT[r.metric],
+        out.append([r.workload, r.load_label, r.configuration, REGISTRY[r.metric].short,
                     fmt_number(r.median_a), fmt_number(r.median_b), f"{r.relative:.1f}{ARROWS.get(r.verdict, '')}",
                     f"{r.ci_low:.1f}–{r.ci_high:.1f}", f"{r.p_adjusted:.3g}", r.verdict])
     return headers, out

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
+from ..metrics import METRICS as REGISTRY
 from ..analysis.findings import (METRICS, TABLE_ONLY, Finding, Key, findings, measured_metrics, study_rows,
                                  verdicts)
 from ..analysis.latency import PERCENTILES
@@ -120,13 +121,8 @@ def is_closed_loop(plan: Plan | None, workload: str) -> bool:
 
 def metric_title(metric: str, closed_loop: bool) -> str:
     """The metric's title; open-loop latency is 'latency', closed-loop latency 'service time'."""
-    t = METRICS[metric].title if metric in METRICS else TABLE_ONLY[metric][0]
+    t = REGISTRY[metric].title
     return t if closed_loop else t.replace("service time", "latency")
-
-
-def _above(metric: str) -> str:
-    return {"iops": "more IOPS", "lat_mean_us": "more latency", "lat_p99_us": "more latency",
-            "packets_per_io": "more packets"}.get(metric, "more CPU")
 
 
 def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
@@ -163,11 +159,11 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
     title = metric_title(metric, closed)
     if ref != data.baseline:  # the baseline lacks it (e.g. no server or no wire on a direct path)
         note = (f"{data.baseline} has no {m.noun}: {ref} = 100 instead (ratio of medians; no test was run against "
-                f"{ref}); above 100 = {_above(metric)}")
+                f"{ref}); above 100 = {REGISTRY[metric].above}")
         return Chart(slug(metric, workload), "relative", "metrics", workload, f"{workload} — {title}", note,
                      f"% of {ref}", [label for _, label in loads], series, table)
     return Chart(slug(metric, workload), "relative", "metrics", workload, f"{workload} — {title}",
-                 f"{data.baseline} = 100 at every load point; above 100 = {_above(metric)}; whiskers: 95 % CI",
+                 f"{data.baseline} = 100 at every load point; above 100 = {REGISTRY[metric].above}; whiskers: 95 % CI",
                  f"% of {data.baseline}", [label for _, label in loads], series, table)
 
 

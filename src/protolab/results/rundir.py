@@ -28,6 +28,7 @@ from ..errors import ProtolabError
 from ..safepath import inside
 from .files import StoreError, append_lines, atomic_write, now, provenance, write_json  # noqa: F401 (re-exported)
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
+from ..metrics import FIGURES, METRICS
 from ..trust import UnsafePath, check_ancestors
 from .trusted import check_manifest, check_tree, one_line_error
 
@@ -35,15 +36,22 @@ MANIFEST_SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
 
 #: cells.csv, one row per record (documented in the README); then one column per extra dimension.
-CSV_COLUMNS = [
+_CSV_HEAD = [
     "run_id", "seq", "session", "status", "workload", "configuration", "baseline", "load_index", "hosts",
     "streams_per_host", "oio_per_stream", "total_oio", "repeat", "iops", "read_iops", "write_iops", "mbps",
     "read_mbps", "write_mbps", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us",
     "lat_p99.9_us", "read_lat_mean_us", "read_lat_p99_us", "write_lat_mean_us", "write_lat_p99_us",
-    "cpu_us_per_io_loadgen", "cpu_us_per_io_server", "cpu_us_per_io_total", "packets_per_io",
-    "packets_counted_as", "wire_bytes_per_io", "loadgen_cpu_s", "server_cpu_s", "machine_cpu_s", "window_s",
-    "machine_busy_other_work", "warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "ended",
 ]
+_CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "ended"]
+
+
+def csv_columns() -> list[str]:
+    """cells.csv's columns: the fio result's, every registered metric (protolab.metrics) not among them, the
+    derived figures cells.csv carries, then the window's own."""
+    metrics = [k for k in METRICS if k not in _CSV_HEAD]
+    return [*_CSV_HEAD, *metrics, *(k for k, in_csv in FIGURES.items() if in_csv), *_CSV_TAIL]
+
+
 RowFigures = Callable[[CellRecord], dict[str, Any]]
 
 
@@ -65,9 +73,16 @@ def cell_row(rec: CellRecord, figures: dict[str, Any] | None = None) -> dict[str
         "steady": "" if rec.steady is None else int(rec.steady.steady), "jobs": r.jobs, "runtime_s": r.runtime_s,
         "errors": r.errors, "started": rec.started, "ended": rec.ended,
     }
+    columns = set(csv_columns())
     for k, v in (figures or {}).items():
-        if k in CSV_COLUMNS:
+        if k in columns:
             row[k] = int(v) if isinstance(v, bool) else v
+    for k in columns.difference(row):  # a registered metric read from the result (protolab.metrics)
+        m = METRICS.get(k)
+        if m is not None and m.source == "result":
+            row[k] = getattr(r, m.field)
+        elif m is not None and m.source == "percentile":
+            row[k] = pct.get(m.field)
     row.update(rec.dimensions)
     return row
 
@@ -191,7 +206,8 @@ class RunDir:
     @property
     def csv_columns(self) -> list[str]:
         """cells.csv's columns: the fixed ones, then the plan's extra dimensions."""
-        return CSV_COLUMNS + [d for d in self.manifest().get("dimensions", []) if d not in CSV_COLUMNS]
+        columns = csv_columns()
+        return columns + [d for d in self.manifest().get("dimensions", []) if d not in columns]
 
     # -- paths -------------------------------------------------------------------------------------
 
