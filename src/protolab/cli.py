@@ -337,7 +337,7 @@ def _root(version: bool = typer.Option(False, "--version", help="Print protolab'
 
 def _register_subcommands() -> None:
     """Commands whose bodies live in their own packages."""
-    from .analysis.limits import limits_command
+    from .limits_cli import limits_command
     from .lab.cli import lab_app
     from .report.commands import compare_command, report_command
 

@@ -102,9 +102,12 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
         return [Check("qemu", False, "not found", "apt-get install qemu-system-x86 qemu-block-extra (or 'make deps')")]
     version = runner.run([qemu, "--version"], check=False, timeout=30).stdout.splitlines()
     checks = [Check("qemu", True, f"{version[0] if version else '?'} at {qemu}")]
-    drivers = {d: (QEMU_MODULES / f"block-{d}.so").exists() for d in ("iscsi", "nfs")}
+    from .plan.protocols import PROTOCOLS
+
+    drivers = {p.name: (QEMU_MODULES / f"{p.qemu_module}.so").exists() for p in PROTOCOLS.values() if p.qemu_module}
     checks.append(Check("qemu block drivers", all(drivers.values()),
-                        "nbd built in; " + ", ".join(f"{d} {'present' if ok else 'missing'}" for d, ok in drivers.items()),
+                        ", ".join(f"{p.name} built in" for p in PROTOCOLS.values() if p.qemu and not p.qemu_module) + "; "
+                        + ", ".join(f"{d} {'present' if ok else 'missing'}" for d, ok in drivers.items()),
                         "apt-get install qemu-block-extra (QEMU's libiscsi and libnfs drivers)"))
     try:
         image = find_image()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from protolab.analysis.limits import limits_rows
-from protolab.analysis.links import parse_link
+from protolab.plan.links import parse_link
 
 V1 = Path(__file__).parent.parent / "data" / "v1-run"
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")

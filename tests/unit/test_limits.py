@@ -5,7 +5,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from protolab.analysis.limits import limits_command, limits_table, run_limits
+from protolab.limits_cli import limits_command, limits_table, run_limits
 from protolab.errors import ProtolabError
 
 

@@ -22,7 +22,16 @@ def test_the_local_path_reports_no_server_cpu_and_a_protocol_does():
 
 
 def test_the_lab_says_which_configurations_its_servers_serve():
+    from types import SimpleNamespace as NS
+
+    from protolab.plan.model import TargetSpec
+
+    # targets given inline and by name ([targets] pool = { url = "lab:local" }): the parsed target decides
+    named = {"pool": TargetSpec(url="lab:local"), "export": TargetSpec(url="lab:iscsi")}
+    bed = NS(plan=NS(target_of=lambda c: named.get(c.target) or TargetSpec(url=c.target)))
     serves = LabTestbed.serves
-    assert serves(None, Configuration(name="l", target="lab:local")) is False  # type: ignore[arg-type]
-    assert serves(None, Configuration(name="i", target="lab:iscsi")) is True  # type: ignore[arg-type]
-    assert serves(None, Configuration(name="f", target="/tmp/x.dat")) is None  # type: ignore[arg-type]
+    assert serves(bed, Configuration(name="l", target="lab:local")) is False  # type: ignore[arg-type]
+    assert serves(bed, Configuration(name="p", target="pool")) is False  # type: ignore[arg-type]
+    assert serves(bed, Configuration(name="i", target="lab:iscsi")) is True  # type: ignore[arg-type]
+    assert serves(bed, Configuration(name="e", target="export")) is True  # type: ignore[arg-type]
+    assert serves(bed, Configuration(name="f", target="/tmp/x.dat")) is None  # type: ignore[arg-type]

@@ -78,9 +78,13 @@ from dataclasses import dataclass
 
 from protolab.errors import ProtolabError
 
-PROTOCOLS = ("iscsi", "nfs", "nbd", "fc", "fcoe")
-TCP_PROTOCOLS = ("iscsi", "nfs", "nbd")
-MODELLED_ONLY = ("fc", "fcoe")
+from protolab.plan.protocols import PROTOCOLS as REGISTRY, modelled  # noqa: E402
+
+
+
+def modelled_only() -> list[str]:
+    """The protocols in the wire model only: this machine cannot run them (plan.protocols)."""
+    return [p for p in modelled() if REGISTRY[p].modelled_only]
 
 # Ethernet / IP / TCP
 ETH_PREAMBLE_SFD, ETH_HEADER, ETH_FCS, ETH_IFG, ETH_MIN_PAYLOAD = 8, 14, 4, 12, 46
@@ -110,7 +114,7 @@ FCOE_ETH_PAYLOAD_OVERHEAD = 14 + FC_HEADER + FC_CRC + 4  # 46: counts against th
 FCOE_MIN_MTU = FCOE_ETH_PAYLOAD_OVERHEAD + FC_MAX_DATA_FIELD  # 2158
 
 
-from .links import LINK_PRESETS, LINKS, Link, parse_link, parse_rate  # noqa: E402,F401 (re-exported)
+from ..plan.links import LINK_PRESETS, LINKS, Link, parse_link, parse_rate  # noqa: E402,F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -261,32 +265,42 @@ def _frames(frames: list[tuple[int, int]], wire_overhead: int, counted_overhead:
 
 
 def _check_protocol(protocol: str, link: Link | None, mtu: int) -> None:
-    if protocol not in PROTOCOLS:
-        raise ProtolabError(f"limits: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    if link is not None and (link.kind == "fc") != (protocol == "fc"):
-        want = "an FC link (4GFC, 8GFC, 16GFC, 32GFC)" if protocol == "fc" else "an Ethernet link (1GbE, 10GbE, …)"
+    if protocol not in modelled():
+        raise ProtolabError(f"limits: unknown protocol {protocol!r}; choose one of {', '.join(modelled())}")
+    fc = REGISTRY[protocol].fc_link
+    if link is not None and (link.kind == "fc") != fc:
+        want = "an FC link (4GFC, 8GFC, 16GFC, 32GFC)" if fc else "an Ethernet link (1GbE, 10GbE, …)"
         raise ProtolabError(f"limits: protocol {protocol} needs {want}, not {link.name}; pass another --link")
-    if protocol == "fcoe" and mtu < FCOE_MIN_MTU:
+    if REGISTRY[protocol].min_mtu is not None and mtu < FCOE_MIN_MTU:
         raise ProtolabError(
             f"limits: FCoE needs an Ethernet MTU of at least {FCOE_MIN_MTU} (FC-BB-5 baby jumbo frames), "
             f"got {mtu}; pass --mtu 2500 or --mtu 9000"
         )
-    if protocol in TCP_PROTOCOLS and not 576 <= mtu <= 65535:
+    if REGISTRY[protocol].tcp and not 576 <= mtu <= 65535:
         raise ProtolabError(f"limits: --mtu must be between 576 and 65535 for TCP protocols, got {mtu}")
 
 
-def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux") -> _Tally:
-    if protocol == "iscsi":
-        return _tcp(_iscsi_bursts(size, read), mss, acks)
-    if protocol == "nfs":
-        return _tcp(_nfs_bursts(size, read), mss, acks)
-    if protocol == "nbd":
-        return _tcp(_nbd_bursts(size, read), mss, acks)
-    if protocol == "fc":
-        return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FC_FRAME_OVERHEAD + FC_IDLES, FC_FRAME_OVERHEAD)
-    # FCoE: the counted bytes are the Ethernet frame without preamble, FCS and gap, as for TCP
+def _fc(size: int, read: bool, mss: int, acks: str) -> _Tally:
+    return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FC_FRAME_OVERHEAD + FC_IDLES, FC_FRAME_OVERHEAD)
+
+
+def _fcoe(size: int, read: bool, mss: int, acks: str) -> _Tally:
+    # the counted bytes are the Ethernet frame without preamble, FCS and gap, as for TCP
     counted = FCOE_WIRE_OVERHEAD - ETH_PREAMBLE_SFD - ETH_FCS - ETH_IFG
     return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FCOE_WIRE_OVERHEAD, counted)
+
+
+def _over_tcp(bursts):
+    return lambda size, read, mss, acks: _tcp(bursts(size, read), mss, acks)
+
+
+#: The wire models by name (a protocol's `wire_model` in plan.protocols): frames and bytes of one I/O.
+MODELS = {"iscsi": _over_tcp(_iscsi_bursts), "nfs": _over_tcp(_nfs_bursts), "nbd": _over_tcp(_nbd_bursts),
+          "fc": _fc, "fcoe": _fcoe}
+
+
+def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux") -> _Tally:
+    return MODELS[REGISTRY[protocol].wire_model or ""](size, read, mss, acks)
 
 
 def _sizes(block_size: int | Mapping[int, float]) -> dict[int, float]:
@@ -332,11 +346,11 @@ def wire_cost(
                 total.frames[d] += weight * share * one.frames[d]
                 total.wire[d] += weight * share * one.wire[d]
                 total.counted[d] += weight * share * one.counted[d]
-    per_frame = FC_DATA_PER_FRAME if protocol in MODELLED_ONLY else mss
+    per_frame = FC_DATA_PER_FRAME if REGISTRY[protocol].modelled_only else mss
     return WireCost(
-        protocol, None if protocol == "fc" else mtu, payload, read_pct, per_frame,
+        protocol, None if REGISTRY[protocol].fc_link else mtu, payload, read_pct, per_frame,
         total.frames[TO_STORAGE], total.frames[TO_HOST], total.wire[TO_STORAGE], total.wire[TO_HOST],
-        total.counted[TO_STORAGE], total.counted[TO_HOST], protocol in MODELLED_ONLY, low, high,
+        total.counted[TO_STORAGE], total.counted[TO_HOST], REGISTRY[protocol].modelled_only, low, high,
     )
 
 

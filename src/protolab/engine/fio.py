@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import ToolError
+from ..plan.protocols import engines
 from ..proc import Runner, SubprocessRunner
 
 if TYPE_CHECKING:  # only for annotations: telemetry is not needed to run fio
     from ..telemetry.cgroups import RoleCgroups
 
-NEEDED_ENGINES = ("io_uring", "libaio", "psync", "libiscsi", "nfs", "nbd")
+NEEDED_ENGINES = ("io_uring", "libaio", "psync", *engines())  # file engines, then the protocols' (plan.protocols)
 _ETA_IOPS = re.compile(r"\[([^\]\[]*?)\s*IOPS\]")
 _RATE = re.compile(r"([rwt])=([\d.]+)([kKmM]?)")
 

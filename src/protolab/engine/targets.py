@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..conventions import DATA_FILE
 from ..errors import TargetError
+from ..plan.protocols import PROTOCOLS
 from ..plan.targets import parse_target
 from ..proc import Runner
 
@@ -108,10 +109,11 @@ def check_overwrite(access: Access, *, allow_overwrite: bool, runner: Runner, la
         if p.exists() and p.stat().st_size > 0 and not _ours(p):
             raise TargetError(f"target {p} ({label}) is a non-empty file protolab did not create; {fix}")
         return
-    if access.kind in ("iscsi", "nbd"):
+    protocol = PROTOCOLS.get(access.kind)
+    if protocol is not None and not protocol.own_file:
         raise TargetError(
             f"target {where} ({label}): protolab cannot see whether this {access.kind} storage holds data; {fix}")
-    # nfs: protolab only ever writes its own file (protolab.dat) in the export.
+    # an NFS export: protolab only ever writes its own file (protolab.dat) there (plan.protocols' own_file)
 
 
 def _ours(path: Path) -> bool:

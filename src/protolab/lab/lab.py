@@ -24,9 +24,9 @@ from .record import Record
 from . import holder
 from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
+from ..plan.protocols import PROTOCOLS, lab_targets
 from ..trust import LAB_BASE, check_dir, check_workdir, secure_dir
 
-PROTOCOLS = ("iscsi", "nfs", "nbd", "local")
 LAB_ROOT = LAB_BASE  # root-owned, 0700, never removed (protolab.trust)
 POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
 
@@ -51,11 +51,11 @@ class Lab:
 
     def __init__(self, spec: LabSpec, protocols: set[str], workdir: Path,
                  runner: Runner | None = None):
-        unknown = sorted(set(protocols) - set(PROTOCOLS))
+        unknown = sorted(set(protocols) - set(lab_targets()))
         if unknown:
             raise ProtolabError(
                 f"lab: unknown protocol(s) {', '.join(unknown)}; a lab target is one of "
-                + ", ".join(f"lab:{p}" for p in PROTOCOLS))
+                + ", ".join(f"lab:{p}" for p in lab_targets()))
         self.spec = spec
         self.protocols = set(protocols)
         self.workdir = Path(workdir)
@@ -284,11 +284,11 @@ class Lab:
         if protocol == "local":
             return Endpoint("local", str(data), self.names.storage_ns, size)
         addr = self.names.storage_address(self.spec.port_of(host, nic))
-        url = {
-            "iscsi": f"iscsi://{addr}:{ISCSI_PORT}/{self.names.iqn}/{LUN}",
-            "nfs": f"nfs://{addr}{data.parent}",
-            "nbd": f"nbd://{addr}:{NBD_PORT}",
-        }[protocol]
+        url = {  # by the server that serves the protocol (plan.protocols)
+            "tgt": f"{protocol}://{addr}:{ISCSI_PORT}/{self.names.iqn}/{LUN}",
+            "ganesha": f"{protocol}://{addr}{data.parent}",
+            "nbdkit": f"{protocol}://{addr}:{NBD_PORT}",
+        }[PROTOCOLS[protocol].server or ""]
         return Endpoint(protocol, url, self.names.host_ns(host), size)
 
     @property

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from ..plan.protocols import PROTOCOLS
 from ..plan.topology import LabSpec
 
 LAB_NETWORK = IPv4Network("198.18.0.0/15")
 SUBNET_PREFIXLEN = 24
-ISCSI_PORT = 3260
-NBD_PORT = 10809
+ISCSI_PORT = PROTOCOLS["iscsi"].port
+NBD_PORT = PROTOCOLS["nbd"].port
 NFS_PORT = 2049
 MOUNT_PORT = 20048
 

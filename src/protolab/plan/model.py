@@ -17,6 +17,7 @@ from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
 from .shape import Bursts, HotZone, Replay, Skew
 from .stages import Fill, stage_steps
+from .targets import is_lab_target
 from .units import format_duration, format_size, parse_duration, parse_size
 
 SCHEMA_VERSION = 1
@@ -434,6 +435,6 @@ class Plan(_Model):
 
     def uses_lab(self) -> bool:
         """True when any configuration targets a lab export."""
-        return any(self.target_of(c).url.startswith("lab:") for c in self.configurations)
+        return any(is_lab_target(self.target_of(c).url) for c in self.configurations)
 
 

@@ -14,7 +14,8 @@ from typing import Callable
 
 from ..errors import PlanError
 from .model import Configuration, Plan, Workload
-from .targets import LAB_TARGETS, TargetRef, looks_like_target, parse_target
+from .protocols import PROTOCOLS, lab_targets
+from .targets import TargetRef, looks_like_target, parse_target
 from .units import format_size
 
 ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries
@@ -23,7 +24,6 @@ POOL_HEADROOM = 256 * 1024**2
 #: Longest Linux interface name (IFNAMSIZ - 1).
 IFNAME_MAX = 15
 #: fio engines the URL targets use.
-URL_ENGINES = {"iscsi": "libiscsi", "nfs": "nfs", "nbd": "nbd"}
 
 
 def region(size: int, streams: int, workload: Workload) -> int:
@@ -233,7 +233,7 @@ def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> No
         # whole GiB: other programs change the free space between two checks; the message stays the same
         raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} does not fit the {free // 1024**3} GiB free "
                         f"on the disk of {where}; lower lab.pool_size or choose another --lab-workdir")
-    assert protocols <= set(LAB_TARGETS)
+    assert protocols <= set(lab_targets())
 
 
 def _engines(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:
@@ -241,10 +241,11 @@ def _engines(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -
     if engines is None:
         return
     for i, (c, r) in enumerate(zip(plan.configurations, refs)):
-        kind = r.lab if r.is_lab else r.kind
-        wanted = URL_ENGINES.get(kind or "", c.ioengine or "io_uring")
+        protocol = PROTOCOLS.get(r.protocol or "")
+        by_url = protocol is not None and protocol.engine is not None
+        wanted = protocol.engine if by_url else (c.ioengine or "io_uring")
         if wanted not in engines:
-            field_name = "ioengine" if kind not in URL_ENGINES else "target"
+            field_name = "target" if by_url else "ioengine"
             raise PlanError(f"{source}: configurations[{i}] ({c.name}).{field_name}: this fio has no {wanted!r} "
                             f"engine (it lists {', '.join(sorted(engines))}); run 'protolab doctor'")
 

@@ -6,25 +6,14 @@ Everything here is data: validated once, frozen, and handed to ``protolab.lab``.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .links import LinkError, parse_link
 from .units import parse_size
 
-LAB_PROTOCOLS = ("iscsi", "nfs", "nbd")
-"""The protocols a lab export can be reached with (``local`` needs no export)."""
 
-RATE_PRESETS: dict[str, int] = {
-    "1gbe": 1_000_000_000,
-    "2.5gbe": 2_500_000_000,
-    "10gbe": 10_000_000_000,
-    "25gbe": 25_000_000_000,
-    "40gbe": 40_000_000_000,
-    "100gbe": 100_000_000_000,
-}
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:bit|bps|b/s|bit/s)?\s*$", re.IGNORECASE)
-_RATE_POW = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$", re.IGNORECASE)
 _DELAY_US = {"us": 1, "ms": 1000, "s": 1_000_000}
 _PREFIX = re.compile(r"^[a-z][a-z0-9]{0,5}$")
@@ -38,15 +27,15 @@ def parse_rate(value: int | str) -> int:
         if value <= 0:
             raise ValueError(f"rate must be positive, got {value}")
         return value
-    text = str(value).strip()
-    if text.lower() in RATE_PRESETS:
-        return RATE_PRESETS[text.lower()]
-    m = _RATE.match(text)
-    if not m:
+    try:
+        link = parse_link(value)
+    except LinkError:
         raise ValueError(
             f"rate must be a preset (1GbE, 10GbE, 25GbE) or a rate like '2.5gbit' or '500mbit', got {value!r}"
-        )
-    bps = float(m.group(1)) * 1000 ** _RATE_POW[m.group(2).lower()]
+        ) from None
+    if link.kind != "ethernet":
+        raise ValueError(f"rate {value!r} is a Fibre Channel link; a lab link is Ethernet (e.g. '10GbE')")
+    bps = link.bps
     if bps < 1000:
         raise ValueError(f"rate {value!r} is below 1 kbit/s; write it like '500mbit'")
     return int(bps)
@@ -177,8 +166,19 @@ class LabSpec(BaseModel):
     pool_size: str = "2G"
     export_size: str = "256M"
     cow: bool = False
-    exports: dict[Literal["iscsi", "nfs", "nbd"], ExportAccess] = Field(default_factory=dict)
+    exports: dict[str, ExportAccess] = Field(default_factory=dict)
     paths: tuple[PathSpec, ...] = ()
+
+    @field_validator("exports", mode="before")
+    @classmethod
+    def _exports(cls, v: Any) -> Any:
+        from .protocols import exported
+
+        if isinstance(v, dict):
+            unknown = [k for k in v if k not in exported()]
+            if unknown:
+                raise ValueError(f"unknown export {unknown[0]!r}; a lab export is one of {', '.join(exported())}")
+        return v
 
     @field_validator("paths", mode="before")
     @classmethod

@@ -57,6 +57,24 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
         drawer.close()
 
 
+def _configuration_columns(plan) -> dict[str, dict[str, str]]:
+    """cells.csv's columns that come from the plan, per configuration: its protocol (plan.protocols; '' for a
+    path) and the VMs' virtual disk controller ('' without VMs)."""
+    if plan is None:
+        return {}
+    from ..plan.targets import protocol_named
+
+    hv = getattr(plan, "hypervisor", None)
+    if isinstance(hv, dict):  # a plan read back from a manifest keeps its [hypervisor] as data
+        from ..plan.hypervisor import Hypervisor
+
+        hv = Hypervisor.model_validate(hv)
+    default = hv.controller if hv is not None else None
+    return {c.name: {"protocol": protocol_named(plan.target_of(c).url) or "",
+                     "controller": (c.controller or default or "") if default is not None else ""}
+            for c in plan.configurations}
+
+
 def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..results.rundir import atomic_write
     from . import tables
@@ -74,7 +92,9 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/ (drawn by
     # worker processes while the tables are written here)
     drawn = drawer.start(data.charts, rundir.path / "figures" if figures else None, data.configurations)
-    rundir.write_csv(records, lambda r: derived(r).csv_fields())  # today's formulas, also for old runs
+    place = _configuration_columns(data.plan)
+    # today's formulas, also for old runs
+    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **derived(r).csv_fields()})
     tables.write_csvs(data, rundir.path / "tables")
     atomic_write(rundir.path / "report.md", report_markdown(data))
     path = rundir.path / "report.html"

@@ -23,7 +23,9 @@ from ..analysis.relative import Row
 from ..analysis.stats import Verdict
 from ..analysis.derived import busy_note, figures
 from ..analysis.pairs import pair_findings
-from ..analysis.wire import TCP_PROTOCOLS, ceiling
+from ..analysis.wire import ceiling
+from ..plan.protocols import PROTOCOLS
+from ..plan.targets import protocol_named
 from ..errors import ProtolabError
 from ..plan.coordinates import Point, point_of
 from ..plan.model import Plan
@@ -175,8 +177,8 @@ def _reference(data: ReportData, rows: list, metric: str) -> str:
 
 def protocol_of(url: str) -> str | None:
     """'iscsi' for iscsi://… or lab:iscsi; None for a local path (no wire in between)."""
-    m = re.match(r"^lab:([a-z]+)", url) or re.match(r"^([a-z]+)://", url)
-    return m.group(1) if m and m.group(1) in TCP_PROTOCOLS else None
+    name = protocol_named(url)
+    return name if name is not None and PROTOCOLS[name].tcp else None
 
 
 def _as_dict(v: Any) -> dict[str, Any]:

@@ -37,7 +37,8 @@ READABLE_SCHEMAS = (1, 2)
 
 #: cells.csv, one row per record (documented in the README); then one column per extra dimension.
 _CSV_HEAD = [
-    "run_id", "seq", "session", "status", "workload", "configuration", "baseline", "load_index", "hosts",
+    "run_id", "seq", "session", "status", "workload", "configuration", "protocol", "controller", "baseline",
+    "load_index", "hosts",
     "streams_per_host", "oio_per_stream", "total_oio", "repeat", "iops", "read_iops", "write_iops", "mbps",
     "read_mbps", "write_mbps", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us",
     "lat_p99.9_us", "read_lat_mean_us", "read_lat_p99_us", "write_lat_mean_us", "write_lat_p99_us",
@@ -46,7 +47,8 @@ _CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "en
 
 
 def csv_columns() -> list[str]:
-    """cells.csv's columns: the fio result's, every registered metric (protolab.metrics) not among them, the
+    """cells.csv's columns: the cell's place (the configuration's protocol and, for VMs, virtual disk controller,
+    written by the report from the plan), the fio result's, every registered metric (protolab.metrics) not among them, the
     derived figures cells.csv carries, then the window's own."""
     metrics = [k for k in METRICS if k not in _CSV_HEAD]
     return [*_CSV_HEAD, *metrics, *(k for k, in_csv in FIGURES.items() if in_csv), *_CSV_TAIL]

@@ -19,14 +19,15 @@ from ..plan.model import Configuration, Plan
 from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
+from ..plan.protocols import PROTOCOLS
+from ..plan.targets import parse_target
 from .progress import Progress
 from .testbed import Testbed, every_step
 
 
 def lab_protocol(plan: Plan, c: Configuration) -> str | None:
     """'iscsi', 'nfs', 'nbd' or 'local' for a `lab:` target; None for a path or URL."""
-    url = plan.target_of(c).url
-    return url.split(":", 1)[1] if url.startswith("lab:") else None
+    return parse_target(plan.target_of(c).url).lab
 
 
 class LabTestbed(Testbed):
@@ -112,7 +113,8 @@ class LabTestbed(Testbed):
 
     def serves(self, c: Configuration) -> bool | None:
         """``lab:local`` reaches the pool in the storage namespace, past every server: none serves it."""
-        return None if not isinstance(c.target, str) or not c.target.startswith("lab:") else c.target != "lab:local"
+        ref = parse_target(self.plan.target_of(c).url)
+        return None if not ref.is_lab else bool(PROTOCOLS[ref.lab or ""].server)
 
     def storage_ports(self) -> list[str]:
         ns = self.lab.names.storage_ns

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ProtolabError, ToolError
+from ..plan.protocols import qemu_schemes
 from ..trust import open_nofollow
 from ..proc import Runner
 from .controllers import controller, device_args
@@ -30,7 +31,6 @@ QEMU = "qemu-system-x86_64"
 GUEST_FIO_PORT = 8765
 READY_LINE = "protolab-guest: fio server ready"
 DISK_LINE = "protolab-guest: disks"
-PROTOCOLS = ("iscsi", "nbd", "nfs")
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ class Disk:
 
     def __post_init__(self) -> None:
         controller(self.controller)  # a wrong name is refused when the disk is described
-        if self.url.split("://", 1)[0] not in PROTOCOLS:
-            raise ProtolabError(f"disk {self.url!r}: QEMU attaches {', '.join(PROTOCOLS)} URLs only")
+        if self.url.split("://", 1)[0] not in qemu_schemes():
+            raise ProtolabError(f"disk {self.url!r}: QEMU attaches {', '.join(qemu_schemes())} URLs only")
 
 
 @dataclass(frozen=True)

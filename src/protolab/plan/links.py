@@ -1,4 +1,6 @@
-"""Links the wire model knows: Ethernet rates and Fibre Channel speeds (with their line coding), and rate parsing."""
+"""Links and rates, one grammar for all: Ethernet rates and Fibre Channel speeds (with their line coding).
+
+The lab's links (plan.topology), the wire model and `protolab limits` (analysis.wire) all read rates here."""
 
 from __future__ import annotations
 
@@ -6,6 +8,10 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ProtolabError
+
+
+class LinkError(ProtolabError, ValueError):
+    """A rate or link that cannot be read (a ValueError too, so plan validators report it as a field error)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ def parse_link(value: str | float | int | Link) -> Link:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value <= 0:
-            raise ProtolabError(f"link: rate must be positive, got {value}")
+            raise LinkError(f"link: rate must be positive, got {value}")
         return Link(f"{value:g} bit/s", "ethernet", float(value))
     text = str(value).strip()
     for name, link in LINKS.items():
@@ -57,7 +63,7 @@ def parse_link(value: str | float | int | Link) -> Link:
     m = _RATE.match(text.lower().replace(" ", ""))
     # "MB/s" is bytes; refuse rather than read it as megabits.
     if not m or float(m.group(1)) <= 0 or re.search(r"B(?!it|IT|E|e)", text):
-        raise ProtolabError(
+        raise LinkError(
             f"link: cannot read rate {text!r}; use a preset ({', '.join(LINKS)}) or a rate such as 10gbit or 2.5G"
         )
     bps = float(m.group(1)) * _SCALE[m.group(2)]
