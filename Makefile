@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 PROTOLAB := .venv/bin/protolab
 
-.PHONY: deps test-deps demo test test-unit bench clean
+.PHONY: deps test-deps demo lint test test-unit bench clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -16,7 +16,10 @@ test-deps:
 demo: deps
 	$(PROTOLAB) run --builtin lab-demo
 
-test: test-deps
+lint: test-deps
+	.venv/bin/ruff check src tests benchmarks
+
+test: lint
 	$(PY) -m pytest -q -ra
 
 test-unit: test-deps

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from typer.exceptions import Abort, TyperException
 from rich.console import Console
+from typer.exceptions import Abort, TyperException
 
 from . import __version__
 from .errors import Interrupted, ProtolabError, one_line
@@ -30,8 +30,14 @@ class RichProgress:
 
     def __init__(self, console: Console):
         # imported here: only `run` draws a bar, and rich.progress costs every other command ~20 ms
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = console
         # 2 refreshes a second (rich's default is 10): the bar's own cost stays well under 1 % of a core
@@ -75,7 +81,8 @@ def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = N
     return load_plan_text(text, source=str(plan), scale=scale), text, str(plan)
 
 
-SCALE_HELP = "The plan's \\[scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the seed's own)."
+SCALE_HELP = ("The plan's \\[scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the "
+              "seed's own).")
 
 
 def _environment(p, lab_workdir: Optional[Path]):
@@ -149,7 +156,8 @@ def _lab_allowed(p, source: str) -> None:
 @app.command()
 def run(
     plan: Optional[Path] = typer.Argument(None, help="The plan file (TOML)."),
-    builtin: Optional[str] = typer.Option(None, "--builtin", "-b", help="Run a built-in study instead (see 'protolab plans')."),
+    builtin: Optional[str] = typer.Option(None, "--builtin", "-b",
+                                          help="Run a built-in study instead (see 'protolab plans')."),
     results: Path = typer.Option(Path("results"), "--results", help="Where run directories are written."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
@@ -181,7 +189,8 @@ def resume(
         "(default /var/lib/protolab/PREFIX; it must be root's alone)."),
 ):
     """Continue an interrupted or failed run: bring the testbed up again, prepare as the plan says, and measure
-    exactly the (cell, repeat) pairs that are missing or failed, in the plan's interleaved order; then write the report."""
+    exactly the (cell, repeat) pairs that are missing or failed, in the plan's interleaved order; then write the
+    report."""
     from .results.rundir import RunDir
     from .run import Study
     from .run.resume import resumable
@@ -210,7 +219,7 @@ def validate(
     """Check a plan as `run` would before it creates anything, and show the matrix it expands to."""
     from .plan.expand import expand
     from .plan.preflight import preflight
-
+    from .plan.summary import matrix_line
     from .plan.warnings import machine_memory, plan_warnings
 
     p, _text, source = _load(plan, None, scale)
@@ -235,33 +244,7 @@ def validate(
         return
     for w in warnings:
         err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
-    out.print(f"{plan}: plan {p.name!r} is valid — {len(p.configurations)} configurations × "
-              f"{len(p.workloads)} workloads × {len(p.load_points)} load points × {_repeats(m)}"
-              f"{f' × {len(m.fill.levels)} fill levels' if m.fill is not None else ''}{_aging(p)} "
-              f"= {_cells(m, len(cells))}, about {_minutes(m, len(cells), p.seconds_per_cell)} min of measurement"
-              f"{f'; {m.fill.summary()}' if m.fill is not None else ''}")
-
-
-def _aging(p) -> str:
-    """' × 3 aging steps (aged 30s, measured every 10s)', or nothing."""
-    age = p.stage.age if p.stage is not None else None
-    return f" × {age.steps} aging steps ({age.summary()})" if age is not None else ""
-
-
-def _repeats(m) -> str:
-    return f"{m.repeats} repeats" if isinstance(m.repeats, int) else m.repeats.summary()
-
-
-def _cells(m, n: int) -> str:
-    """'24 cells', or '24–120 cells' with adaptive repeats."""
-    return f"{n} cells" if isinstance(m.repeats, int) else f"{n}–{n // m.min_repeats * m.max_repeats} cells"
-
-
-def _minutes(m, n: int, seconds_per_cell: float) -> str:
-    per = seconds_per_cell / 60
-    if isinstance(m.repeats, int):
-        return f"{n * per:.1f}"
-    return f"{n * per:.1f}–{n // m.min_repeats * m.max_repeats * per:.1f}"
+    out.print(f"{plan}: plan {p.name!r} is valid — {matrix_line(p, len(cells))}")
 
 
 def _overwrite_checks(p) -> None:
@@ -275,7 +258,8 @@ def _overwrite_checks(p) -> None:
 @app.command()
 def plans():
     """List the built-in studies: name, description, the seed study they reproduce, runtime at each scale."""
-    from .plan.library import builtin_studies, study_description, study_runtimes
+    from .plan.library import builtin_studies, study_description
+    from .plan.load import study_runtimes
 
     for name, text in builtin_studies().items():
         seed, times = study_runtimes(name)
@@ -337,8 +321,8 @@ def _root(version: bool = typer.Option(False, "--version", help="Print protolab'
 
 def _register_subcommands() -> None:
     """Commands whose bodies live in their own packages."""
-    from .limits_cli import limits_command
     from .lab.cli import lab_app
+    from .limits_cli import limits_command
     from .report.commands import compare_command, report_command
 
     app.add_typer(lab_app, name="lab", help="Bring the embedded lab up, show it, take it down.")

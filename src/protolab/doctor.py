@@ -106,7 +106,8 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
 
     drivers = {p.name: (QEMU_MODULES / f"{p.qemu_module}.so").exists() for p in PROTOCOLS.values() if p.qemu_module}
     checks.append(Check("qemu block drivers", all(drivers.values()),
-                        ", ".join(f"{p.name} built in" for p in PROTOCOLS.values() if p.qemu and not p.qemu_module) + "; "
+                        ", ".join(f"{p.name} built in" for p in PROTOCOLS.values()
+                                  if p.qemu and not p.qemu_module) + "; "
                         + ", ".join(f"{d} {'present' if ok else 'missing'}" for d, ok in drivers.items()),
                         "apt-get install qemu-block-extra (QEMU's libiscsi and libnfs drivers)"))
     try:

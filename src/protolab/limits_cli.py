@@ -11,9 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .analysis.limits import (_count, _describe, _resolve_workload, choose_protocols, limits_rows)
+from .analysis.limits import _count, _describe, _resolve_workload, choose_protocols, limits_rows
 from .analysis.wire import LINKS, Ceiling, modelled_only, parse_link
-from .plan.protocols import PROTOCOLS as REGISTRY, modelled
+from .plan.protocols import PROTOCOLS as REGISTRY
+from .plan.protocols import modelled
 
 
 def limits_table(

@@ -9,9 +9,8 @@ import subprocess
 
 import pytest
 
-from protolab.results.rundir import RunDir
-
 from protolab.engine.status import documents, elapsed_ms, snapshots
+from protolab.results.rundir import RunDir
 
 
 def _free_port() -> int:

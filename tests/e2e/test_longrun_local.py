@@ -3,8 +3,6 @@ last one, `protolab resume` measures it again, and the report reads the series (
 
 from __future__ import annotations
 
-import pytest
-
 import csv
 import json
 import os
@@ -12,6 +10,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 PLAN = """
 name = "longrun"

@@ -7,9 +7,9 @@ import json
 import os
 import shutil
 import stat
-from pathlib import Path
 
 import pytest
+
 from conftest import NOBODY, run_cli
 
 PLAN = """
@@ -73,7 +73,7 @@ def test_report_refuses_a_run_directory_with_a_symlink(run, victim, planted):
         shutil.rmtree(target)
     else:
         target.unlink(missing_ok=True)
-    target.symlink_to(victim if not planted in ("tables", "figures") else victim.parent)
+    target.symlink_to(victim if planted not in ("tables", "figures") else victim.parent)
     before = sorted(p.name for p in victim.parent.iterdir())
     _one_line(run_cli("report", run), f"{planted} is a symlink")
     assert victim.read_text() == "keep me\n" and sorted(p.name for p in victim.parent.iterdir()) == before

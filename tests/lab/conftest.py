@@ -92,6 +92,30 @@ def settled_leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = (), wait: fl
     return found
 
 
+def family_prefix(letter: str) -> str:
+    """The lab prefix of one family of tests (one test module): PROTOLAB_TEST_LAB_PREFIX's first five
+    characters and ``letter`` when it is set, so parallel sessions never share one; 'pl' + letter otherwise."""
+    base = os.environ.get("PROTOLAB_TEST_LAB_PREFIX")
+    return (base[:5] + letter) if base else "pl" + letter
+
+
+def lab_workdir(prefix: str, name: str):
+    """The body of every lab test's ``workdir`` fixture: a fresh work directory named after the prefix and the
+    test, and after the test (failed or not) a check that the lab left nothing of that prefix behind — what it
+    left is removed and the test fails. Only this prefix is ever swept."""
+    need_root_and_tools()
+    w = LABTEST_ROOT / f"{prefix}-{name}"
+    shutil.rmtree(w, ignore_errors=True)
+    try:
+        yield w
+    finally:
+        left = leftovers(prefix)
+        if left:
+            down_all(prefix, workdirs=[w])
+            pytest.fail(f"the lab left behind: {', '.join(left)}")
+        shutil.rmtree(w, ignore_errors=True)
+
+
 def workdir_for(name: str) -> Path:
     """A lab workdir of this session (its name carries the test prefix)."""
     return LABTEST_ROOT / f"{PREFIX}-{name}"

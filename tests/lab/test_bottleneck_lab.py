@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from test_study import config, plan_text, study, workdir  # noqa: F401  (fixture)
 
 from protolab.analysis.bottleneck import assess
 from protolab.analysis.wire import ceiling
 from protolab.report import tables
-from test_study import config, plan_text, study, workdir  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.lab
 

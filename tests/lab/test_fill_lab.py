@@ -6,19 +6,16 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
-from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 
-from protolab.lab import down_all
+from conftest import family_prefix, lab_workdir
 
 pytestmark = pytest.mark.lab
 # its own prefix (PROTOLAB_TEST_LAB_PREFIX + "f" when set, so parallel sessions never share one)
-PREFIX = (os.environ.get("PROTOLAB_TEST_LAB_PREFIX", "")[:5] + "f") if os.environ.get("PROTOLAB_TEST_LAB_PREFIX") \
-    else "plf"
+PREFIX = family_prefix("f")
 MIB = 1024**2
 
 PLAN = f"""
@@ -54,15 +51,7 @@ levels = [25, 50, 100]
 
 @pytest.fixture
 def workdir():
-    need_root_and_tools()
-    w = LABTEST_ROOT / f"{PREFIX}-fill-stage"
-    shutil.rmtree(w, ignore_errors=True)
-    yield w
-    left = leftovers(PREFIX)
-    if left:
-        down_all(PREFIX, workdirs=[w])
-        pytest.fail(f"the study left behind: {', '.join(left)}")
-    shutil.rmtree(w, ignore_errors=True)
+    yield from lab_workdir(PREFIX, "fill-stage")
 
 
 def test_fill_levels_write_each_new_part_once_and_cells_carry_the_level(workdir, tmp_path):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protolab.conventions import DATA_FILE
-
 from conftest import PREFIX, sh, spec
+from protolab.conventions import DATA_FILE
 
 pytestmark = pytest.mark.lab
 

@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from protolab.plan.topology import LinkSpec
-
 from conftest import FIO, PREFIX, sh, spec
+from protolab.plan.topology import LinkSpec
 
 pytestmark = pytest.mark.lab
 

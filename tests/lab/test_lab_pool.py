@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from protolab.conventions import DATA_FILE
-
 from conftest import sh, spec
+from protolab.conventions import DATA_FILE
 
 pytestmark = pytest.mark.lab
 

@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import NOBODY, PREFIX, as_nobody, need_root_and_tools, run_cli, settled_leftovers, spec, workdir_for
 
+from conftest import NOBODY, PREFIX, as_nobody, need_root_and_tools, run_cli, settled_leftovers, spec, workdir_for
 from protolab.errors import ProtolabError
 from protolab.lab import Lab, holder
 from protolab.lab.record import Record

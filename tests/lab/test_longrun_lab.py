@@ -4,21 +4,17 @@ no restore between them; cells.csv has a row per step, series.csv one continuous
 from __future__ import annotations
 
 import csv
-import os
-import shutil
 
 import pytest
-from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 
-from protolab.lab import down_all
+from conftest import family_prefix, lab_workdir, leftovers
 from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 
 pytestmark = pytest.mark.lab
 # its own prefix (PROTOLAB_TEST_LAB_PREFIX + "a" when set, so parallel sessions never share one)
-PREFIX = (os.environ.get("PROTOLAB_TEST_LAB_PREFIX", "")[:5] + "a") if os.environ.get("PROTOLAB_TEST_LAB_PREFIX") \
-    else "pla"
+PREFIX = family_prefix("a")
 
 PLAN = f"""
 name = "aging"
@@ -48,17 +44,7 @@ every = "10s"
 
 @pytest.fixture
 def workdir(request):
-    need_root_and_tools()
-    w = LABTEST_ROOT / f"{PREFIX}-aging-{request.node.name[:30]}"
-    shutil.rmtree(w, ignore_errors=True)
-    try:
-        yield w
-    finally:
-        left = leftovers(PREFIX)
-        if left:
-            down_all(PREFIX, workdirs=[w])
-            pytest.fail(f"the aging study left behind: {', '.join(left)}")
-        shutil.rmtree(w, ignore_errors=True)
+    yield from lab_workdir(PREFIX, f"aging-{request.node.name[:30]}")
 
 
 def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 
+from conftest import family_prefix, lab_workdir
 from protolab.analysis.wire import ceiling
-from protolab.lab import down_all
 from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 
 pytestmark = pytest.mark.lab
 # its own prefix (PROTOLAB_TEST_LAB_PREFIX + "m" when set, so parallel sessions never share one)
-PREFIX = (os.environ.get("PROTOLAB_TEST_LAB_PREFIX", "")[:5] + "m") if os.environ.get("PROTOLAB_TEST_LAB_PREFIX") else "plm"
+PREFIX = family_prefix("m")
 
 
 @pytest.fixture
 def workdir(request):
-    need_root_and_tools()
-    w = LABTEST_ROOT / f"{PREFIX}-{request.node.name[:30]}"
-    shutil.rmtree(w, ignore_errors=True)
-    yield w
-    left = leftovers(PREFIX)
-    if left:
-        down_all(PREFIX, workdirs=[w])
-        pytest.fail(f"the study left behind: {', '.join(left)}")
-    shutil.rmtree(w, ignore_errors=True)
+    yield from lab_workdir(PREFIX, request.node.name[:30])
 
 
 def _plan(configs: list[tuple[str, str]], *, lab: str, workload: str, load: str, method: str) -> str:

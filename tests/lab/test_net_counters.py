@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 from conftest import PREFIX, sh
-
 from protolab.proc import SubprocessRunner
 from protolab.telemetry.net import read_counters, read_namespaces
 

@@ -8,12 +8,12 @@ for ever. protolab builds fio with patches/fio/0001-nfs-getevents-honours-min.pa
 from __future__ import annotations
 
 import pytest
-from conftest import leftovers
+from test_study import PREFIX, config, plan_text, workdir  # noqa: F401  (fixture)
 
+from conftest import leftovers
 from protolab.analysis.wire import ceiling
 from protolab.plan.load import load_plan_text
 from protolab.run import Study
-from test_study import PREFIX, config, plan_text, workdir  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.lab
 

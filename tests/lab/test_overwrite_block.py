@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from conftest import needs_root
 
 pytestmark = pytest.mark.lab

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from conftest import DATA, LABTEST_ROOT, PREFIX, leftovers, need_root_and_tools
 
-from protolab.lab import down_all
+from conftest import DATA, PREFIX, lab_workdir
 from protolab.plan.load import load_plan_text
 from protolab.run import Study
 
@@ -40,15 +37,7 @@ export_size = "128M"
 
 @pytest.fixture
 def workdir():
-    need_root_and_tools()
-    w = LABTEST_ROOT / f"{PREFIX}-replay"
-    shutil.rmtree(w, ignore_errors=True)
-    yield w
-    left = leftovers(PREFIX)
-    if left:
-        down_all(PREFIX, workdirs=[w])
-        pytest.fail(f"the run left behind: {', '.join(left)}")
-    shutil.rmtree(w, ignore_errors=True)
+    yield from lab_workdir(PREFIX, "replay")
 
 
 def test_the_trace_is_replayed_over_nbd_and_nfs(workdir, tmp_path):

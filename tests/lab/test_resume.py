@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import leftovers
-
-from protolab.results.rundir import RunDir
 from test_study import PREFIX, config, plan_text, workdir  # noqa: F401  (fixture)
+
+from conftest import leftovers
+from protolab.results.rundir import RunDir
 
 pytestmark = pytest.mark.lab
 

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from protolab.analysis.derived import figures as derived
-from conftest import leftovers
 from test_study import PREFIX, config, plan_text, study, workdir  # noqa: F401  (fixture)
+
+from conftest import leftovers
+from protolab.analysis.derived import figures as derived
 
 pytestmark = pytest.mark.lab
 

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 import pytest
+
 from conftest import needs_root
 
 pytestmark = pytest.mark.lab

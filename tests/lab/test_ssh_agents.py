@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIO, LABTEST_ROOT, leftovers, need_root_and_tools
 
+from conftest import FIO, LABTEST_ROOT, family_prefix, leftovers, need_root_and_tools
 from protolab.lab import Lab, down_all
 from protolab.plan.topology import LabSpec
 
 pytestmark = pytest.mark.lab
-PREFIX = "plr"
+PREFIX = family_prefix("r")
 
 
 def _keygen(path: Path) -> None:

@@ -14,17 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LABTEST_ROOT, leftovers, need_root_and_tools
 
-from protolab.engine.status import documents, elapsed_ms, snapshots
-from protolab.lab import down_all
-from protolab.plan.load import load_plan_text
+from conftest import family_prefix, lab_workdir, leftovers, need_root_and_tools
 from protolab.analysis.derived import figures
+from protolab.engine.status import documents, elapsed_ms, snapshots
+from protolab.plan.load import load_plan_text
 from protolab.run import Study
 
 pytestmark = pytest.mark.lab
 # its own prefix (PROTOLAB_TEST_LAB_PREFIX + "s" when set, so parallel sessions never share one)
-PREFIX = (os.environ.get("PROTOLAB_TEST_LAB_PREFIX", "")[:5] + "s") if os.environ.get("PROTOLAB_TEST_LAB_PREFIX") else "pls"
+PREFIX = family_prefix("s")
 
 
 def plan_text(configs: str, *, lab: str = "", workload: str = '"tr3808-4k"', load: str = "streams = 1\noio = 4",
@@ -52,16 +51,7 @@ def config(name: str, target: str, extra: str = "") -> str:
 
 @pytest.fixture
 def workdir(request):
-    need_root_and_tools()
-    # the prefix in the name: two sessions running the same test must not share (and remove) one workdir
-    w = LABTEST_ROOT / f"{PREFIX}-study-{request.node.name[:30]}"
-    shutil.rmtree(w, ignore_errors=True)
-    yield w
-    left = leftovers(PREFIX)
-    if left:
-        down_all(PREFIX, workdirs=[w])
-        pytest.fail(f"the study left behind: {', '.join(left)}")
-    shutil.rmtree(w, ignore_errors=True)
+    yield from lab_workdir(PREFIX, f"study-{request.node.name[:30]}")
 
 
 def study(text: str, workdir: Path, tmp_path: Path, **kw) -> Study:

@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIO, sh, spec
 from protolab.lab.procs import alive
 from protolab.proc import SubprocessRunner
-from protolab.vm.host import lab_guest, run_cell
 from protolab.vm.accel import free_port
 from protolab.vm.controllers import CONTROLLERS
+from protolab.vm.host import lab_guest, run_cell
 from protolab.vm.image import find_image
 from protolab.vm.qemu import Disk, Guest, GuestSpec
-
-from conftest import FIO, sh, spec
 
 pytestmark = pytest.mark.lab
 

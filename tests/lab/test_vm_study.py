@@ -11,14 +11,14 @@ import sys
 import time
 
 import pytest
-from conftest import leftovers
+from test_study import PREFIX, workdir  # noqa: F401  (fixture)
+from test_vm_guest import guest_image
 
+from conftest import leftovers
 from protolab.analysis.derived import figures
 from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir
 from protolab.run import Study
-from test_study import PREFIX, workdir  # noqa: F401  (fixture)
-from test_vm_guest import guest_image
 
 pytestmark = pytest.mark.lab
 

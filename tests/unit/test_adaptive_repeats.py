@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from test_session import PLAN, FakeFio, FakeTestbed, _order
 
 from protolab.analysis.repeats import mean_interval_pct, next_repeat, spread_pct
 from protolab.errors import ProtolabError
@@ -14,8 +15,6 @@ from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 from protolab.run.resume import resumable
-
-from test_session import PLAN, FakeFio, FakeTestbed, _order
 
 
 def test_interval_and_spread_numbers():

@@ -4,7 +4,7 @@ and exact sentences."""
 import pytest
 
 from protolab.analysis.bottleneck import CPU_SHARE, WAIT_SHARE, WIRE_SHARE, Usage, assess, bottlenecks, usages
-from protolab.analysis.bottleneck_words import bottleneck_findings
+from protolab.analysis.bottleneck_words import bottleneck_findings, cause
 from protolab.results.records import BusiestThread, CellRecord, CellResult, DirectionResult, Telemetry
 
 CEIL = 20000.0  # the wire model's ceiling IOPS in these tests
@@ -58,7 +58,7 @@ def test_the_wire_at_ninety_percent_of_its_ceiling():
     assert (b.kind, b.what, b.ceiling_share) == ("wire", "wire", pytest.approx(0.93))
     assert b.busiest == Usage("tgtd", "thread", pytest.approx(0.4), 1)
     assert b.label == "wire 93 %"
-    assert b.sentence == "held by the wire (93 % of its ceiling; busiest CPU: tgtd's busiest thread at 40 % of a core)"
+    assert cause([b]) == "held by the wire (93 % of its ceiling; busiest CPU: tgtd's busiest thread at 40 % of a core)"
 
 
 def test_the_wire_comes_before_a_saturated_cpu():
@@ -73,7 +73,7 @@ def test_tgtd_held_by_its_busiest_thread_though_the_process_has_more():
     assert b.held == Usage("tgtd", "thread", pytest.approx(0.97), 1)
     assert b.ceiling_share == pytest.approx(0.45)
     assert b.label == "tgtd CPU 97 %"
-    assert b.sentence == "held by tgtd's CPU (busiest thread at 97 % of a core) at 45 % of the wire's ceiling"
+    assert cause([b]) == "held by tgtd's CPU (busiest thread at 97 % of a core) at 45 % of the wire's ceiling"
 
 
 def test_median_of_repeats_decides():
@@ -96,14 +96,14 @@ def test_failed_windows_are_left_out():
 def test_a_process_without_thread_data_counts_at_one_core():
     b = assess([rec(4000, servers={"tgtd": 0.95, "rpcbind": 0.0})], CEIL)
     assert b.held == Usage("tgtd", "process", pytest.approx(0.95), 1)
-    assert b.sentence == "held by tgtd's CPU (95 % of a core) at 20 % of the wire's ceiling"
+    assert cause([b]) == "held by tgtd's CPU (95 % of a core) at 20 % of the wire's ceiling"
 
 
 def test_threads_that_ended_in_the_window_leave_the_process_rule():
     # nbdkit's per-connection threads end when fio disconnects: at the window's end only its idle main thread lives
     b = assess([rec(8000, servers={"nbdkit": 0.95}, threads={"nbdkit": (0.0, 1, 0.0)})], CEIL)
     assert b.held == Usage("nbdkit", "process", pytest.approx(0.95), 1)
-    assert b.sentence == "held by nbdkit's CPU (95 % of a core) at 40 % of the wire's ceiling"
+    assert cause([b]) == "held by nbdkit's CPU (95 % of a core) at 40 % of the wire's ceiling"
     # one repeat whose live threads miss a share of the process's CPU puts every repeat of the cell on the process rule
     mixed = [rec(8000, repeat=1, servers={"ganesha.nfsd": 0.45}, threads={"ganesha.nfsd": (0.03, 79, 0.38)}),
              rec(8000, repeat=2, servers={"ganesha.nfsd": 0.63}, threads={"ganesha.nfsd": (0.03, 79, 0.62)})]
@@ -118,7 +118,7 @@ def test_a_multithreaded_server_saturates_the_cores_its_threads_can_use():
     b = assess([rec(8000, servers={"nbdkit": 1.86}, threads={"nbdkit": (0.6, 8)}, busy_s=3.8)], CEIL)
     assert b.held == Usage("nbdkit", "threads", pytest.approx(1.86), 2)
     assert b.label == "nbdkit CPU 93 %"
-    assert b.sentence == ("held by nbdkit's CPU (186 % of a core over its threads: 93 % of the 2 cores they can "
+    assert cause([b]) == ("held by nbdkit's CPU (186 % of a core over its threads: 93 % of the 2 cores they can "
                           "use) at 40 % of the wire's ceiling")
     # one thread of a two-thread server can use one core: 2 threads on 4 cores saturate at 1.8 cores
     b4 = assess([rec(8000, cores=4, servers={"nbdkit": 1.8}, threads={"nbdkit": (0.9, 2)})], CEIL)
@@ -130,7 +130,7 @@ def test_fio_held_a_local_target_without_a_wire():
                has_wire=False)
     assert (b.kind, b.what, b.ceiling_share) == ("cpu", "fio", None)
     assert b.held == Usage("fio", "job", 0.96, 1)
-    assert b.sentence == "held by fio's CPU (busiest job at 96 % of a core)"
+    assert cause([b]) == "held by fio's CPU (busiest job at 96 % of a core)"
     # fio's jobs together (3.6 cores) also count, at 2 cores; the single job is named first
     assert Usage("fio", "jobs", pytest.approx(1.8), 2) in usages([rec(job=0.96, jobs=4,
                                                                       per_host_cpu_s={"local": 3.6})])
@@ -139,7 +139,7 @@ def test_fio_held_a_local_target_without_a_wire():
 def test_fio_mean_per_job_when_the_busiest_is_not_recorded():
     b = assess([rec(50000, per_host_cpu_s={"h0": 2 * 0.95 * 2.0}, jobs=2)], None, has_wire=False)
     assert b.held == Usage("fio", "job mean", pytest.approx(0.95), 1)
-    assert b.sentence == "held by fio's CPU (95 % of a core per job)"
+    assert cause([b]) == "held by fio's CPU (95 % of a core per job)"
 
 
 def test_the_machine_when_this_run_uses_its_cores_and_no_single_user_is_saturated():
@@ -147,7 +147,7 @@ def test_the_machine_when_this_run_uses_its_cores_and_no_single_user_is_saturate
                     roles={"servers": 0.6, "loadgen": 1.3})], CEIL)
     assert b.held == Usage("machine", "cores", pytest.approx(1.9), 2)
     assert b.label == "machine CPU 95 %" and b.crowded is None
-    assert b.sentence == ("held by the machine's CPU (this run used 95 % of its 2 cores; busiest CPU: fio's busiest "
+    assert cause([b]) == ("held by the machine's CPU (this run used 95 % of its 2 cores; busiest CPU: fio's busiest "
                           "job at 70 % of a core) at 50 % of the wire's ceiling")
     # without role cgroups: the servers' and fio's own CPU
     b = assess([rec(10000, servers={"tgtd": 0.6}, threads={"tgtd": (0.6, 1)}, job=0.7, busy_s=3.9,
@@ -161,7 +161,7 @@ def test_other_work_on_a_busy_machine_is_a_caveat_not_the_bottleneck():
                     roles={"servers": 0.4, "loadgen": 0.2})], CEIL)
     assert (b.kind, b.label) == ("none", "none (machine busy)")
     assert b.crowded == (pytest.approx(1.0), pytest.approx(0.7))
-    assert b.sentence == ("held by neither the wire nor a CPU (20 % of the wire's ceiling; busiest CPU: tgtd's "
+    assert cause([b]) == ("held by neither the wire nor a CPU (20 % of the wire's ceiling; busiest CPU: tgtd's "
                           "busiest thread at 30 % of a core): storage- or latency-bound; the machine was 100 % busy, "
                           "70 % of it with other work, which may have slowed it")
     # other work at a quarter of the machine or less is not mentioned
@@ -182,7 +182,7 @@ def test_a_job_that_ran_or_waited_for_a_core_90_percent_of_the_window_was_cpu_bo
     b = assess(recs, None, has_wire=False)
     assert b.held == Usage("fio", "job", pytest.approx(0.63), 1, pytest.approx(0.91))
     assert b.label == "fio CPU 91 % incl. wait"
-    assert b.sentence == ("held by fio's CPU (busiest job at 63 % of a core, 91 % with its wait for one; the "
+    assert cause([b]) == ("held by fio's CPU (busiest job at 63 % of a core, 91 % with its wait for one; the "
                           "machine was 100 % busy, 68 % of it with other work)")
 
 
@@ -206,13 +206,13 @@ def test_a_role_that_waited_for_a_cpu_was_held_by_cpu_time_it_did_not_get():
                     waits={"loadgen": 0.26, "servers": 0.0})], None, has_wire=False)
     assert b.held == Usage("fio", "wait", pytest.approx(0.26), 1) and b.label == "fio CPU wait 26 %"
     assert b.crowded == (pytest.approx(0.96), pytest.approx(0.83))
-    assert b.sentence == ("held by CPU time fio did not get (its tasks waited for a core 26 % of the window; "
+    assert cause([b]) == ("held by CPU time fio did not get (its tasks waited for a core 26 % of the window; "
                           "busiest CPU: fio's busiest job at 27 % of a core; the machine was 96 % busy, 83 % of it "
                           "with other work)")
     # a process without thread data is not charged its role's wait (its threads are unknown): the wait is the hold
     b = assess([rec(15800, servers={"nbdkit": 0.69}, waits={"servers": 0.42})], CEIL)
     assert b.held == Usage("nbdkit", "wait", pytest.approx(0.42), 1) and b.label == "nbdkit CPU wait 42 %"
-    assert b.sentence.startswith("held by CPU time nbdkit did not get (its tasks waited for a core 42 % of the "
+    assert cause([b]).startswith("held by CPU time nbdkit did not get (its tasks waited for a core 42 % of the "
                                  "window; busiest CPU: nbdkit at 69 % of a core) at 79 % of the wire")
     # the servers' role is named by the server that used the most CPU; under 25 % of the window is not a hold
     b = assess([rec(8000, servers={"rpcbind": 0.01, "ganesha.nfsd": 0.5}, waits={"servers": 0.3})], CEIL)
@@ -226,23 +226,23 @@ def test_a_role_that_waited_for_a_cpu_was_held_by_cpu_time_it_did_not_get():
 def test_softirq_on_one_core():
     b = assess([rec(10000, softirq=[0.95, 0.1], servers={"tgtd": 0.3}, threads={"tgtd": (0.3, 1)})], CEIL)
     assert b.held == Usage("softirq", "core", pytest.approx(0.95), 1) and b.label == "softirq CPU 95 %"
-    assert b.sentence == "held by kernel softirq (one core 95 % in softirq) at 50 % of the wire's ceiling"
+    assert cause([b]) == "held by kernel softirq (one core 95 % in softirq) at 50 % of the wire's ceiling"
 
 
 def test_neither_is_storage_or_latency_bound():
     b = assess([rec(4000, servers={"tgtd": 0.3}, threads={"tgtd": (0.3, 2)}, job=0.2)], CEIL)
     assert (b.kind, b.label) == ("none", "none")
-    assert b.sentence == ("held by neither the wire nor a CPU (20 % of the wire's ceiling; busiest CPU: tgtd's "
+    assert cause([b]) == ("held by neither the wire nor a CPU (20 % of the wire's ceiling; busiest CPU: tgtd's "
                           "busiest thread at 30 % of a core): storage- or latency-bound")
     local = assess([rec(4000, config="local", job=0.2)], None, has_wire=False)
-    assert local.sentence == ("held by neither the wire nor a CPU (busiest CPU: fio's busiest job at 20 % of a "
+    assert cause([local]) == ("held by neither the wire nor a CPU (busiest CPU: fio's busiest job at 20 % of a "
                               "core): storage- or latency-bound")
 
 
 def test_unknown_without_cpu_telemetry_or_without_a_wire_model():
     b = assess([rec(4000, telemetry=False, job=0.2)], CEIL)
     assert (b.kind, b.label) == ("unknown", "unknown")
-    assert b.sentence == ("held by something not known (no CPU telemetry of the servers or the machine; 20 % of "
+    assert cause([b]) == ("held by something not known (no CPU telemetry of the servers or the machine; 20 % of "
                           "the wire's ceiling; busiest CPU: fio's busiest job at 20 % of a core)")
     b = assess([rec(4000, servers={"tgtd": 0.3})], None, has_wire=True)
     assert b.kind == "unknown" and b.reason == "no wire model for this link"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from test_session import PLAN, FakeFio, FakeTestbed, _order
 
 from protolab.errors import PlanError
 from protolab.plan.expand import expand
@@ -16,7 +17,6 @@ from protolab.plan.load import load_plan_text
 from protolab.plan.stages import filled_bytes
 from protolab.run import Study
 from protolab.run.schedule import schedule
-from test_session import PLAN, FakeFio, FakeTestbed, _order
 
 FILL = PLAN.replace("prepare = false\n", "") + "[method.fill]\nlevels = [25, 50, 100]\n"
 

@@ -3,11 +3,16 @@
 import numpy as np
 import pytest
 
-from protolab.plan.coordinates import Point
-
-from protolab.analysis.findings import (MIN_OUTLIER_REPEATS, findings, measured_metrics, outlier_findings,
-                                        study_rows, verdicts)
+from protolab.analysis.findings import (
+    MIN_OUTLIER_REPEATS,
+    findings,
+    measured_metrics,
+    outlier_findings,
+    study_rows,
+    verdicts,
+)
 from protolab.analysis.stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED
+from protolab.plan.coordinates import Point
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 from protolab.results.synthetic import telemetry_for
 

@@ -55,7 +55,7 @@ def test_teardown_replays_the_record_newest_first(tmp_path):
         ("losetup", "--noheadings"): Completed((), 0, "/dev/loop3\n", ""),
     })
     removed = undo_record(rec, runner, Processes(runner, rec, tmp_path))
-    assert removed == [f"loop device /dev/loop3", "namespace pl-st", "namespace pl-sw"]
+    assert removed == ["loop device /dev/loop3", "namespace pl-st", "namespace pl-sw"]
     argvs = [" ".join(a) for a, _ in runner.calls]
     assert argvs.index("losetup --detach /dev/loop3") < argvs.index("ip netns del pl-st") \
         < argvs.index("ip netns del pl-sw")

@@ -5,8 +5,8 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from protolab.limits_cli import limits_command, limits_table, run_limits
 from protolab.errors import ProtolabError
+from protolab.limits_cli import limits_command, limits_table, run_limits
 
 
 def _render(renderable) -> str:

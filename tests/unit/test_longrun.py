@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from conftest import DATA
+from test_status_window import CLIENT, LOCAL, FakeFio, _cell
 
+import protolab.engine.window as window_mod
 from protolab.analysis.latency import merge_bins, percentiles
 from protolab.analysis.trend import onset_s, slo_share, trend
 from protolab.engine.intervals import interval, light, window_intervals
@@ -19,10 +20,6 @@ from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text
 from protolab.run.procedure import WarmupRule
 from protolab.run.schedule import pending
-
-from test_status_window import LOCAL, CLIENT, FakeFio, _cell
-
-import protolab.engine.window as window_mod
 
 
 def _bins_between(a, b):

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from test_session import PLAN, FakeFio, FakeTestbed
+from test_status_window import LOCAL
 
 from protolab.engine.status import documents
 from protolab.plan.load import load_plan_text
@@ -14,9 +16,6 @@ from protolab.report import tables
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 from protolab.run.resume import resumable
-
-from test_session import PLAN, FakeFio, FakeTestbed
-from test_status_window import LOCAL
 
 ONE = PLAN.replace('''[[configurations]]
 name = "b"

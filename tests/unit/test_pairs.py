@@ -2,10 +2,9 @@
 
 import numpy as np
 
-from protolab.plan.coordinates import Point
-
 from protolab.analysis.pairs import MAX_NAMED_LOADS, mtu_pairs, pair_findings
 from protolab.analysis.relative import Row
+from protolab.plan.coordinates import Point
 from protolab.plan.load import load_plan_text
 
 PLAN = """

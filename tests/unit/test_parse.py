@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import DATA
 from protolab.analysis.latency import merge_bins, percentile, percentiles
 from protolab.engine.fio import parse_eta_iops
 from protolab.engine.parse import job_entries, load_json, parse_fio_json

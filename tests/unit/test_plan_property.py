@@ -10,18 +10,16 @@ pre-flight of `validate` refuses, and a refused plan must create nothing.
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-
 from protolab.errors import ProtolabError
 from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_plan_text

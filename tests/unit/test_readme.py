@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT, run_cli
-
 from protolab.plan.load import load_plan_text
 
 README = (ROOT / "README.md").read_text()

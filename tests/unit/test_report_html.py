@@ -1,7 +1,6 @@
 """The report written into a run directory: HTML, Markdown, figures and CSV tables, from synthetic records."""
 
 import csv
-import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -11,8 +10,7 @@ import pytest
 
 from protolab.report.commands import write_report
 from protolab.report.tables import build, protocol_of
-from protolab.results.records import CellRecord, CellResult, DirectionResult
-from protolab.results.records import SeriesRow, Steadiness
+from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
 from protolab.results.rundir import RunDir
 from protolab.results.synthetic import telemetry_for
 

@@ -14,7 +14,6 @@ from protolab.analysis.stats import (
     LOWER,
     NO_CLEAR_DIFFERENCE,
     NOT_TESTED,
-    tost_log_p,
     adjust_p,
     compare,
     decide,
@@ -23,6 +22,7 @@ from protolab.analysis.stats import (
     outlier_advice,
     outliers,
     summarise,
+    tost_log_p,
 )
 
 

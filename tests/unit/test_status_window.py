@@ -7,14 +7,21 @@ import json
 import random
 
 import pytest
-from conftest import DATA
 
+from conftest import DATA
 from protolab.analysis.latency import merge_bins, percentiles
 from protolab.engine.jobfile import layout
 from protolab.engine.measure import HostRun
 from protolab.engine.parse import parse_fio_json
-from protolab.engine.status import (DocumentReader, documents, elapsed_ms, iops_series, snapshots, total_series,
-                                    window_document)
+from protolab.engine.status import (
+    DocumentReader,
+    documents,
+    elapsed_ms,
+    iops_series,
+    snapshots,
+    total_series,
+    window_document,
+)
 from protolab.engine.targets import resolve
 from protolab.engine.window import run_window
 from protolab.plan.expand import expand

@@ -7,14 +7,13 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from test_session import FakeAgent, FakeTestbed, setup  # noqa: F401  (setup is a fixture)
 
 from protolab.engine import agents
 from protolab.errors import ProtolabError
 from protolab.results.rundir import RunDir
 from protolab.run.labbed import LabTestbed
 from protolab.run.testbed import every_step
-
-from test_session import FakeAgent, FakeTestbed, setup  # noqa: F401  (setup is a fixture)
 
 
 class StuckProcess:

@@ -79,13 +79,6 @@ class Bottleneck:
                 f"{_pct(max(h.share, h.demand or 0) / h.limit)} %{' incl. wait' if waited else ''}"
         return f"{self.kind} (machine busy)" if self.crowded else self.kind
 
-    @property
-    def sentence(self) -> str:
-        """'held by tgtd's CPU (busiest thread at 97 % of a core) at 45 % of the wire's ceiling'."""
-        from .bottleneck_words import cause  # the words live beside the rules, not in them
-
-        return cause([self])
-
 
 def reaches(share: float, threshold: float) -> bool:
     """``share`` ≥ ``threshold`` in whole percent, as the sentences show them (89.7 % reads, and counts, as 90 %)."""

@@ -13,11 +13,11 @@ from statistics import median
 from typing import Any, Iterable
 
 from ..errors import ProtolabError
+from ..plan.coordinates import point_of
 from ..results.records import CellRecord
+from .batch import compare_many
 from .findings import METRICS
 from .metrics import GETTERS
-from ..plan.coordinates import point_of
-from .batch import compare_many
 from .stats import HIGHER, LOWER, decide
 
 #: Workload fields that make two access specs the same workload.

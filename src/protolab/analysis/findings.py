@@ -12,19 +12,18 @@ workloads × load points × configurations (one family per metric).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from statistics import median
-from typing import Any, Callable, Iterable
+from typing import Iterable
 
-from ..plan.coordinates import Point, point_of
+from ..metrics import METRICS as REGISTRY
+from ..metrics import Metric, View
+from ..plan.coordinates import Point
 from ..results.records import CellRecord
-from ..metrics import METRICS as REGISTRY, Metric, View
+from .batch import compare_many
 from .metrics import GETTERS
 from .relative import Row, relative_rows
-from .batch import compare_many
-from .stats import (MIN_REPEATS, HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, decide,
-                    outlier_advice)
+from .stats import HIGHER, LOWER, MIN_REPEATS, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, decide, outlier_advice
 
 _QUIET = "quiet"  # a per-metric "no clear difference" before it is merged into one sentence per workload
 _UNTESTED = "untested"  # likewise for "not tested": too few repeats to run any test

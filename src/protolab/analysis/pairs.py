@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .findings import MAX_NAMED_LOADS, METRICS, TABLE_ONLY, Finding, pct, where_loads  # noqa: F401
 from ..metrics import METRICS as REGISTRY
-from .relative import Row
 from .batch import compare_many
-from .stats import HIGHER, LOWER, NOT_TESTED, MIN_REPEATS, decide
+from .findings import MAX_NAMED_LOADS, METRICS, TABLE_ONLY, Finding, pct, where_loads  # noqa: F401
+from .relative import Row
+from .stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 
 PAIR_METRICS = ("packets_per_io", "cpu_us_per_io_server", "cpu_us_per_io_total", "iops")
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Iterable
 
-from ..results.records import CellRecord
 from ..plan.coordinates import Point, point_of
+from ..results.records import CellRecord
 from .metrics import GETTERS
 
 #: The metrics a relative table shows by default (every registered metric can be asked for).

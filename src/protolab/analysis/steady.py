@@ -36,7 +36,8 @@ def _judge(values: np.ndarray, start: int, range_limit: float, excursion_limit: 
     n = int(values.size)
     mean = float(values.mean())
     if mean <= 0.0:
-        return SteadyVerdict(False, float("nan"), float("nan"), start, n, f"mean of the window is {mean:g}; nothing to be steady at")
+        return SteadyVerdict(False, float("nan"), float("nan"), start, n,
+                             f"mean of the window is {mean:g}; nothing to be steady at")
     range_pct = float(values.max() - values.min()) / mean * 100.0
     # Least-squares slope per sample; x is the sample index inside the window.
     slope = float(np.polyfit(np.arange(n, dtype=float), values, 1)[0])
@@ -46,11 +47,14 @@ def _judge(values: np.ndarray, start: int, range_limit: float, excursion_limit: 
         failures.append(f"range {range_pct:.1f} % of the mean exceeds {range_limit:.0%}")
     if excursion_pct > excursion_limit * 100.0:
         trend = "rising" if slope > 0 else "falling"
-        failures.append(f"fitted line is {trend}: excursion {excursion_pct:.1f} % of the mean exceeds {excursion_limit:.0%}")
+        failures.append(f"fitted line is {trend}: excursion {excursion_pct:.1f} % of the mean exceeds "
+                        f"{excursion_limit:.0%}")
     where = f"samples {start}..{start + n - 1}"
     if failures:
-        return SteadyVerdict(False, range_pct, excursion_pct, start, n, f"not steady over {where}: " + "; ".join(failures))
-    reason = f"steady over {where}: range {range_pct:.1f} % ≤ {range_limit:.0%}, excursion {excursion_pct:.1f} % ≤ {excursion_limit:.0%}"
+        return SteadyVerdict(False, range_pct, excursion_pct, start, n,
+                             f"not steady over {where}: " + "; ".join(failures))
+    reason = (f"steady over {where}: range {range_pct:.1f} % ≤ {range_limit:.0%}, "
+              f"excursion {excursion_pct:.1f} % ≤ {excursion_limit:.0%}")
     return SteadyVerdict(True, range_pct, excursion_pct, start, n, reason)
 
 

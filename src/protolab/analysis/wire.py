@@ -77,9 +77,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protolab.errors import ProtolabError
-
-from protolab.plan.protocols import PROTOCOLS as REGISTRY, modelled  # noqa: E402
-
+from protolab.plan.protocols import PROTOCOLS as REGISTRY  # noqa: E402
+from protolab.plan.protocols import modelled
 
 
 def modelled_only() -> list[str]:
@@ -304,7 +303,8 @@ def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux")
 
 
 def _sizes(block_size: int | Mapping[int, float]) -> dict[int, float]:
-    mix = {int(block_size): 1.0} if isinstance(block_size, (int, float)) else {int(k): float(w) for k, w in block_size.items()}
+    mix = {int(block_size): 1.0} if isinstance(block_size, (int, float)) else \
+        {int(k): float(w) for k, w in block_size.items()}
     total = sum(mix.values())
     if not mix or total <= 0 or any(w < 0 for w in mix.values()) or any(s <= 0 for s in mix):
         raise ProtolabError(f"limits: block size must be positive with positive weights, got {block_size!r}")

@@ -121,7 +121,8 @@ class Fio:
         if not path:
             raise ToolError("fio: not found; run 'make deps' to build it, or set PROTOLAB_FIO=/path/to/fio")
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            raise ToolError(f"fio: {path} (from {origin}) is not an executable file; fix PROTOLAB_FIO or run 'make deps'")
+            raise ToolError(f"fio: {path} (from {origin}) is not an executable file; fix PROTOLAB_FIO or run "
+                            "'make deps'")
         return cls(path, runner or SubprocessRunner())
 
     def version(self) -> str:
@@ -175,7 +176,8 @@ class Fio:
         """One `fio --client` run over several servers: (client argument, job file) per host.
 
         ``netns``: where the client runs (a guest's fio server is forwarded on 127.0.0.1 of its host's namespace).
-        ``status_interval``: each server sends a cumulative status every that many seconds (True: 1); fio 3.33's client prints
+        ``status_interval``: each server sends a cumulative status every that many seconds (True: 1); fio 3.33's
+        client prints
         them only at the end, all in one document (client.c: handle_ts, fio_client_json_fini), so they
         cannot be read live. ``on_poll`` is called every ``POLL_S`` while the client runs.
         """

@@ -62,14 +62,14 @@ def resolve(
         raise TargetError(str(e)) from None
     if ref.kind == "lab":
         raise TargetError(f"target {url}: a lab target is resolved by the lab first")
-    if ref.kind == "iscsi":
-        host = f"{ref.host}:{ref.port}"
-        return Access("iscsi", "libiscsi", {}, _escape(f"iscsi://{host}/{ref.iqn}/{ref.lun}"), size, netns, None,
-                      owned)
-    if ref.kind == "nbd":
-        return Access("nbd", "nbd", {"uri": url}, None, size, netns, None, owned)
-    if ref.kind == "nfs":
-        return Access("nfs", "nfs", {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
+    engine = PROTOCOLS[ref.kind].engine if ref.kind in PROTOCOLS else None
+    if engine is not None:  # how fio's engine for the protocol is told where to go
+        if ref.iqn is not None:  # libiscsi: the URL as filename, its default port written out
+            return Access(ref.kind, engine, {}, _escape(f"{ref.kind}://{ref.host}:{ref.port}/{ref.iqn}/{ref.lun}"),
+                          size, netns, None, owned)
+        if ref.export is not None and ref.kind == "nfs":  # libnfs: the export URL, protolab's file in it
+            return Access(ref.kind, engine, {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
+        return Access(ref.kind, engine, {"uri": url}, None, size, netns, None, owned)  # libnbd: the URI
     engine = ioengine or "io_uring"
     opts = {"direct": "1" if direct else "0"}
     if remote:  # a path ending in '/' is a directory there: protolab's data file in it

@@ -38,9 +38,8 @@ from ..safepath import inside
 from .fio import Fio
 from .intervals import Interval, interval, light, window_intervals
 from .jobfile import render_streams
-from .measure import client_plan
+from .measure import HostRun, client_plan
 from .replay import replay_files
-from .measure import HostRun
 from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
 
 #: A boundary snapshot is the one nearest its target: half a status interval (of 1 s) either side.
@@ -148,7 +147,8 @@ def boundaries(per: dict[str, list[Snapshot]], warmup_done: Callable[[list[float
     if start is None:
         start = next((i for i in range(n) if warmup_done(total[:i + 1], elapsed_ms(per, i) / 1000.0)), n - 1)
     t0 = elapsed_ms(per, start)
-    end = next((i for i in range(start + 1, n) if elapsed_ms(per, i) - t0 >= duration_s * 1000.0 - TOLERANCE_MS * interval_s),
+    enough = duration_s * 1000.0 - TOLERANCE_MS * interval_s
+    end = next((i for i in range(start + 1, n) if elapsed_ms(per, i) - t0 >= enough),
                n - 1)
     return start, end
 

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ProtolabError
+
 # The lab itself (and the plan models it needs) is imported inside each command: registering these
 # commands must cost `protolab --help` nothing.
 
@@ -38,11 +39,10 @@ def up(
     workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
 ) -> None:
     """Build the lab of PLAN and leave it running; prints how to reach each export."""
-    from .lab import Lab
     from ..plan.load import load_plan
-    from ..plan.topology import LabSpec
-
     from ..plan.preflight import Environment, preflight
+    from ..plan.topology import LabSpec
+    from .lab import Lab
 
     p = load_plan(plan)
     spec = p.lab if p.lab is not None else LabSpec()

@@ -10,12 +10,11 @@ The tmpfs vanishes with the process; nothing is left on the host.
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..trust import open_nofollow
 from ..proc import Runner
+from ..trust import open_nofollow
 from .names import MOUNT_PORT, NFS_PORT
 from .procs import Processes, wait_until
 from .record import Resource

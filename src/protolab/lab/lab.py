@@ -5,35 +5,28 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProtolabError
+from ..plan.protocols import PROTOCOLS, lab_targets
 from ..plan.topology import LabSpec, LinkSpec
 from ..plan.units import format_size
 from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
+from ..trust import check_dir, check_workdir, secure_dir
+from . import holder
 from .ganesha import Ganesha
-from .names import ISCSI_PORT, NBD_PORT, Names
+from .names import ISCSI_PORT, LAB_ROOT, NBD_PORT, Names, default_workdir  # noqa: F401 (re-exported)
 from .nbdkit import Nbdkit
 from .netns import Net
 from .pool import DATA_FILE, Pool
 from .procs import Processes
 from .record import Record
-from . import holder
 from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
-from ..plan.protocols import PROTOCOLS, lab_targets
-from ..trust import LAB_BASE, check_dir, check_workdir, secure_dir
 
-LAB_ROOT = LAB_BASE  # root-owned, 0700, never removed (protolab.trust)
 POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
-
-
-def default_workdir(prefix: str) -> Path:
-    """Where a lab with ``prefix`` keeps its record, pool and logs unless told otherwise."""
-    return LAB_ROOT / prefix
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
 
 from ..plan.protocols import PROTOCOLS
 from ..plan.topology import LabSpec
+from ..trust import LAB_BASE
+
+LAB_ROOT = LAB_BASE  # root-owned, 0700, never removed (protolab.trust)
+
+
+def default_workdir(prefix: str) -> Path:
+    """Where a lab with ``prefix`` keeps its record, pool and logs unless told otherwise."""
+    return LAB_ROOT / prefix
+
 
 LAB_NETWORK = IPv4Network("198.18.0.0/15")
 SUBNET_PREFIXLEN = 24

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..conventions import DATA_FILE  # noqa: F401  (re-exported for lab.py)
 from ..errors import ProtolabError
 from ..proc import Runner
 from ..trust import open_nofollow
@@ -18,7 +19,6 @@ from .record import Record
 
 TIMEOUT = 120.0
 SNAPSHOTS = ".snapshots"
-from ..conventions import DATA_FILE  # noqa: F401  (re-exported for lab.py)
 
 
 @dataclass

@@ -57,10 +57,12 @@ class Record:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as e:
-            raise ProtolabError(f"{path}: unreadable lab record ({e}); remove the lab with 'protolab lab down --all'") from None
+            raise ProtolabError(f"{path}: unreadable lab record ({e}); remove the lab with "
+                                "'protolab lab down --all'") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ProtolabError(
-                f"{path}: lab record schema {data.get('schema') if isinstance(data, dict) else None!r} is not {SCHEMA}; "
+                f"{path}: lab record schema {data.get('schema') if isinstance(data, dict) else None!r} "
+                f"is not {SCHEMA}; "
                 "remove the lab with 'protolab lab down --all'"
             )
         if not isinstance(data, dict) or not isinstance(data.get("resources"), list) \

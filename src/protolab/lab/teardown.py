@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
+from ..trust import UnsafePath, check_dir
 from . import tgt
 from .netns import Net
 from .procs import Processes, alive, terminate
-from ..trust import UnsafePath, check_dir
 from .record import Record, Resource
 
 TIMEOUT = 60.0
@@ -110,7 +110,7 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
     namespaces, the namespaces, pool mounts and loop devices; returns what was removed."""
     runner = runner or SubprocessRunner()
     removed: list[str] = []
-    from .lab import default_workdir
+    from .names import default_workdir
 
     for wd in [default_workdir(prefix), *(workdirs or [])]:
         if Record.exists(wd):

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import ToolError
 from ..proc import Runner
 from .names import ISCSI_PORT
-from .procs import Processes, kill, listening, wait_gone, wait_until
+from .procs import Processes, kill, listening, wait_until
 from .record import Resource
 
 SOCKET_DIR = Path("/var/run/tgtd")

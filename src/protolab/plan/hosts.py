@@ -20,7 +20,8 @@ class LoadHost(_Model):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     agent: str = Field(
         default="local",
-        description="'local', 'ssh://[USER@]HOST[:SSH_PORT]' (fio server started over ssh) or 'fio://HOST[:PORT]' (already running)",
+        description="'local', 'ssh://[USER@]HOST[:SSH_PORT]' (fio server started over ssh) or "
+                    "'fio://HOST[:PORT]' (already running)",
     )
     fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
     fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")

@@ -80,21 +80,3 @@ def study_description(text: str) -> str:
         return str(tomllib.loads(text).get("description", ""))
     except tomllib.TOMLDecodeError:
         return ""
-
-
-def study_runtimes(name: str) -> tuple[str, str]:
-    """A built-in study's seed and its measurement time at each scale ("quick ≈ 4 min, full ≈ 31 h")."""
-    import tomllib
-
-    from .expand import expand
-    from .load import load_builtin
-    from .scales import scales_of
-
-    data = tomllib.loads(builtin_studies()[name])
-    parts = []
-    for scale in scales_of(data) or [None]:
-        plan, _ = load_builtin(name, scale)
-        seconds = len(expand(plan)) * plan.seconds_per_cell
-        t = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{max(1, round(seconds / 60))} min"
-        parts.append(f"{scale} ≈ {t}" if scale else f"≈ {t}")
-    return str(data.get("seed", "")), ", ".join(parts) + " of measurement"

@@ -148,7 +148,8 @@ def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | Non
                     f"{source}{_at(text, ['workloads', str(base_name)])}: {where}: unknown workload {base_name!r}; "
                     "run 'protolab workloads' for the built-ins, or give block_size, read_pct and random_pct"
                 )
-            base = BUILTIN_WORKLOADS[base_name].model_dump(exclude={"description"} if entry.get("description") else set())
+            base = BUILTIN_WORKLOADS[base_name].model_dump(
+                exclude={"description"} if entry.get("description") else set())
             if name is None:
                 entry["name"] = base_name
         elif set(entry) <= {"name", "description"}:
@@ -275,3 +276,20 @@ def _at(text: str, keys: list[str]) -> str:
                 break
         last = key
     return f":{line_no}" if line_no else ""
+
+
+def study_runtimes(name: str) -> tuple[str, str]:
+    """A built-in study's seed and its measurement time at each scale ("quick ≈ 4 min, full ≈ 31 h")."""
+    import tomllib
+
+    from .expand import expand
+    from .scales import scales_of
+
+    data = tomllib.loads(builtin_studies()[name])
+    parts = []
+    for scale in scales_of(data) or [None]:
+        plan, _ = load_builtin(name, scale)
+        seconds = len(expand(plan)) * plan.seconds_per_cell
+        t = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{max(1, round(seconds / 60))} min"
+        parts.append(f"{scale} ≈ {t}" if scale else f"≈ {t}")
+    return str(data.get("seed", "")), ", ".join(parts) + " of measurement"

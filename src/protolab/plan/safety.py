@@ -33,6 +33,7 @@ FIO_OPTIONS_ALLOWED: dict[str, str] = {
     "iomem_align": "int", "clocksource": "word", "thread": "bool",
 }
 
+_WANTED = {"word": "a word of letters, digits, ., _, + or -", "bool": "write a true or false"}
 _WORDS = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 
 #: Refused options that users reach for, with the plan field that does the job.
@@ -131,7 +132,7 @@ def fio_value(option: str, value: Any) -> str:
         if kind == "word" and _WORDS.match(value):
             return value
         raise ValueError(f"fio option {option!r}: value {value!r} is not allowed "
-                         f"({'a word of letters, digits, ., _, + or -' if kind == 'word' else 'write a ' + ('true or false' if kind == 'bool' else 'whole number')})")
+                         f"({_WANTED.get(kind, 'write a whole number')})")
     raise ValueError(f"fio option {option!r} takes a single value, got {type(value).__name__}")
 
 
@@ -244,7 +245,8 @@ def check_ssh_options(options: Any) -> list[str]:
             key = value.split("=", 1)[0].strip().lower()
             if "=" not in value or key not in SSH_O_ALLOWED:
                 raise ValueError(f"ssh_options: -o {value!r} is not allowed (keys that name files, run commands, "
-                                 "touch the known hosts or alias the host belong in the operator's PROTOLAB_SSH_CONFIG file); "
+                                 "touch the known hosts or alias the host belong in the operator's "
+                                 "PROTOLAB_SSH_CONFIG file); "
                                  f"allowed keys include {_SSH_O_SHOWN}")
         if not _SSH_VALUE.match(value) or value.startswith("-"):  # '-…' would read as another option
             raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "

@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .coordinates import value_label
 
-
 #: Fill levels end on whole MiB, as stream regions start on them (plan.preflight.ALIGN).
 MIB = 1024**2
 

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .links import LinkError, parse_link
 from .units import parse_size
 
-
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$", re.IGNORECASE)
 _DELAY_US = {"us": 1, "ms": 1000, "s": 1_000_000}
 _PREFIX = re.compile(r"^[a-z][a-z0-9]{0,5}$")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 import gc
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -78,8 +77,8 @@ def _configuration_columns(plan) -> dict[str, dict[str, str]]:
 def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..results.rundir import atomic_write
     from . import tables
-    from .markdown import report_markdown
     from .html import render
+    from .markdown import report_markdown
 
     records = rundir.records()
     if not records:
@@ -169,7 +168,7 @@ def compare_command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """The same study on two environments: A = 100, B relative, with 95 % CIs and corrected significance."""
-    from .markdown import compare_rows
+    from .markdown import compare_rows, verdict_tally
     from .terminal import make_console, plain_table, print_table
     console = make_console()
     path, rows, text = run_compare(run_a, run_b, force=force, out=out)
@@ -191,23 +190,13 @@ def compare_command(
                   highlight=False, markup=False)
 
 
-def verdict_tally(rows: list) -> str:
-    """'3 of 12 comparisons called; 5 no clear difference; 4 not tested (fewer than 3 repeats on a side).'"""
-    from ..analysis.stats import NOT_TESTED
-
-    called = sum(1 for r in rows if r.significant)
-    untested = sum(1 for r in rows if r.verdict == NOT_TESTED)
-    text = f"{called} of {len(rows)} comparisons called; {len(rows) - called - untested} no clear difference"
-    return text + (f"; {untested} not tested (fewer than 3 repeats on a side)." if untested else ".")
-
-
 def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
                 out: Path | None = None) -> tuple[Path, list, str]:
     """Compare two run directories and write compare.md and compare.csv; returns (md path, rows, md text)."""
     from ..analysis.compare import check_comparable, compare_runs, differences, unmatched
     from ..results.rundir import RunDir, atomic_write
     from . import tables
-    from .markdown import compare_markdown
+    from .markdown import compare_markdown, verdict_tally
     a, b = RunDir.open(run_a, write=False), RunDir.open(run_b, write=False)
     ma, mb = a.manifest(), b.manifest()
     ra, rb = a.records(), b.records()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..analysis.latency import merge_bins, percentiles
 from ..results.records import CellRecord
-from .tables import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, slug
+from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, slug
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:

@@ -17,7 +17,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 from ..results.files import atomic_write
@@ -25,7 +24,7 @@ from ..results.files import atomic_write
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .tables import Chart
+    from .model import Chart
 
 #: Colour-blind-safe palette (Okabe & Ito), repeated when there are more configurations.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -235,7 +234,6 @@ class Drawer:
         self.workers: list[tuple[Any, Any]] = []  # (process, this end of its pipe)
         if (os.cpu_count() or 1) > 1:
             import multiprocessing as mp
-
             import signal
 
             ctx = mp.get_context("fork")

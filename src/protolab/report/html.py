@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
-from .tables import Chart, ReportData
+from .model import Chart, ReportData
 
 _STATIC = resources.files("protolab.report") / "static"
 _TEMPLATES = resources.files("protolab.report") / "templates"
@@ -143,7 +143,7 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
 def compare_charts(rows: list) -> list[Chart]:
     """One chart per workload and metric of a comparison: B as % of A at each load point, per configuration."""
     from ..metrics import title as metric_title
-    from .tables import Series, slug
+    from .model import Series, slug
 
     out = []
     for w in dict.fromkeys(r.workload for r in rows):

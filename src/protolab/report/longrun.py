@@ -18,7 +18,7 @@ from ..analysis.findings import Finding
 from ..analysis.trend import SloShare, Trend, onset_s, slo_share, trend
 from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
-from .tables import Chart, ReportData, Series, slug
+from .model import Chart, ReportData, Series, slug
 
 #: A window with at least this many intervals, lasting at least LONG_WINDOW_S, is drawn and read as a long run.
 MIN_INTERVALS = 20

@@ -12,10 +12,10 @@ from typing import Any
 
 from ..analysis.compare import CompareRow, Difference
 from ..analysis.findings import METRICS
-from ..metrics import METRICS as REGISTRY
 from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
+from ..metrics import METRICS as REGISTRY
 from .html import fmt_number
-from .tables import ReportData, is_closed_loop
+from .model import ReportData, is_closed_loop
 
 ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
 #: Short column names for the tables (the full titles are in the HTML report).
@@ -138,7 +138,8 @@ def report_markdown(data: ReportData) -> str:
     out += vm_lines(data)
     out += seed_lines(data)
     out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
-            "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear difference; "
+            "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear "
+            "difference; "
             "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "
             "at the noise band, Holm-corrected). Latency at fixed "
             "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. \"Limited by\": the "
@@ -165,7 +166,8 @@ def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: li
                      forced: bool, only_a: list[tuple[str, str, str]], only_b: list[tuple[str, str, str]]) -> str:
     """compare.md: what differs between the runs, then the relative table (A = 100)."""
     out = [f"# protolab compare: A = {name_a}, B = {name_b}", "", "A = 100; B relative to A at the same workload, "
-           "load point and configuration (median of repeats, 95 % bootstrap CI, Holm-corrected Welch t-test on log values).", ""]
+           "load point and configuration (median of repeats, 95 % bootstrap CI, Holm-corrected Welch t-test on log "
+           "values).", ""]
     out += ["## What differs", ""] + ([f"- {d.text()}" for d in diffs] or ["- nothing recorded"])
     if forced and any(d.blocking for d in diffs):
         out += ["", "Compared anyway (--force): only the cells both runs measured."]
@@ -173,7 +175,16 @@ def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: li
         if cells:
             out.append(f"- cells {label} (left out): " + "; ".join(" · ".join(c) for c in cells))
     headers, table = compare_rows(rows)
-    from .commands import verdict_tally
 
     out += ["", "## B relative to A", "", md_table(headers, table), "", verdict_tally(rows), ""]
     return "\n".join(out)
+
+
+def verdict_tally(rows: list) -> str:
+    """'3 of 12 comparisons called; 5 no clear difference; 4 not tested (fewer than 3 repeats on a side).'"""
+    from ..analysis.stats import NOT_TESTED
+
+    called = sum(1 for r in rows if r.significant)
+    untested = sum(1 for r in rows if r.verdict == NOT_TESTED)
+    text = f"{called} of {len(rows)} comparisons called; {len(rows) - called - untested} no clear difference"
+    return text + (f"; {untested} not tested (fewer than 3 repeats on a side)." if untested else ".")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .tables import ReportData
+    from .model import ReportData
 
 #: Which findings answer a seed finding, by its `compare`.
 _KINDS = {"baseline": ("difference", "within", "no clear difference", "not tested"), "mtu": ("pair",),

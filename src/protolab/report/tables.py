@@ -8,117 +8,21 @@ from __future__ import annotations
 
 import csv
 import io
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import ValidationError
-
-from ..metrics import METRICS as REGISTRY
-from ..analysis.findings import (METRICS, TABLE_ONLY, Finding, Key, findings, measured_metrics, study_rows,
-                                 verdicts)
-from ..analysis.latency import PERCENTILES
-from ..analysis.relative import Row
-from ..analysis.stats import Verdict
 from ..analysis.derived import busy_note, figures
+from ..analysis.findings import METRICS, TABLE_ONLY, findings, measured_metrics, study_rows, verdicts
 from ..analysis.pairs import pair_findings
 from ..analysis.wire import ceiling
+from ..errors import ProtolabError
+from ..metrics import METRICS as REGISTRY
+from ..plan.model import Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.targets import protocol_named
-from ..errors import ProtolabError
-from ..plan.coordinates import Point, point_of
-from ..plan.model import Plan
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
-
-PCT_KEYS = [f"p{p:g}" for p in PERCENTILES]
-
-
-@dataclass
-class Series:
-    """One drawn series: a name and one value per x position (None = no value)."""
-
-    name: str
-    values: list[float | None]
-    low: list[float | None] | None = None  # CI whiskers, same unit as values
-    high: list[float | None] | None = None
-    x: list[float] | None = None  # a "timeseries" chart's x of each value (its own times)
-
-
-@dataclass
-class Chart:
-    """A chart and the table of absolute numbers beside it (also tables/<id>.csv, figures/<id>.png|svg)."""
-
-    id: str
-    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries"
-    section: str
-    workload: str
-    title: str
-    note: str  # what the axis means, e.g. "psync = 100; above 100 = more IOPS"
-    ylabel: str
-    x: list[str]
-    series: list[Series]
-    table: list[dict[str, Any]]
-    log_y: bool = False
-    log_x: bool = False
-    xlabel: str = ""
-    hline: float | None = None  # a reference level drawn dashed (a latency objective)
-
-
-@dataclass
-class ReportData:
-    """Everything a report shows about one run."""
-
-    run_id: str
-    manifest: dict[str, Any]
-    plan: Plan | None
-    baseline: str
-    workloads: list[str]
-    configurations: list[str]
-    rows: list[Row]
-    verdicts: dict[Key, Verdict]
-    metrics: list[str]  # relative metrics measured in this run
-    absent: list[str]  # metrics not measured in this run
-    findings: list[Finding]
-    charts: list[Chart] = field(default_factory=list)
-    notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
-    records: list[CellRecord] = field(default_factory=list)
-    series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
-    cells: dict[tuple[str, Point, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
-    bottlenecks: dict[tuple[str, Point, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
-
-    def index(self) -> None:
-        """Group the records by workload, load point and configuration (read once, used by every chart)."""
-        self.cells = {}
-        for r in self.records:
-            self.cells.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
-
-
-#: Above this many load points a workload gets one chart per kind (load points on the x axis), not one
-#: chart per load point: a study of 100 load points is read from one chart with 100 groups, not 100 files.
-DETAIL_LOADS = 4
-
-
-def slug(*parts: str) -> str:
-    """A file-name-safe id: 'iops-tr3808-4k'."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-").lower()
-
-
-def plan_of(manifest: dict[str, Any]) -> Plan | None:
-    """The plan stored in the manifest, or None when it no longer validates (the report then uses the records)."""
-    try:
-        return Plan.model_validate(manifest.get("plan") or {})
-    except ValidationError:
-        return None
-
-
-def is_closed_loop(plan: Plan | None, workload: str) -> bool:
-    """Fixed outstanding I/Os without a rate cap or a timed replay: latency is service time."""
-    if plan is None:
-        return True
-    w = next((w for w in plan.workloads if w.name == workload), None)
-    return w is None or (w.rate_iops is None and getattr(w, "replay", None) is None)
+from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, plan_of, slug  # noqa: F401
 
 
 def metric_title(metric: str, closed_loop: bool) -> str:

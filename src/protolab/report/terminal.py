@@ -1,4 +1,5 @@
-"""Tables on the terminal: rich tables that fit, plain aligned text for long ones, 'column: value' lines when too wide."""
+"""Tables on the terminal: rich tables that fit, plain aligned text for long ones, 'column: value' lines when
+too wide."""
 
 from __future__ import annotations
 

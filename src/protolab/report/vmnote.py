@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..analysis.derived import figures
 
 if TYPE_CHECKING:
-    from .tables import ReportData
+    from .model import ReportData
 
 TCG_MEANING = (
     "Under TCG every guest instruction is translated and run in software on the host, so the hypervisor's "

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from ..errors import ProtolabError
+from ..metrics import FIGURES, METRICS
 from ..safepath import inside
+from ..trust import UnsafePath, check_ancestors
 from .files import StoreError, append_lines, atomic_write, now, provenance, write_json  # noqa: F401 (re-exported)
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
-from ..metrics import FIGURES, METRICS
-from ..trust import UnsafePath, check_ancestors
 from .trusted import check_manifest, check_tree, one_line_error
 
 MANIFEST_SCHEMA = 2
@@ -48,8 +48,8 @@ _CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "en
 
 def csv_columns() -> list[str]:
     """cells.csv's columns: the cell's place (the configuration's protocol and, for VMs, virtual disk controller,
-    written by the report from the plan), the fio result's, every registered metric (protolab.metrics) not among them, the
-    derived figures cells.csv carries, then the window's own."""
+    written by the report from the plan), the fio result's, every registered metric (protolab.metrics) not among
+    them, the derived figures cells.csv carries, then the window's own."""
     metrics = [k for k in METRICS if k not in _CSV_HEAD]
     return [*_CSV_HEAD, *metrics, *(k for k, in_csv in FIGURES.items() if in_csv), *_CSV_TAIL]
 

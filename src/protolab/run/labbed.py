@@ -16,11 +16,11 @@ from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, resolve
 from ..plan.model import Configuration, Plan
+from ..plan.protocols import PROTOCOLS
+from ..plan.targets import parse_target
 from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
-from ..plan.protocols import PROTOCOLS
-from ..plan.targets import parse_target
 from .progress import Progress
 from .testbed import Testbed, every_step
 

@@ -15,14 +15,14 @@ from typing import Callable
 from ..analysis.steady import steady_state
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
-from ..engine.window import run_window
 from ..engine.parse import parse_fio_json
 from ..engine.targets import Access, create_file
+from ..engine.window import run_window
+from ..errors import ToolError
 from ..plan.expand import Cell
 from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
 from ..plan.stages import StageStep, filled_bytes
-from ..errors import ToolError
 from ..results.files import now
 from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir

@@ -24,14 +24,13 @@ from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, check_overwrite, resolve
 from ..errors import ProtolabError
-from ..plan.expand import Cell
 from ..plan.model import Configuration, Plan
 from ..plan.targets import parse_target
 from ..proc import Runner
 from ..safepath import inside
-from ..trust import private_base
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
+from ..trust import private_base
 from .progress import Progress
 
 

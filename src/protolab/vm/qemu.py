@@ -10,7 +10,6 @@ storage traffic does cross them.
 from __future__ import annotations
 
 import os
-
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import ProtolabError, ToolError
 from ..plan.protocols import qemu_schemes
-from ..trust import open_nofollow
 from ..proc import Runner
+from ..trust import open_nofollow
 from .controllers import controller, device_args
 
 if TYPE_CHECKING:
