@@ -14,6 +14,11 @@ DATA = ROOT / "tests" / "data"
 PROTOLAB = [sys.executable, "-m", "protolab.cli"]
 
 
+def docs_text() -> str:
+    """The README and every page of docs/ (what a user reads), one text: examples are checked wherever they live."""
+    return "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict | None = None):
     """Run `protolab ARGS` as a user would; returns the CompletedProcess (text). On timeout its whole process
     group is killed (nothing it started may outlive the test) and TimeoutExpired is raised."""

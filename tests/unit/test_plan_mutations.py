@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import docs_text
 from protolab.errors import ProtolabError
 from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_plan_data
@@ -26,8 +27,8 @@ FIO_ENGINES = ["sync", "psync", "vsync", "pvsync", "pvsync2", "null", "posixaio"
 
 def _seeds() -> list[dict]:
     texts = list(builtin_studies().values())
-    readme = (ROOT / "README.md").read_text()
-    # the README's whole plans (they set a baseline), not its fragments
+    readme = docs_text()
+    # the README's and docs' whole plans (they set a baseline), not its fragments
     texts += [t for t in re.findall(r"```toml\n(.*?)```", readme, re.S) if re.search(r"^baseline\s*=", t, re.M)]
     out = [tomllib.loads(t) for t in texts]
     assert len(out) >= 3

@@ -26,7 +26,7 @@ from protolab.plan.load import load_plan_text
 from protolab.plan.preflight import Environment, preflight
 from protolab.run import Study
 
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "docs" / "plan.md").read_text()
 BLOCKS = re.findall(r"```toml\n(.*?)```", README, re.S)
 SEEDS = [tomllib.loads(t) for t in builtin_studies().values()] + [tomllib.loads(BLOCKS[0])]
 ENGINES = frozenset({"io_uring", "libaio", "psync", "sync", "libiscsi", "nfs", "nbd"})

@@ -132,7 +132,7 @@ def test_readme_seed_and_fill_examples_are_valid():
 
     from protolab.plan.load import load_plan_text
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "plan.md").read_text()
     block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if b.startswith('seed = "S1'))
     head = 'name = "x"\nbaseline = "a"\nworkloads = ["tr3808-4k"]\n'
     tail = ('[[configurations]]\nname = "a"\ntarget = "/tmp/a"\n[[load_points]]\nstreams = 1\n[method]\n'

@@ -1,4 +1,4 @@
-"""The bottleneck, named: what held a cell back — the wire, a saturated CPU user, or neither (README: "The
+"""The bottleneck, named: what held a cell back — the wire, a saturated CPU user, or neither (docs/report.md: "The
 bottleneck, named"). On the medians of a cell's repeats, failed windows left out:
 
 1. wire: measured IOPS ≥ WIRE_SHARE of the wire model's ceiling (`analysis.wire.ceiling`).

@@ -16,7 +16,7 @@ from .library import BUILTIN_WORKLOADS, builtin_studies
 from .model import Plan, Workload
 
 _HINTS = {
-    "extra_forbidden": "remove it or check its spelling (see README: The plan)",
+    "extra_forbidden": "remove it or check its spelling (see docs/plan.md)",
     "missing": "add it",
     "greater_than_equal": "",
     "greater_than": "",
@@ -241,9 +241,9 @@ def _one_line(e: ValidationError, source: str, text: str, prefix: tuple = ()) ->
     if not hint and err["type"].startswith(("int_", "float_")):
         hint = "write a whole number" if err["type"].startswith("int_") else "write a number"
     elif not hint and err["type"].endswith(("_type", "_parsing")):
-        hint = "fix the value's type (see README: The plan)"
+        hint = "fix the value's type (see docs/plan.md)"
     elif not hint and err["type"].startswith(("greater", "less")):
-        hint = "see README: The plan for the allowed range"
+        hint = "see docs/plan.md for the allowed range"
     hint = f"; {hint}" if hint else ""
     return f"{source}{_at(text, [str(p) for p in loc])}: {field}: {msg}{hint}"
 

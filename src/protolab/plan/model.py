@@ -75,7 +75,7 @@ class Configuration(_Model):
     link: dict[str, Any] = Field(default_factory=dict, description="lab link overrides, e.g. {mtu = 9000}")
     fio: dict[str, str] = Field(
         default_factory=dict,
-        description="fio options that tune how the engine submits and completes I/O (an allow-list, see README)",
+        description="fio options that tune how the engine submits and completes I/O (an allow-list, see docs/plan.md)",
     )
     controller: Literal["virtio-blk", "virtio-scsi", "lsi", "megasas", "pvscsi"] | None = Field(
         default=None,

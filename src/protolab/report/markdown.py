@@ -145,7 +145,7 @@ def report_markdown(data: ReportData) -> str:
             "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. \"Limited by\": the "
             "wire at ≥ 90 % of its modelled ceiling, else a thread, job, process or the run at ≥ 90 % of the cores it "
             "can use (with its wait for one), else a role waiting for a CPU ≥ 25 % of the window; \"none\": "
-            "storage- or latency-bound (README: The bottleneck, named).", ""]
+            "storage- or latency-bound (docs/report.md: The bottleneck, named).", ""]
     return "\n".join(out)
 
 

@@ -35,7 +35,7 @@ from .trusted import check_manifest, check_tree, one_line_error
 MANIFEST_SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
 
-#: cells.csv, one row per record (documented in the README); then one column per extra dimension.
+#: cells.csv, one row per record (documented in docs/rundir.md); then one column per extra dimension.
 _CSV_HEAD = [
     "run_id", "seq", "session", "status", "workload", "configuration", "protocol", "controller", "baseline",
     "load_index", "hosts",
