@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from test_status_window import CLIENT, LOCAL, FakeFio, _cell
+from test_status_window import CLIENT, LOCAL, _cell
 
 import protolab.engine.window as window_mod
+from fakes import FakeFio
 from protolab.analysis.latency import merge_bins, percentiles
 from protolab.analysis.trend import onset_s, slo_share, trend
 from protolab.engine.intervals import interval, light, window_intervals
@@ -73,7 +74,7 @@ def test_a_direct_run_streams_each_interval_as_its_status_comes_and_its_window_i
     events: list = []
     got = []
     run = window_mod.run_window(
-        FakeFio(LOCAL, events), cell, [HostRun("h1", None, None, streams)], warmup_max_s=1, duration_s=2,
+        FakeFio(events, stream=LOCAL), cell, [HostRun("h1", None, None, streams)], warmup_max_s=1, duration_s=2,
         warmup_done=WarmupRule(1, False, 5), sample=lambda: None, tick=lambda: None, interpolate=None,
         folder=tmp_path / "raw", tag="measure", label="cell", timeout_margin_s=60,
         on_interval=lambda iv: (got.append(iv), events.append(("interval", iv.t_s))))
@@ -99,7 +100,7 @@ def test_the_status_interval_reaches_fio_and_the_window_is_counted_in_intervals(
             calls.update(kw)
             return super().run_job(job, output, **kw)
 
-    run = window_mod.run_window(Spy(LOCAL, []), cell, [HostRun("h1", None, None, streams)], warmup_max_s=0,
+    run = window_mod.run_window(Spy([], stream=LOCAL), cell, [HostRun("h1", None, None, streams)], warmup_max_s=0,
                                 duration_s=2, warmup_done=WarmupRule(0, False, 5), sample=lambda: None,
                                 tick=lambda: None, interpolate=None, folder=tmp_path / "raw", tag="measure",
                                 label="cell", timeout_margin_s=60, interval_s=1)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import docs_text
+from fakes import FakeFio
 from protolab.errors import ProtolabError
 from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_plan_data
@@ -43,16 +44,6 @@ class FakeRunner:
 
     def run(self, args, check=True, **kw):
         return Completed(tuple(args), 2 if args and args[0] == "blkid" else 0, "", "")
-
-
-class FakeFio:
-    path = "/nonexistent/fio"
-
-    def engines(self):
-        return FIO_ENGINES
-
-    def version(self):
-        return "fio-3.33"
 
 
 def _env(tmp: Path) -> Environment:
@@ -166,7 +157,7 @@ def test_mutated_plans_fail_cleanly_and_validate_agrees_with_run(data, tmp_path_
     orig = runner_mod.RunDir.create
     runner_mod.RunDir.create = create
     try:
-        study = Study(plan, "", "p.toml", results_root=tmp / "results", fio=FakeFio(), runner=FakeRunner(),
+        study = Study(plan, "", "p.toml", results_root=tmp / "results", fio=FakeFio(engines=FIO_ENGINES), runner=FakeRunner(),
                       lab_workdir=tmp / "lab")
         with pytest.raises(Reached):
             study.run()
@@ -191,7 +182,7 @@ def test_refused_plans_refused_by_run_and_create_nothing(data, tmp_path_factory)
         return
     except ProtolabError as e:
         expected = str(e)
-    study = Study(plan, "", "p.toml", results_root=tmp / "results", fio=FakeFio(), runner=FakeRunner(),
+    study = Study(plan, "", "p.toml", results_root=tmp / "results", fio=FakeFio(engines=FIO_ENGINES), runner=FakeRunner(),
                   lab_workdir=tmp / "lab")
     with pytest.raises(ProtolabError) as got:
         study.run()

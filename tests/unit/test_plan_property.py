@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
+from fakes import FakeFio
 from protolab.errors import ProtolabError
 from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_plan_text
@@ -44,16 +45,6 @@ scalars = st.one_of(
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                        st.dictionaries(st.text(max_size=8), inner, max_size=3)),
                       max_leaves=6)
-
-
-class _FakeFio:
-    path = "/nonexistent/fio"
-
-    def engines(self):
-        return sorted(ENGINES)
-
-    def version(self):
-        return "fio-3.33"
 
 
 def _paths(obj, prefix=()):
@@ -147,7 +138,7 @@ def test_mutated_plans_never_crash_and_run_refuses_what_validate_refuses(text, t
     except ProtolabError as e:
         assert str(e) == verdict
         return
-    study = Study(plan, text, "fuzz.toml", results_root=work / "results", fio=_FakeFio(), lab_workdir=work / "lab")
+    study = Study(plan, text, "fuzz.toml", results_root=work / "results", fio=FakeFio(engines=sorted(ENGINES)), lab_workdir=work / "lab")
     with pytest.raises(ProtolabError) as e:
         study.run()
     assert str(e.value) == verdict, "run's pre-flight must refuse what validate refuses, for the same reason"

@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from protolab.errors import ProtolabError, ToolError
+from fakes import DATA, ENGINES, FIO_JSON, FakeFio  # noqa: F401  (re-exported to the session tests)
+from protolab.errors import ProtolabError
 from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 from protolab.run.resume import resumable
 from protolab.run.signals import Stopper
 from protolab.run.testbed import Testbed as _Testbed
-
-DATA = Path(__file__).parent.parent / "data"
-FIO_JSON = (DATA / "fio-local-2streams-randrw.json").read_text()
-ENGINES = ["psync", "io_uring", "libaio", "libiscsi", "nfs", "nbd", "sync", "null"]
 
 PLAN = """
 name = "fake"
@@ -44,40 +41,6 @@ duration = "1s"
 repeats = 3
 prepare = false
 """
-
-
-class FakeFio:
-    """fio that answers every window with a captured json+ document; it can fail or be 'signalled'."""
-
-    path = "/fake/fio"
-    cgroups = None
-
-    def __init__(self, events: list[str], fail: set[str] = frozenset(), interrupt_at: int | None = None,
-                 version: str = "fio-3.33"):
-        self.events, self.fail, self.interrupt_at, self._version = events, fail, interrupt_at, version
-        self.runs = 0
-        self.op_errors: list[str] = []
-
-    def version(self):
-        return self._version
-
-    def engines(self):
-        return ENGINES
-
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
-        self.runs += 1
-        cell = Path(job).name.split(".")[0]
-        if self.interrupt_at is not None and self.runs == self.interrupt_at:
-            self.events.append("fio stopped")  # what the real adapter does when KeyboardInterrupt reaches it
-            raise KeyboardInterrupt("SIGTERM")
-        if cell in self.fail:
-            self.fail = self.fail - {cell}
-            raise ToolError(f"{label}: fio failed: connection reset")
-        self.events.append(f"measure {cell}")
-        Path(output).write_text(FIO_JSON)
-        if on_status is not None:
-            on_status(json.loads(FIO_JSON))  # its only status document, also its last
-        return FIO_JSON
 
 
 class FakeAgent:

@@ -3,12 +3,12 @@ telemetry at the boundaries — on fio 3.33's real --status-interval=1 output (t
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
 from conftest import DATA
+from fakes import FakeFio
 from protolab.analysis.latency import merge_bins, percentiles
 from protolab.engine.jobfile import layout
 from protolab.engine.measure import HostRun
@@ -165,42 +165,6 @@ repeats = 1
 """
 
 
-class FakeFio:
-    """Writes one captured document at a time, as fio would, and stops where the caller says."""
-
-    op_errors: list[str] = []
-
-    def __init__(self, text, events):
-        self.docs, self.events = documents(text), events
-
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
-        self.job = job.read_text()
-        with open(output, "w") as f:
-            for doc in self.docs:
-                f.write(json.dumps(doc, indent=2) + "\n")
-                self.events.append(("doc", max(j["job_runtime"] for j in doc["jobs"])))
-                if on_status(doc):
-                    self.events.append("stopped")
-                    break
-        return ""
-
-    def run_clients(self, clients, output, *, cwd=None, timeout, label, status_interval, on_poll, netns=None):
-        assert status_interval and len(clients) == 2
-        head, doc = CLIENT[:CLIENT.index("\n{") + 1], CLIENT[CLIENT.index("\n{") + 1:]
-        with open(output, "w") as f:
-            for _ in range(60):  # 6 s of the client's run, polled every 0.1 s
-                self.clock.t += 0.1
-                on_poll()
-                if _ == 10:
-                    f.write(head)  # the '<host>' lines, flushed early
-                    f.flush()
-            f.write(doc)  # at 106.0 s: the document, once the jobs have ended
-        self.clock.t += 0.02
-        on_poll()  # seen at 106.02 s
-        self.clock.t += 0.03  # the client exits
-        return CLIENT
-
-
 def _cell(tmp_path, warmup, duration):
     plan = load_plan_text(PLAN.format(dir=tmp_path, warmup=warmup, duration=duration))
     cell = expand(plan)[0]
@@ -211,7 +175,7 @@ def _cell(tmp_path, warmup, duration):
 def test_one_direct_run_warms_up_then_measures_with_telemetry_at_both_boundaries(tmp_path):
     plan, cell, streams = _cell(tmp_path, "1s", "2s")
     events: list = []
-    fio = FakeFio(LOCAL, events)
+    fio = FakeFio(events, stream=LOCAL)
     rule = WarmupRule(plan.method.warmup, False, plan.method.steady_window)
     run = run_window(fio, cell, [HostRun("h1", None, None, streams)], warmup_max_s=1, duration_s=2,
                      warmup_done=rule, sample=lambda: events.append("sample") or len(events),
@@ -236,7 +200,7 @@ def test_until_steady_in_one_direct_run(tmp_path):
     plan, cell, streams = _cell(tmp_path, "30s", "1s")
     events: list = []
     rule = WarmupRule(30, True, 3)
-    run = run_window(FakeFio(LOCAL, events), cell, [HostRun("h1", None, None, streams)], warmup_max_s=30,
+    run = run_window(FakeFio(events, stream=LOCAL), cell, [HostRun("h1", None, None, streams)], warmup_max_s=30,
                      duration_s=1, warmup_done=rule, sample=lambda: events.append("sample") or len(events),
                      tick=lambda: None, interpolate=None, folder=tmp_path / "raw", tag="measure", label="cell",
                      timeout_margin_s=60)
@@ -266,7 +230,7 @@ class Agent:
 def test_a_client_run_places_its_boundaries_afterwards_and_interpolates_telemetry(tmp_path):
     plan, cell, streams = _cell(tmp_path, "1s", "2s")
 
-    fio, clock = FakeFio(CLIENT, []), Clock()
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
     fio.clock = clock
     rule = WarmupRule(1, False, 3)
     hosts = [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None, streams[1:])]
@@ -296,7 +260,7 @@ def test_a_client_run_with_storage_traffic_places_its_boundaries_where_the_traff
     of the run's I/Os fio had done by k — even when fio's client printed seconds after the last I/O."""
     plan, cell, streams = _cell(tmp_path, "1s", "2s")
 
-    fio, clock = FakeFio(CLIENT, []), Clock()
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
     fio.clock = clock
     per = snapshots(documents(CLIENT))
     ios_end = sum(v[-1].ios for v in per.values())
@@ -322,7 +286,7 @@ def test_a_client_run_with_storage_traffic_places_its_boundaries_where_the_traff
     assert run.after < 104.0 < 106.02 - 1.129  # inside the traffic, not where the print placed it
 
     # no traffic counted: placed by the client's print, as before
-    fio, clock = FakeFio(CLIENT, []), Clock()
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
     fio.clock = clock
     run = run_window(fio, cell, [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None,
                                                                                     streams[1:])],
