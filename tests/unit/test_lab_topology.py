@@ -115,3 +115,13 @@ def test_lab_spec_is_frozen_and_json_round_trips():
     with pytest.raises(ValidationError):
         lab.hosts = 3  # type: ignore[misc]
     assert LabSpec.model_validate(lab.model_dump(mode="json")) == lab
+
+
+def test_the_lab_and_the_wire_model_read_rates_with_one_grammar():
+    from protolab.plan.links import parse_link
+
+    for text in ("1GbE", "10gbit", "2.5G", "500mbit", "25GbE"):
+        assert parse_rate(text) == int(parse_link(text).bps)
+    for bad in ("1e400", "inf", "1e30gbit", 10**20, "4GFC", "100MB/s"):
+        with pytest.raises(ValueError):
+            parse_rate(bad)  # one line from the plan's loader, never an OverflowError

@@ -45,6 +45,8 @@ LINKS: dict[str, Link] = {
 LINK_PRESETS: dict[str, float] = {name: link.bps for name, link in LINKS.items()}
 
 _RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgt]?)\s*(bit/s|bits/s|bits|bit|bps|b/s|be|b|)$")
+#: The fastest rate a link may have: 1.6 Tbit/s Ethernet (beyond it a rate is a typo, or infinite).
+MAX_BPS = 1.6e12
 _SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 
 
@@ -53,8 +55,8 @@ def parse_link(value: str | float | int | Link) -> Link:
     if isinstance(value, Link):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value <= 0:
-            raise LinkError(f"link: rate must be positive, got {value}")
+        if not 0 < value <= MAX_BPS:
+            raise LinkError(f"link: rate must be positive and at most 1.6 Tbit/s, got {value}")
         return Link(f"{value:g} bit/s", "ethernet", float(value))
     text = str(value).strip()
     for name, link in LINKS.items():
@@ -67,6 +69,8 @@ def parse_link(value: str | float | int | Link) -> Link:
             f"link: cannot read rate {text!r}; use a preset ({', '.join(LINKS)}) or a rate such as 10gbit or 2.5G"
         )
     bps = float(m.group(1)) * _SCALE[m.group(2)]
+    if not bps <= MAX_BPS:
+        raise LinkError(f"link: rate {text!r} is beyond any link (at most 1.6 Tbit/s); write it like 10gbit or 2.5G")
     return Link(text, "ethernet", bps)
 
 

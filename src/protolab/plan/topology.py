@@ -22,13 +22,13 @@ def parse_rate(value: int | str) -> int:
     """Bits per second from "1GbE", "10GbE", "25GbE", "2.5gbit", "500Mbit", "100M" or an int."""
     if isinstance(value, bool):
         raise ValueError(f"rate must be like '1GbE', '10GbE' or '500mbit', got {value!r}")
-    if isinstance(value, int):
-        if value <= 0:
-            raise ValueError(f"rate must be positive, got {value}")
-        return value
+    if isinstance(value, int) and value <= 0:
+        raise ValueError(f"rate must be positive, got {value}")
     try:
         link = parse_link(value)
-    except LinkError:
+    except LinkError as e:
+        if "at most" in str(e) or "beyond" in str(e):
+            raise ValueError(str(e).removeprefix("link: ")) from None
         raise ValueError(
             f"rate must be a preset (1GbE, 10GbE, 25GbE) or a rate like '2.5gbit' or '500mbit', got {value!r}"
         ) from None
