@@ -163,10 +163,16 @@ def test_a_run_stored_before_the_shape_fields_resumes_as_the_same_plan(tmp_path)
     for w in stored["workloads"]:
         for k in ("arrivals", "bursts", "think_time", "think_every", "hot_zones", "replay", "trace"):
             del w[k]
-    rd.update_manifest(plan=stored)
+    # stored by a protolab of plan format 1, before those fields: migrated by version, the same plan
+    m = rd.manifest()
+    del m["plan_format"]  # absent: the oldest format
+    rd.write_manifest({**m, "plan": stored})
     assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == []
+    rd._write_fields(plan_format=2)  # the same fields missing from a plan of today's format: it changed
+    assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == [
+        "plan (this protolab reads the stored plan text differently)"]
     stored["workloads"][0]["read_pct"] = 50.0  # a real difference still counts
-    rd.update_manifest(plan=stored)
+    rd._write_fields(plan=stored, plan_format=1)
     assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == [
         "plan (this protolab reads the stored plan text differently)"]
 

@@ -243,9 +243,11 @@ def test_a_run_stored_before_interval_slo_and_stage_resumes_as_the_same_plan():
         del stored["method"][k]
     del stored["stage"]
 
-    class Old:
-        def manifest(self):
-            return {"plan": stored}
+    class Old:  # a run directory whose manifest predates plan formats (no plan_format: the oldest)
+        def typed_manifest(self):
+            from protolab.results.manifest import Manifest
+
+            return Manifest(plan=stored)
 
     assert differences(Old(), plan, "", {}) == []
     aged = _plan(stage='[stage.age]\nduration = "30s"\nevery = "10s"')

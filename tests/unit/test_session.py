@@ -191,7 +191,7 @@ def test_a_failed_record_is_measured_again_on_resume(setup, tmp_path):
     doc["status"] = "failed"
     lines[2] = json.dumps(doc)
     (rd.path / "records.jsonl").write_text("\n".join(lines) + "\n")
-    rd.update_manifest(status="failed")
+    rd._write_fields(status="failed")
     rd = RunDir.open(rd.path)
     plan, text, source = resumable(rd)
     events2: list[str] = []
@@ -207,7 +207,7 @@ def test_a_signal_stops_fio_then_agents_then_tears_down_then_marks_the_manifest(
     events: list[str] = []
     study = setup(events, interrupt_at=3)
     rd_path = {}
-    orig = RunDir.update_manifest
+    orig = RunDir._write_fields
 
     def spy(self, **fields):
         if fields.get("status") == "interrupted":
@@ -215,7 +215,7 @@ def test_a_signal_stops_fio_then_agents_then_tears_down_then_marks_the_manifest(
             rd_path["p"] = self.path
         return orig(self, **fields)
 
-    monkeypatch.setattr(RunDir, "update_manifest", spy)
+    monkeypatch.setattr(RunDir, "_write_fields", spy)
     with pytest.raises(KeyboardInterrupt):
         study.run()
     tail = events[events.index("fio stopped"):]

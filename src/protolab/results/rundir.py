@@ -187,7 +187,8 @@ class RunDir:
     # -- manifest ----------------------------------------------------------------------------------
 
     def manifest(self) -> dict[str, Any]:
-        """The manifest as stored (read once, checked by ``ManifestView``, then kept in step with every update)."""
+        """The manifest as stored (read once, checked by ``results.manifest.Manifest``, then kept in step with
+        every update)."""
         if self._manifest is None:
             data = json.loads((self.path / "manifest.json").read_text())
             check_manifest(data, self.path / "manifest.json")
@@ -199,8 +200,21 @@ class RunDir:
         write_json(self.path / "manifest.json", manifest)
         self._manifest = dict(manifest)
 
-    def update_manifest(self, **fields: Any) -> None:
-        """Set top-level fields of the manifest."""
+    @property
+    def events(self):
+        """The manifest's one writer (results.manifest.Events)."""
+        from .manifest import Events
+
+        return Events(self)
+
+    def typed_manifest(self):
+        """The manifest, typed (results.manifest.Manifest)."""
+        from .manifest import Manifest
+
+        return Manifest.model_validate(self.manifest())
+
+    def _write_fields(self, **fields: Any) -> None:
+        """Set top-level fields of the manifest: for results.manifest.Events only."""
         m = self.manifest()
         m.update(fields)
         self.write_manifest(m)
@@ -231,7 +245,7 @@ class RunDir:
         """Append one record (and its cells.csv row); the manifest's count goes up by one."""
         append_lines(self.path / "records.jsonl", [rec.model_dump_json()])
         append_lines(self.path / "cells.csv", [_csv_text([cell_row(rec, figures)], self.csv_columns, False)])
-        self.update_manifest(cells_done=int(self.manifest().get("cells_done", 0)) + 1, last_seq=rec.seq)
+        self.events.cell_measured(rec.seq)
 
     def add_series(self, rows: list[SeriesRow]) -> None:
         """Append per-interval rows to series.csv."""

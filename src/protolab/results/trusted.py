@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from ..errors import ProtolabError
 from ..trust import UnsafePath, check_ancestors
@@ -47,36 +47,15 @@ def check_tree(root: Path, *, write: bool) -> None:
                                  "command as that user, or copy the run directory")
 
 
-class ManifestView(BaseModel):
-    """What protolab reads from a manifest, with its types (other keys are kept as they are)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    schema_version: Any = None
-    run_id: Optional[str] = None
-    dimensions: list[str] = []
-    plan: Optional[dict[str, Any]] = None
-    plan_text: Optional[str] = None
-    plan_source: Optional[str] = None
-    status: Optional[str] = None
-    sessions: list[dict[str, Any]] = []
-    provenance: Optional[dict[str, Any]] = None
-    testbed: Optional[dict[str, Any]] = None
-    cells_done: Optional[int] = None
-    last_seq: Optional[int] = None
-    interrupted_windows: list[dict[str, Any]] = []
-    measuring: Optional[dict[str, Any]] = None
-    stages: Optional[list[Any]] = None
-    repeats_stopped: Optional[dict[str, Any]] = None
-
-
 def check_manifest(data: Any, path: Path) -> None:
     """ProtolabError naming the file and the first field that is not what protolab writes."""
     if not isinstance(data, dict):
         raise ProtolabError(f"{path}: not a manifest (a JSON object is expected, found {type(data).__name__}); "
                             "the run directory is damaged")
     try:
-        ManifestView.model_validate(data)
+        from .manifest import Manifest
+
+        Manifest.model_validate(data)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
         where = ".".join(str(x) for x in err["loc"])

@@ -226,7 +226,7 @@ class Procedure:
 
         def write(rows: list[SeriesRow]) -> None:
             if rows and not noted:  # this seq now has rows: a resumed session must not reuse it
-                self.rundir.update_manifest(measuring={"seq": seq, "cell_id": cell.id, "session": session})
+                self.rundir.events.window_started(seq, cell.id, session)
                 noted.append(True)
             self.rundir.add_series(rows)
 

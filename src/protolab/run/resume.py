@@ -13,31 +13,32 @@ from typing import Any
 
 from ..errors import ProtolabError
 from ..plan.load import load_plan_text
+from ..plan.migrate import migrate
 from ..plan.model import Plan
 from ..results.rundir import RunDir
 
 
 def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
     """The plan, its text and source stored in ``rundir``; ProtolabError if it cannot be resumed at all."""
-    m = rundir.manifest()
+    m = rundir.typed_manifest()
     where = f"resume {rundir.path}"
     if rundir.schema < 2:
         raise ProtolabError(f"{where}: written by an older protolab (schema {rundir.schema}); it can be "
                             "reported and compared, not resumed — run the plan again")
-    if m.get("status") == "complete":
+    if m.status == "complete":
         raise ProtolabError(f"{where}: the run is complete (every cell measured, report written); nothing to resume")
-    text = m.get("plan_text")
-    if not isinstance(text, str) or not text:
+    text = m.plan_text
+    if not text:
         raise ProtolabError(f"{where}: the manifest holds no plan text; run the plan again")
-    source = str(m.get("plan_source", "plan"))
-    scale = (m.get("plan") or {}).get("scale")
+    source = m.plan_source or "plan"
+    scale = (m.plan or {}).get("scale")
     return load_plan_text(text, source=f"{source} (stored in {rundir.path.name})", scale=scale), text, source
 
 
 def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any]) -> list[str]:
     """What differs between the run's first session and now, one phrase each."""
-    m = rundir.manifest()
-    first = (m.get("sessions") or [{}])[0].get("provenance") or m.get("provenance") or {}
+    m = rundir.typed_manifest()
+    first = (m.sessions[0].provenance if m.sessions else None) or m.provenance or {}
     out = []
     if first.get("fio_version") and first["fio_version"] != fio_version:
         out.append(f"fio version ({first['fio_version']} then, {fio_version} now)")
@@ -45,31 +46,14 @@ def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str,
         out.append(f"kernel ({first['kernel']} then, {platform.release()} now)")
     if first.get("hostname") and first["hostname"] != platform.node():
         out.append(f"machine ({first['hostname']} then, {platform.node()} now)")
-    if m.get("plan") is not None and m["plan"] != _as_stored(plan.model_dump(mode="json"), m["plan"]):
+    if m.plan is not None and migrate(m.plan, m.plan_format) != plan.model_dump(mode="json"):
         out.append("plan (this protolab reads the stored plan text differently)")
-    then = m.get("testbed") or {}
+    then = m.testbed or {}
     keys = ("kind", "prefix", "hosts", "nics_per_host")
     if then and {k: then.get(k) for k in keys} != {k: testbed.get(k) for k in keys}:
         desc = lambda d: ", ".join(f"{k}={d.get(k)}" for k in keys if d.get(k) is not None)  # noqa: E731
         out.append(f"testbed ({desc(then)} then, {desc(testbed)} now)")
     return out
-
-
-#: Fields newer than some stored plans, with the value that means "not used": a plan written before them
-#: is the same plan when they hold it now (a workload without a shape has no bursts).
-_NEWER_DEFAULTS = {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
-                   "hot_zones": None, "skew": None, "replay": None, "trace": None, "fill": None,
-                   "seed_findings": [], "interval": 1, "slo": None, "stage": None}
-
-
-def _as_stored(now: Any, stored: Any) -> Any:
-    """``now`` without the newer fields ``stored`` lacks where they hold their "not used" value."""
-    if isinstance(now, dict) and isinstance(stored, dict):
-        return {k: _as_stored(v, stored.get(k)) for k, v in now.items()
-                if k in stored or k not in _NEWER_DEFAULTS or v != _NEWER_DEFAULTS[k]}
-    if isinstance(now, list) and isinstance(stored, list) and len(now) == len(stored):
-        return [_as_stored(a, b) for a, b in zip(now, stored)]
-    return now
 
 
 def check_same(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any], force: bool) -> None:

@@ -22,6 +22,7 @@ from ..analysis.derived import figures
 from ..engine.fio import Fio
 from ..errors import ProtolabError, ToolError
 from ..plan.expand import Cell, expand
+from ..plan.migrate import PLAN_FORMAT
 from ..plan.model import Plan
 from ..plan.preflight import Environment, preflight
 from ..plan.stages import stage_steps
@@ -79,7 +80,7 @@ class Study:
         cells = expand(plan)  # with adaptive repeats: the first `min` of each cell (the schedule adds more)
         self.rundir = rundir = RunDir.create(self.results_root, plan.name, {
             "status": "running", "phase": "starting", "plan_source": self.source,
-            "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text,
+            "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text, "plan_format": PLAN_FORMAT,
             "provenance": provenance(fio.version(), fio.engines(), fio.path), "started": now(), "ended": None,
             "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
             "sessions": [], "dimensions": list(dict.fromkeys(s.dimension for s in stage_steps(plan.method) if s))
@@ -114,15 +115,10 @@ class Study:
         todo = schedule(self.plan, rundir.records, stops)
         first = next(todo, None)
         cells = pending(self.plan, rundir.records())  # the planned count; adaptive adds repeats
-        m = rundir.manifest()
-        sessions = list(m.get("sessions", []))
-        number = len(sessions) + 1
         fio = testbed.fio
-        sessions.append({"session": number, "started": now(), "ended": None, "how": "running",
-                         "cells_planned": len(cells), "cells_measured": 0,
-                         "provenance": provenance(fio.version(), fio.engines(), fio.path)})
-        rundir.update_manifest(status="running", sessions=sessions, ended=None)
-        phase = lambda p: rundir.update_manifest(phase=p)  # noqa: E731
+        events = rundir.events
+        number = events.session_started(len(cells), provenance(fio.version(), fio.engines(), fio.path))
+        phase = events.phase
         how, error = "complete", None
         measured = 0
         if first is None:  # e.g. a run stopped while its report was written: only the report is left to do
@@ -130,20 +126,18 @@ class Study:
             return self._finished(rundir, number, measured)
         try:
             phase("testbed up")
-            testbed.on_agents = lambda agents: rundir.update_manifest(agents=agents)
-            rundir.update_manifest(testbed=testbed.up(rundir.path))
+            testbed.on_agents = events.agents
+            events.testbed_up(testbed.up(rundir.path))
             proc = Procedure(self.plan, testbed, rundir, self.progress, phase)
-            rundir.update_manifest(targets={c.name: testbed.target_label(c) for c in self.plan.configurations})
+            events.targets({c.name: testbed.target_label(c) for c in self.plan.configurations})
             method = self.plan.method
             if method.prepare:
                 proc.prepare()
             if method.initialise is not None:
-                rundir.update_manifest(initialised={"workload": method.initialise.workload,
-                                                    "duration_s": method.initialise.duration,
-                                                    "iops": proc.initialise(), "session": number})
+                events.initialised(method.initialise.workload, method.initialise.duration, proc.initialise(), number)
             if method.restore or method.initialise is not None:
                 testbed.snapshot()  # every cell restores to this state (only the lab can)
-                rundir.update_manifest(snapshot=now())
+                events.snapshot_taken()
             work = itertools.chain([first], todo)
             for measured, _ in enumerate(self._cells(rundir, testbed, proc, work, len(cells), number, stops), 1):
                 pass
@@ -183,7 +177,7 @@ class Study:
     def _finished(self, rundir: RunDir, number: int, measured: int) -> RunDir:
         """Every cell measured: the caller's last step (the report), then the session is complete."""
         if self.finish is not None:
-            rundir.update_manifest(phase="report", status="complete")  # every cell is measured; the report says so
+            rundir.events.measured_all()  # every cell is measured; the report says so
             try:
                 self.finish(rundir)
             except KeyboardInterrupt:
@@ -198,27 +192,14 @@ class Study:
     def _end(self, rundir: RunDir, number: int, how: str, error: str | None, measured: int | None) -> None:
         """Write how the session ended (when the disk lets us)."""
         try:
-            m = rundir.manifest()
-            sessions = list(m.get("sessions", []))
-            if sessions and sessions[-1].get("session") == number:
-                s = dict(sessions[-1])
-                s.update(ended=now(), how=how)
-                if measured is not None:
-                    s["cells_measured"] = measured
-                sessions[-1] = s
-            fields: dict[str, Any] = {"status": how, "ended": now(), "sessions": sessions}
-            if how == "complete":
-                fields["phase"] = "done"
-            if error is not None:
-                fields["error"] = error
-            rundir.update_manifest(**fields)
+            rundir.events.session_ended(number, how, error, measured)
         except ProtolabError:
             pass  # the disk refused; the error that brought us here names the path
 
     def _note_stops(self, rundir: RunDir, stops: dict[str, str]) -> None:
         """Adaptive repeats: why each cell's repeating ended, in the manifest (kept across sessions)."""
         if stops:
-            rundir.update_manifest(repeats_stopped={**rundir.manifest().get("repeats_stopped", {}), **stops})
+            rundir.events.repeats_stopped(stops)
 
     def _cells(self, rundir: RunDir, testbed: Testbed, proc: Procedure, work: Iterator[Planned], planned: int,
                session: int, stops: dict[str, str]):
@@ -228,11 +209,11 @@ class Study:
         window = testbed.window()
         # a window that was interrupted has no record but keeps its series under its seq: never reuse it
         # (Procedure.window notes the seq in the manifest when it writes a window's first row)
-        man = rundir.manifest()
-        started = man.get("measuring") or {}
-        seq = max(int(man.get("last_seq", 0)), int(started.get("seq", 0)))
-        if int(started.get("seq", 0)) > int(man.get("last_seq", 0)):  # listed for the report before it is replaced
-            rundir.update_manifest(interrupted_windows=[*man.get("interrupted_windows", []), started])
+        man = rundir.typed_manifest()
+        started = man.measuring or {}
+        seq = max(man.last_seq or 0, int(started.get("seq", 0)))
+        if int(started.get("seq", 0)) > (man.last_seq or 0):  # listed for the report before it is replaced
+            rundir.events.window_interrupted(started)
         noted = 0
         stage = None  # the stage step the data is at in this session (a new session starts from nothing)
         for i, item in enumerate(work, 1):
@@ -240,8 +221,7 @@ class Study:
             if cell.stage is not None and cell.stage != stage:  # change the data before the step's first cell
                 did = proc.stage(cell.stage)
                 if did:
-                    rundir.update_manifest(stages=[*rundir.manifest().get("stages", []),
-                                                   *({**d, "session": session} for d in did)])
+                    rundir.events.stage_done(did, session)
                 stage = cell.stage
             if len(stops) != noted:  # a load point's repeating ended: say why while the run goes
                 self._note_stops(rundir, stops)

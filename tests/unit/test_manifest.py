@@ -1,0 +1,74 @@
+"""The manifest's one writer (results.manifest.Events) and its typed reading; stored plans migrated by version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from protolab.plan.migrate import PLAN_FORMAT, migrate
+from protolab.results.manifest import Manifest
+from protolab.results.rundir import RunDir
+
+V1 = Path(__file__).resolve().parents[1] / "data" / "v1-run"
+
+
+@pytest.fixture
+def rd(tmp_path) -> RunDir:
+    return RunDir.create(tmp_path / "results", "m", {"status": "running", "plan_format": PLAN_FORMAT,
+                                                     "cells_done": 0, "last_seq": 0, "sessions": []})
+
+
+def _disk(rd: RunDir) -> dict:
+    return json.loads((rd.path / "manifest.json").read_text())
+
+
+def test_a_session_from_start_to_end_in_events(rd):
+    ev = rd.events
+    assert ev.session_started(12, {"fio_version": "fio-3.33"}) == 1
+    ev.phase("testbed up")
+    ev.testbed_up({"kind": "lab", "prefix": "pl"})
+    ev.targets({"a": "lab:iscsi"})
+    ev.window_started(1, "w__a__h1s1q1__r1", 1)
+    ev.cell_measured(1)
+    ev.stage_done([{"fill": 25, "bytes": 1024}], 1)
+    ev.repeats_stopped({"w__a": "interval within 3 %"})
+    ev.session_ended(1, "interrupted", None, 1)
+    m = Manifest.model_validate(_disk(rd))  # each event was on disk as soon as it returned
+    assert (m.status, m.phase, m.cells_done, m.last_seq) == ("interrupted", "testbed up", 1, 1)
+    assert m.testbed == {"kind": "lab", "prefix": "pl"} and m.targets == {"a": "lab:iscsi"}
+    assert m.measuring == {"seq": 1, "cell_id": "w__a__h1s1q1__r1", "session": 1}
+    assert m.stages == [{"fill": 25, "bytes": 1024, "session": 1}]
+    [s] = m.sessions
+    assert (s.session, s.how, s.cells_planned, s.cells_measured) == (1, "interrupted", 12, 1) and s.ended
+    assert ev.session_started(11, {}) == 2  # resume: a second session, the run running again
+    ev.window_interrupted({"seq": 2, "cell_id": "x", "session": 1})
+    ev.measured_all()
+    ev.session_ended(2, "complete", None, 11)
+    m = rd.typed_manifest()
+    assert (m.status, m.phase, [s.how for s in m.sessions]) == ("complete", "done", ["interrupted", "complete"])
+    assert m.interrupted_windows == [{"seq": 2, "cell_id": "x", "session": 1}] and m.ended
+
+
+def test_a_failed_session_keeps_its_error(rd):
+    rd.events.session_started(1, {})
+    rd.events.session_ended(1, "failed", "cell x: fio failed", 0)
+    assert rd.typed_manifest().error == "cell x: fio failed" and _disk(rd)["status"] == "failed"
+
+
+def test_a_schema_1_manifest_reads_typed(tmp_path):
+    run = tmp_path / "v1"
+    shutil.copytree(V1, run)
+    m = RunDir.open(run).typed_manifest()
+    assert m.schema_version == 1 and m.plan_format == 1 and m.sessions == [] and m.plan_text
+
+
+def test_an_older_stored_plan_is_migrated_by_version():
+    old = {"name": "x", "workloads": [{"name": "w", "read_pct": 70}], "method": {"duration": 60}}
+    new = migrate(old, 1)
+    assert new["workloads"][0]["arrivals"] == "uniform" and new["workloads"][0]["read_pct"] == 70
+    assert new["method"]["interval"] == 1 and new["method"]["duration"] == 60
+    assert new["seed_findings"] == [] and new["stage"] is None
+    assert migrate(old, PLAN_FORMAT) == old  # today's format is left as it is
