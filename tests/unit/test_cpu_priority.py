@@ -186,10 +186,10 @@ def test_a_window_records_the_weight_only_when_it_held_at_both_ends():
     roles = Roles()
     w = Window(FakeRunner(), cgroups=roles)  # type: ignore[arg-type]
     a, b = w.sample(), w.sample()
-    assert a.weighted and Window.delta(a, b)["roles_cpu_weight"] == "highest"
+    assert a.weighted and w.delta(a, b)["roles_cpu_weight"] == "highest"
     assert interpolate(a, b, (a.t + b.t) / 2).weighted
     roles.priority.on = False  # dropped before the window's end (teardown): not claimed
-    assert "roles_cpu_weight" not in Window.delta(a, w.sample())
+    assert "roles_cpu_weight" not in w.delta(a, w.sample())
     t = {"elapsed_s": 1.0, "machine_busy_s": 1.9, "machine_total_s": 2.0, "roles_cpu_s": {"servers": 0.2},
          "roles_cpu_weight": "highest"}
     busy = derive(1000, 0.1, t)

@@ -62,7 +62,7 @@ def test_window_names_each_servers_busiest_thread_and_softirq_per_core(monkeypat
     monkeypatch.setattr("protolab.telemetry.window.tree_cpu_seconds", lambda pid: 1.0)
     runner = FakeRunner(answers={("ip",): Completed(("ip",), 0, "[]", "")})
     w = Window(runner, server_pids={"tgtd": 1}, offload_ports=[])
-    d = Window.delta(w.sample(), w.sample())
+    d = w.delta(w.sample(), w.sample())
     busiest = d["server_threads"]["tgtd"]
     assert busiest["thread"] == "tgtd" and busiest["cpu_s"] == pytest.approx(1.9) and busiest["threads"] == 3
     assert busiest["live_cpu_s"] == pytest.approx(1.9 + 0.4 + 0.5)  # a thread born in the window counts from 0

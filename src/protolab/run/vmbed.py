@@ -66,52 +66,6 @@ class GuestAgent:
             raise ToolError(f"guest {self.name}: QEMU exited ({popen.returncode}): {self.guest.log_tail()}")
 
 
-class VmWindow(Window):
-    """The lab's telemetry plus the guests' QEMU threads: vCPU against I/O."""
-
-    def __init__(self, base: Window, pids: list[int]):
-        super().__init__(base.runner, base.server_pids, base.interfaces, base.clock, base.cgroups, base.offload_ports)
-        self.pids = pids
-
-    def sample(self):
-        from ..vm import cpu
-
-        threads = []
-        for pid in self.pids:
-            try:
-                threads.append(cpu.sample(pid))
-            except OSError:
-                pass
-        return super().sample(), threads
-
-    def progress(self, s) -> tuple[float, float] | None:  # type: ignore[override]
-        return super().progress(s[0])
-
-    def interpolate(self, a, b, t):  # type: ignore[override]
-        """Both parts at instant ``t``: the lab's counters, and the QEMU threads' CPU summed (what delta uses)."""
-        from ..telemetry.window import interpolate
-        from ..vm.cpu import ThreadCpu
-
-        snap = interpolate(a[0], b[0], t)
-        f = 0.0 if b[0].t <= a[0].t else min(1.0, max(0.0, (t - a[0].t) / (b[0].t - a[0].t)))
-        at = [sum(getattr(x, k) for x in a[1]) for k in ("vcpu_s", "io_s")]
-        bt = [sum(getattr(x, k) for x in b[1]) for k in ("vcpu_s", "io_s")]
-        return snap, [ThreadCpu(*(u + (v - u) * f for u, v in zip(at, bt)), {})]
-
-    def delta(self, a, b) -> dict:  # type: ignore[override]
-        out = Window.delta(a[0], b[0])
-        vcpu = sum(t.vcpu_s for t in b[1]) - sum(t.vcpu_s for t in a[1])
-        io = sum(t.io_s for t in b[1]) - sum(t.io_s for t in a[1])
-        out["hypervisor_cpu_s"] = {"vcpu": max(0.0, vcpu), "io": max(0.0, io)}
-        before = {k: v for t in a[1] for k, v in t.threads.items()}  # 'comm#tid': tids are unique
-        spent = {k: max(0.0, v - before.get(k, 0.0)) for t in b[1] for k, v in t.threads.items()}
-        if spent:
-            top = max(spent, key=lambda k: spent[k])
-            out["hypervisor_thread"] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
-                                        "live_cpu_s": sum(spent.values())}
-        return out
-
-
 class VmTestbed(LabTestbed):
     """The embedded lab with QEMU guests as its load hosts."""
 
@@ -197,20 +151,14 @@ class VmTestbed(LabTestbed):
         return out
 
     def window(self) -> Window:
-        return _GuestWindow(super().window(), self)
+        """The lab's window with the guests' QEMU threads as one more source (guests boot on first use: their
+        processes are asked for at each sample)."""
+        from ..vm.telemetry import QemuThreads
+
+        window = super().window()
+        window.sources.append(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
+        return window
 
     def down(self, keep_logs_in: Path | None = None) -> None:
         self.guests.clear()
         super().down(keep_logs_in)  # agents (the guests) first, then the lab with their record
-
-
-class _GuestWindow(VmWindow):
-    """A VmWindow whose guest list is read at each sample (guests boot on first use)."""
-
-    def __init__(self, base: Window, testbed: VmTestbed):
-        super().__init__(base, [])
-        self.testbed = testbed
-
-    def sample(self):
-        self.pids = [a.guest.pid for a in self.testbed.guests.values() if a.guest.pid]
-        return super().sample()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from ..proc import Runner
 from .cgroups import RoleCgroups
 from .cpu import cores_softirq_seconds, machine_cpu_seconds, thread_cpu_seconds, tree_cpu_seconds
 from .net import Counters, read_namespaces, read_offloads
+from .source import Source
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Snapshot:
     softirq_s: list[float] = field(default_factory=list)  # per core
     roles_wait_s: dict[str, float] = field(default_factory=dict)  # role → seconds waiting for a CPU (PSI)
     weighted: bool = False  # the roles at the highest CPU weight (telemetry.priority)
+    sources: dict[str, Any] = field(default_factory=dict)  # each extra source's sample (telemetry.source)
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Window:
     clock: Callable[[], float] = time.monotonic
     cgroups: RoleCgroups | None = None
     offload_ports: list[tuple[str, str]] | None = None  # whose offload state to read; None: every interface
+    sources: list[Source] = field(default_factory=list)  # more counters read around the window (e.g. QEMU's)
     _offloads: dict[tuple[str, str], bool | None] | None = field(default=None, init=False, repr=False)
 
     def sample(self) -> Snapshot:
@@ -73,7 +76,7 @@ class Window:
         weighted = self.cgroups is not None and getattr(self.cgroups, "priority", None) is not None \
             and self.cgroups.priority.on
         return Snapshot(t, busy, total, servers, counters, roles, dict(self._offloads), threads, softirq, waits,
-                        weighted)
+                        weighted, {s.name: s.sample() for s in self.sources})
 
     def progress(self, s: Snapshot) -> tuple[float, float] | None:
         """(instant, bytes the storage ports — every interface without them — had carried) at ``s``; None
@@ -83,51 +86,65 @@ class Window:
         return (s.t, float(sum(c.rx_bytes + c.tx_bytes for c in counted))) if counted else None
 
     def interpolate(self, a: Snapshot, b: Snapshot, t: float) -> Snapshot:
-        """The counters at instant ``t`` between two of this window's samples (see ``interpolate``)."""
-        return interpolate(a, b, t)
+        """The counters at instant ``t`` between two of this window's samples (see ``interpolate``), every
+        source's too."""
+        snap = interpolate(a, b, t)
+        f = 0.0 if b.t <= a.t else min(1.0, max(0.0, (t - a.t) / (b.t - a.t)))
+        snap.sources = {s.name: s.interpolate(a.sources[s.name], b.sources[s.name], f)
+                        for s in self.sources if s.name in a.sources and s.name in b.sources}
+        return snap
 
-    @staticmethod
-    def delta(a: Snapshot, b: Snapshot) -> dict:
-        """What happened between two snapshots, as a JSON-ready dict."""
-        servers = {}
-        for name, before in a.servers_s.items():
-            after = b.servers_s.get(name)
-            servers[name] = None if before is None or after is None else max(0.0, after - before)
-        ifaces = {}
-        for key, before in a.interfaces.items():
-            if key in b.interfaces:
-                d = b.interfaces[key] - before
-                ifaces[f"{key[0]}/{key[1]}"] = {"rx_bytes": d.rx_bytes, "tx_bytes": d.tx_bytes,
-                                                "rx_packets": d.rx_packets, "tx_packets": d.tx_packets}
-        out = {
-            "elapsed_s": b.t - a.t,
-            "machine_busy_s": b.machine_busy_s - a.machine_busy_s,
-            "machine_total_s": b.machine_total_s - a.machine_total_s,
-            "servers_cpu_s": servers,
-            "interfaces": ifaces,
-            "offloads": {f"{ns}/{ifname}": on for (ns, ifname), on in a.offloads.items()},
-        }
-        busiest = {}
-        for name, before_t in a.threads.items():
-            after_t = b.threads.get(name) or {}
-            spent = {k: max(0.0, v - before_t.get(k, 0.0)) for k, v in after_t.items()}  # new threads from 0
-            if spent:
-                top = max(spent, key=lambda k: spent[k])
-                busiest[name] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
-                                 "live_cpu_s": sum(spent.values())}
-        if busiest:
-            out["server_threads"] = busiest
-        if a.softirq_s and len(a.softirq_s) == len(b.softirq_s):
-            out["cores_softirq_s"] = [max(0.0, y - x) for x, y in zip(a.softirq_s, b.softirq_s)]
-        waits = {r: max(0.0, b.roles_wait_s[r] - v) for r, v in a.roles_wait_s.items() if r in b.roles_wait_s}
-        if waits:
-            out["roles_cpu_wait_s"] = waits
-        if a.weighted and b.weighted:
-            out["roles_cpu_weight"] = "highest"
-        if a.roles_s:
-            out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
-                                  if role in b.roles_s}
+    def delta(self, a: Snapshot, b: Snapshot) -> dict:
+        """What happened between two snapshots, as a JSON-ready dict: the window's own counters, then each
+        source's entries."""
+        out = counters_delta(a, b)
+        for s in self.sources:
+            if s.name in a.sources and s.name in b.sources:
+                out.update(s.delta(a.sources[s.name], b.sources[s.name]))
         return out
+
+
+def counters_delta(a: Snapshot, b: Snapshot) -> dict:
+    """What the window's own counters did between two snapshots, as a JSON-ready dict."""
+    servers = {}
+    for name, before in a.servers_s.items():
+        after = b.servers_s.get(name)
+        servers[name] = None if before is None or after is None else max(0.0, after - before)
+    ifaces = {}
+    for key, before in a.interfaces.items():
+        if key in b.interfaces:
+            d = b.interfaces[key] - before
+            ifaces[f"{key[0]}/{key[1]}"] = {"rx_bytes": d.rx_bytes, "tx_bytes": d.tx_bytes,
+                                            "rx_packets": d.rx_packets, "tx_packets": d.tx_packets}
+    out = {
+        "elapsed_s": b.t - a.t,
+        "machine_busy_s": b.machine_busy_s - a.machine_busy_s,
+        "machine_total_s": b.machine_total_s - a.machine_total_s,
+        "servers_cpu_s": servers,
+        "interfaces": ifaces,
+        "offloads": {f"{ns}/{ifname}": on for (ns, ifname), on in a.offloads.items()},
+    }
+    busiest = {}
+    for name, before_t in a.threads.items():
+        after_t = b.threads.get(name) or {}
+        spent = {k: max(0.0, v - before_t.get(k, 0.0)) for k, v in after_t.items()}  # new threads from 0
+        if spent:
+            top = max(spent, key=lambda k: spent[k])
+            busiest[name] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
+                             "live_cpu_s": sum(spent.values())}
+    if busiest:
+        out["server_threads"] = busiest
+    if a.softirq_s and len(a.softirq_s) == len(b.softirq_s):
+        out["cores_softirq_s"] = [max(0.0, y - x) for x, y in zip(a.softirq_s, b.softirq_s)]
+    waits = {r: max(0.0, b.roles_wait_s[r] - v) for r, v in a.roles_wait_s.items() if r in b.roles_wait_s}
+    if waits:
+        out["roles_cpu_wait_s"] = waits
+    if a.weighted and b.weighted:
+        out["roles_cpu_weight"] = "highest"
+    if a.roles_s:
+        out["roles_cpu_s"] = {role: max(0.0, b.roles_s[role] - v) for role, v in a.roles_s.items()
+                              if role in b.roles_s}
+    return out
 
 
 def _lerp(a: float, b: float, f: float) -> float:

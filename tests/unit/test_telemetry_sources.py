@@ -1,0 +1,65 @@
+"""Telemetry sources: one lifecycle (sample, interpolate, delta) around a window; the QEMU threads are one."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from protolab.proc import Completed
+from protolab.telemetry.source import Source
+from protolab.telemetry.window import Window
+from protolab.vm.telemetry import QemuThreads
+
+
+class NoNetns:
+    def run(self, args, check=True, **kw):
+        return Completed(tuple(args), 0, "", "")
+
+
+class Counter:
+    """A source whose counter is a number the test moves."""
+
+    name = "counter"
+
+    def __init__(self):
+        self.value = 0.0
+
+    def sample(self):
+        return self.value
+
+    def interpolate(self, a, b, f):
+        return a + (b - a) * f
+
+    def delta(self, a, b):
+        return {"counted": b - a}
+
+
+def test_a_window_merges_each_sources_delta_and_interpolates_it():
+    c = Counter()
+    assert isinstance(c, Source) and isinstance(QemuThreads(list), Source)
+    w = Window(NoNetns(), sources=[c])  # type: ignore[arg-type]
+    a = w.sample()
+    c.value = 40.0
+    b = w.sample()
+    d = w.delta(a, b)
+    assert d["counted"] == 40.0 and "machine_busy_s" in d  # the window's own counters and the source's
+    mid = w.interpolate(a, b, (a.t + b.t) / 2)
+    assert mid.sources["counter"] == pytest.approx(20.0)
+    assert "counted" not in Window(NoNetns()).delta(a, b)  # type: ignore[arg-type]  # no source, no entry
+
+
+def test_qemu_threads_count_the_processes_threads_as_hypervisor_cpu():
+    src = QemuThreads(lambda: [os.getpid(), 999_999_999])  # a process that does not exist is skipped
+    a = src.sample()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    b = src.sample()
+    d = src.delta(a, b)
+    # this process has no "CPU n/TCG" thread: all of its time is I/O threads' in QEMU's split
+    assert d["hypervisor_cpu_s"]["vcpu"] == 0.0 and d["hypervisor_cpu_s"]["io"] >= 0.2
+    assert d["hypervisor_thread"]["cpu_s"] >= 0.2 and d["hypervisor_thread"]["threads"] >= 1
+    [half] = src.interpolate(a, b, 0.5)
+    assert half.io_s == pytest.approx((sum(t.io_s for t in a) + sum(t.io_s for t in b)) / 2)
