@@ -235,7 +235,7 @@ def validate(
         print(json.dumps({"plan": str(plan), "name": p.name, "valid": True, "scale": p.scale,
                           "configurations": len(p.configurations), "workloads": len(p.workloads),
                           "load_points": len(p.load_points),
-                          "fill_levels": m.fill.levels if m.fill is not None else None,
+                          "fill_levels": p.fill.levels if p.fill is not None else None,
                           "repeats": m.repeats if isinstance(m.repeats, int) else m.repeats.model_dump(),
                           "cells": len(cells), "cells_max": len(cells) // m.min_repeats * m.max_repeats,
                           "measurement_s": len(cells) * p.seconds_per_cell,

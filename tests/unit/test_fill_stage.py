@@ -18,7 +18,7 @@ from protolab.plan.stages import filled_bytes
 from protolab.run import Study
 from protolab.run.schedule import schedule
 
-FILL = PLAN.replace("prepare = false\n", "") + "[method.fill]\nlevels = [25, 50, 100]\n"
+FILL = PLAN.replace("prepare = false\n", "") + "[stage.fill]\nlevels = [25, 50, 100]\n"
 
 
 def _plan(text):
@@ -33,7 +33,7 @@ def test_fill_levels_expand_outermost_with_the_level_in_each_cell(tmp_path):
     assert cells[0].id == "tr3808-4k__a__h1s1q1__fill25__r1"
     assert len({c.id for c in cells}) == len(cells)
     assert plan.method.prepare is False  # the fill writes the target; prepare would fill it all at once
-    assert "fill to 25, 50, 100 %" in plan.method.summary()
+    assert "fill to 25, 50, 100 %" in plan.method_summary()
 
 
 @pytest.mark.parametrize("extra, words", [
@@ -51,10 +51,10 @@ def test_fill_refuses_restore_and_prepare_in_one_line(tmp_path, extra, words):
 @pytest.mark.parametrize("levels, words", [("[50, 25]", "must ascend"), ("[10, 101]", "from 1 to 100"),
                                            ("[]", "list of whole percentages"), ("[10.5]", "whole percentage")])
 def test_bad_fill_levels_say_what_to_write(tmp_path, levels, words):
-    text = PLAN.replace("prepare = false\n", "").format(dir=tmp_path) + f"[method.fill]\nlevels = {levels}\n"
+    text = PLAN.replace("prepare = false\n", "").format(dir=tmp_path) + f"[stage.fill]\nlevels = {levels}\n"
     with pytest.raises(PlanError) as e:
         _plan(text)
-    assert words in str(e.value) and "method.fill" in str(e.value)
+    assert words in str(e.value) and "stage.fill" in str(e.value)
 
 
 def test_filled_bytes_are_whole_mib_of_the_capacity():
@@ -216,10 +216,20 @@ def test_aging_at_one_fill_level_ages_only_that_levels_cells(tmp_path):
     cells = expand(plan)
     by_level = {lvl: [c for c in cells if c.stage.value == lvl] for lvl in (25, 50, 100)}
     assert [len(v) for v in by_level.values()] == [4, 12, 4]  # 2 load points × 2 configurations (× 3 steps at 50)
-    assert all(c.age_step is None for c in by_level[25] + by_level[100])
-    assert [c.age_step for c in by_level[50][:3]] == [0, 1, 2]  # one configuration's steps follow each other
+    assert all(c.step("age") is None for c in by_level[25] + by_level[100])
+    assert [c.step("age").index for c in by_level[50][:3]] == [0, 1, 2]  # one configuration's steps follow each other
     assert by_level[50][0].id == "tr3808-4k__a__h1s1q1__fill50__r1__a0" and len({c.id for c in cells}) == len(cells)
     assert "aged 6s at fill 50 %" in plan.stage.age.summary()
     with pytest.raises(PlanError) as e:
         _plan(text.replace("at_fill = 50", "at_fill = 30"))
-    assert "stage.age.at_fill = 30: not one of method.fill's levels" in str(e.value)
+    assert "stage.age.at_fill = 30: not one of stage.fill's levels" in str(e.value)
+
+
+def test_a_fill_written_in_the_older_method_form_is_the_same_stage(tmp_path):
+    old = load_plan_text(PLAN.replace("prepare = false\n", "").format(dir=tmp_path) + "[method.fill]\nlevels = [25, 50, 100]\n")
+    new = load_plan_text(FILL.format(dir=tmp_path))
+    assert old == new and old.fill.levels == [25, 50, 100] and old.method.prepare is False
+    assert [c.id for c in expand(old)] == [c.id for c in expand(new)]
+    twice = FILL.format(dir=tmp_path).replace("[stage.fill]", "[method.fill]\nlevels = [10]\n[stage.fill]")
+    with pytest.raises(PlanError, match="fill is given twice"):
+        load_plan_text(twice)

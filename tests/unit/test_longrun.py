@@ -207,7 +207,7 @@ def test_an_aging_sequence_is_consecutive_steps_and_is_measured_again_whole_when
     p = _plan(stage='[stage.age]\nduration = "30s"\nevery = "10s"')
     cells = expand(p)
     assert [c.id for c in cells] == [f"tr3808-4k__{c}__h1s1q4__r1__a{k}" for c in "ab" for k in range(3)]
-    assert [c.age_s for c in cells] == [0, 10, 20, 0, 10, 20]
+    assert [c.step("age").age_s for c in cells] == [0, 10, 20, 0, 10, 20]
     from protolab.run.recording import coords
 
     assert coords(cells[1])["stage"] == "age" and coords(cells[1])["age_s"] == 10
@@ -224,7 +224,7 @@ def test_an_aging_sequence_is_consecutive_steps_and_is_measured_again_whole_when
 
 def test_no_aging_keeps_the_old_ids():
     assert [c.id for c in expand(_plan())] == ["tr3808-4k__a__h1s1q4__r1", "tr3808-4k__b__h1s1q4__r1"]
-    assert all(c.age_s is None for c in expand(_plan()))
+    assert all(c.step("age") is None and c.steps == () for c in expand(_plan()))
 
 
 def test_math_is_finite_for_empty_intervals():

@@ -72,3 +72,15 @@ def test_an_older_stored_plan_is_migrated_by_version():
     assert new["method"]["interval"] == 1 and new["method"]["duration"] == 60
     assert new["seed_findings"] == [] and new["stage"] is None
     assert migrate(old, PLAN_FORMAT) == old  # today's format is left as it is
+
+
+def test_a_stored_fill_in_the_method_migrates_to_the_stage():
+    old = {"name": "x", "method": {"duration": 60, "fill": {"levels": [10, 50], "block_size": 1048576}},
+           "stage": None}
+    new = migrate(old, 2)
+    assert "fill" not in new["method"] and new["stage"] == {"age": None, "fill": {"levels": [10, 50],
+                                                                                  "block_size": 1048576}}
+    aged = migrate({**old, "stage": {"age": {"duration": 30}}}, 2)
+    assert aged["stage"] == {"age": {"duration": 30}, "fill": {"levels": [10, 50], "block_size": 1048576}}
+    none = migrate({"name": "x", "method": {"fill": None}, "stage": {"age": {"duration": 30}}}, 2)
+    assert none["stage"] == {"fill": None, "age": {"duration": 30}} and "fill" not in none["method"]

@@ -71,7 +71,7 @@ def test_exchange_and_emc_are_the_seeds_own_numbers():
     assert {c.name: c.path_policy for c in ex.configurations if c.name.startswith("iscsi")} == \
         {"iscsi-1x1g": "fixed", "iscsi-4x1g": "round-robin"}
     emc, _ = load_builtin("emc-fill-aging", "full")
-    assert emc.method.fill.levels == [10, 25, 50, 100] and emc.method.interval == 10
+    assert emc.fill.levels == [10, 25, 50, 100] and emc.method.interval == 10
     assert (emc.stage.age.duration, emc.stage.age.every, emc.stage.age.at_fill) == (84 * 3600, 3600, 25)
     assert [(lp.streams, lp.oio) for lp in emc.load_points] == [(26, 1)] and [w.name for w in emc.workloads] == \
         ["exchange-2to1"]
@@ -138,8 +138,8 @@ def test_readme_seed_and_fill_examples_are_valid():
     tail = ('[[configurations]]\nname = "a"\ntarget = "/tmp/a"\n[[load_points]]\nstreams = 1\n[method]\n'
             'fill = { levels = [10, 25, 50, 100] }\n')
     plan = load_plan_text(head + block + tail, source="README seed")
-    assert plan.seed_findings[0].metric == "iops" and plan.method.fill.levels == [10, 25, 50, 100]
-    assert "# fill = { levels = [10, 25, 50, 100] }" in readme  # the main example keeps prepare = true
+    assert plan.seed_findings[0].metric == "iops" and plan.fill.levels == [10, 25, 50, 100]
+    assert "# [stage.fill] levels = [10, 25, 50, 100]" in readme  # the main example keeps prepare = true
 
 
 def test_a_seed_finding_naming_an_unknown_workload_is_refused_in_one_line():

@@ -1,7 +1,7 @@
 """Expansion of a plan into its ordered matrix of cells.
 
-Order: for each stage step (fill level; see plan.stages), for each workload, for each load point, for each repeat, every
-configuration in turn (A B C A B C …), so that drift of the machine over time
+Order: for each outer stage step (fill level; see plan.stages), for each workload, for each load point, for each
+repeat, every configuration in turn (A B C A B C …), so that drift of the machine over time
 does not masquerade as a difference between configurations. An aging stage's
 steps of one configuration follow each other (A A A B B B): they are one
 uninterrupted aging of that configuration's data.
@@ -12,30 +12,60 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import Configuration, LoadPoint, Plan, Workload
-from .stages import StageStep, stage_steps
+from .stages import Step
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One measured window: a configuration × workload × load point, at one repeat."""
+    """One measured window: a configuration × workload × load point, at one repeat, at its stage steps."""
 
     configuration: Configuration
     workload: Workload
     load_point: LoadPoint
     load_index: int
     repeat: int  # 1-based
-    stage: StageStep | None = None  # the stage step the cell runs at (fill level), when the plan has one
-    age_step: int | None = None  # the step of an aging sequence ([stage.age]), from 0
-    age_every: float = 0.0  # seconds per aging step
+    steps: tuple[Step, ...] = ()  # the cell's step of each of the plan's stages, outermost first (plan.stages)
+
+    def step(self, dimension: str) -> Step | None:
+        """The cell's step of one stage ('fill', 'age'), if the plan has that stage."""
+        return next((s for s in self.steps if s.dimension == dimension), None)
 
     @property
-    def age_s(self) -> int | None:
-        """The data's aging time at this step's start, s (None: not an aging step)."""
-        return None if self.age_step is None else int(round(self.age_step * self.age_every))
+    def stage(self) -> Step | None:
+        """The step whose change of the data the cell follows (a fill level), if any."""
+        return next((s for s in self.steps if s.changes_data), None)
+
+    @property
+    def continues(self) -> bool:
+        """True when the cell goes on from the previous step of its sequence: no restore, no warm-up."""
+        return any(s.continues for s in self.steps)
+
+    @property
+    def in_sequence(self) -> bool:
+        """True when the cell is one step of a sequence measured one after the other (an aging step)."""
+        return any(not s.in_key for s in self.steps)
+
+    @property
+    def window_s(self) -> float | None:
+        """The measured window a stage sets for it (an aging step's every), None for the method's."""
+        return next((s.seconds for s in self.steps if s.seconds is not None), None)
+
+    def coords(self) -> dict[str, str | int]:
+        """The coordinates its stage steps add (plan.coordinates)."""
+        out: dict[str, str | int] = {}
+        for s in self.steps:
+            out |= s.coords()
+        return out
+
+    def region(self, size: int) -> int:
+        """The bytes of a target of ``size`` the cell measures on (a fill level: its filled part)."""
+        for s in self.steps:
+            size = s.region(size)
+        return size
 
     @property
     def sequence(self) -> str:
-        """The id of the cell without its aging step: every step of one aging sequence shares it."""
+        """The id of the cell without its sequence step: every step of one aging sequence shares it."""
         return f"{self.key}__r{self.repeat}"
 
     @property
@@ -57,31 +87,34 @@ class Cell:
     def key(self) -> str:
         """A stable, file-name-safe id of the cell (without the repeat)."""
         lp = self.load_point
-        stage = f"__{self.stage.key}" if self.stage is not None else ""
+        stage = "".join(f"__{s.key}" for s in self.steps if s.in_key)
         return f"{self.workload.name}__{self.configuration.name}__h{lp.hosts}s{lp.streams}q{self.oio}{stage}"
 
     @property
     def id(self) -> str:
-        """The cell's id including the repeat (and the aging step)."""
-        return self.sequence + (f"__a{self.age_step}" if self.age_step is not None else "")
+        """The cell's id including the repeat (and its step of a sequence)."""
+        return self.sequence + "".join(f"__{s.key}" for s in self.steps if not s.in_key)
 
 
 def expand(plan: Plan) -> list[Cell]:
     """All cells of ``plan`` in run order (configurations interleaved at each load point).
 
     With adaptive repeats these are the first ``min`` repeats; the session adds more (run.schedule).
-    With [stage.age], each cell is an aging sequence: its steps follow each other, nothing between them.
+    The outer stages' steps (fill levels) are the outermost loop; a sequence stage (aging) makes each cell a
+    sequence of steps that follow each other, nothing between them.
     """
-    age = plan.stage.age if plan.stage is not None else None
-    every = age.every if age is not None else 0.0
+    outer_steps: list[tuple[Step, ...]] = [()]
+    for st in (s for s in plan.stages if not s.sequence):
+        outer_steps = [(*o, step) for o in outer_steps for step in st.step_list()]
     cells = []
-    for stage in stage_steps(plan.method):  # outermost: a fill level changes the data, its cells follow it
-        aged = age is None or age.at_fill is None or (stage is not None and stage.value == age.at_fill)
-        steps = list(range(age.steps)) if age is not None and aged else [None]
+    for outer in outer_steps:  # outermost: a fill level changes the data, its cells follow it
+        seqs: list[tuple[Step, ...]] = [()]
+        for st in (s for s in plan.stages if s.sequence):
+            if st.applies(outer[0] if outer else None):
+                seqs = [(*q, step) for q in seqs for step in st.step_list()]
         for workload in plan.workloads:
             for li, lp in enumerate(plan.load_points):
                 for repeat in range(1, plan.method.min_repeats + 1):
                     for config in plan.configurations:
-                        cells += [Cell(config, workload, lp, li, repeat, stage=stage, age_step=k, age_every=every)
-                                  for k in steps]
+                        cells += [Cell(config, workload, lp, li, repeat, (*outer, *q)) for q in seqs]
     return cells

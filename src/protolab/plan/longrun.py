@@ -14,10 +14,12 @@ every = "1h"                # one measured cell (a row of cells.csv) per step of
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from .stages import Fill
 from .units import format_duration, parse_duration
 
 #: The longest aging: 30 days, as the longest window.
@@ -107,7 +109,7 @@ class Aging(_Model):
 
     duration: float = Field(gt=0, le=MAX_AGE_S, description="seconds of aging in all")
     every: float = Field(gt=0, le=MAX_AGE_S, description="seconds per measured step")
-    at_fill: int | None = Field(default=None, ge=1, le=100, description="with [method.fill]: age at this fill "
+    at_fill: int | None = Field(default=None, ge=1, le=100, description="with [stage.fill]: age at this fill "
                                 "level only (its cells); the other levels are measured once, as without aging")
 
     @field_validator("duration", "every", mode="before")
@@ -133,6 +135,20 @@ class Aging(_Model):
         """Measured steps (cells) per aging sequence."""
         return int(round(self.duration / self.every))
 
+    #: The coordinates its steps add to records.
+    dimensions: ClassVar[tuple[str, ...]] = ("stage", "age_s")
+    #: Each cell is one aging sequence of its steps.
+    sequence: ClassVar[bool] = True
+
+    def step_list(self) -> list["AgeStep"]:
+        """Its steps in run order: one aging sequence."""
+        return [AgeStep(k, self.every) for k in range(self.steps)]
+
+    def applies(self, outer: Any) -> bool:
+        """Whether cells at the outer stage step ``outer`` (a fill level, or None) age: every cell, or only
+        those at ``at_fill``."""
+        return self.at_fill is None or (outer is not None and getattr(outer, "level", None) == self.at_fill)
+
     def summary(self) -> str:
         """'aged 84h, measured every 1h'."""
         at = f" at fill {self.at_fill} %" if self.at_fill is not None else ""
@@ -140,8 +156,9 @@ class Aging(_Model):
 
 
 class Stage(_Model):
-    """Steps that change the data and are not restored between them (see DESIGN.md)."""
+    """``[stage.*]``: steps that change the data and are not restored between them (plan.stages)."""
 
+    fill: Fill | None = None
     age: Aging | None = None
 
 
@@ -149,3 +166,37 @@ def plan_seconds_per_cell(plan: Any) -> float:
     """Warm-up and window per cell, on average: an aging step lasts age.every, and only the first warms up."""
     m, age = plan.method, plan.stage.age if plan.stage is not None else None
     return m.warmup + m.duration if age is None else (m.warmup + age.duration) / age.steps
+
+
+@dataclass(frozen=True)
+class AgeStep:
+    """Step ``index`` of an aging sequence: the data has aged ``index × every`` seconds at its start."""
+
+    index: int
+    every: float
+    dimension: ClassVar[str] = "age"
+    in_key: ClassVar[bool] = False
+    changes_data: ClassVar[bool] = False
+
+    @property
+    def key(self) -> str:
+        return f"a{self.index}"
+
+    @property
+    def continues(self) -> bool:
+        return self.index > 0  # the data has been under load without a break since the first step's warm-up
+
+    @property
+    def seconds(self) -> float | None:
+        return self.every
+
+    @property
+    def age_s(self) -> int:
+        """The data's aging time at the step's start, s."""
+        return int(round(self.index * self.every))
+
+    def coords(self) -> dict[str, str | int]:
+        return {"stage": "age", "age_s": self.age_s}
+
+    def region(self, size: int) -> int:
+        return size

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 2
+PLAN_FORMAT = 3
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
-#: "plan", "method" or "workloads" (each workload).
+#: "plan", "method" or "workloads" (each workload), or "move" ({"table.field": "table.field"}).
 MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     1: (2, {
         "workloads": {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
@@ -22,6 +22,7 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
         "method": {"fill": None, "interval": 1, "slo": None},
         "plan": {"seed_findings": [], "stage": None},
     }),
+    2: (3, {"move": {"method.fill": "stage.fill"}}),  # one form for every stage: [stage.fill]
 }
 
 
@@ -31,10 +32,31 @@ def migrate(stored: dict[str, Any], version: int) -> dict[str, Any]:
     while version < PLAN_FORMAT:
         version, added = MIGRATIONS[version]
         for where, fields in added.items():
-            if where == "plan":
+            if where == "move":
+                plan = _moved(plan, fields)
+            elif where == "plan":
                 plan = {**fields, **plan}
             elif where == "method" and isinstance(plan.get("method"), dict):
                 plan["method"] = {**fields, **plan["method"]}
             elif where == "workloads" and isinstance(plan.get("workloads"), list):
                 plan["workloads"] = [{**fields, **w} if isinstance(w, dict) else w for w in plan["workloads"]]
+    return plan
+
+
+def _moved(plan: dict[str, Any], moves: dict[str, str]) -> dict[str, Any]:
+    """``plan`` with each 'table.field' moved to its new 'table.field' (a table made when needed; a field that
+    holds nothing is dropped, as today's dump of an empty stage is None)."""
+    for old, new in moves.items():
+        (ot, of), (nt, nf) = old.split("."), new.split(".")
+        src = plan.get(ot)
+        if not isinstance(src, dict) or of not in src:
+            continue
+        src = dict(src)
+        value = src.pop(of)
+        plan = {**plan, ot: src}
+        if value is not None:
+            dst = plan.get(nt) if isinstance(plan.get(nt), dict) else {"age": None}
+            plan = {**plan, nt: {**dst, nf: value}}
+        elif isinstance(plan.get(nt), dict):
+            plan = {**plan, nt: {"fill": None, **plan[nt]}}
     return plan

@@ -15,7 +15,7 @@ from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
-from .stages import Fill, stage_steps
+from .stages import Fill, normalise_stages
 from .targets import is_lab_target
 from .units import format_duration, parse_duration, parse_size
 from .workload import (  # noqa: F401
@@ -170,21 +170,6 @@ class Method(_Model):
     cpu_priority: Literal["high", "normal"] = Field(
         default="normal", description="high: the lab's servers, load generators and hypervisors (and protolab) run "
         "at the highest CPU weight, so other work on the machine yields to them (telemetry.priority); normal: as any")
-    fill: Fill | None = Field(default=None, description="a fill-level stage: { levels = [10, 25, 50, 100] } "
-                              "(% of each target, written sequentially before each level's cells; plan.stages)")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fill(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("fill") is not None:
-            if data.get("restore") is True:
-                raise ValueError("fill and restore = true cannot go together: a restore before each cell would "
-                                 "undo the fill; remove restore (or the fill levels)")
-            if data.get("prepare") is True:
-                raise ValueError("fill and prepare = true cannot go together: prepare writes each whole target "
-                                 "before the first cell; the fill writes it level by level — remove prepare")
-            data = {**data, "prepare": False}
-        return data
 
     interval: Interval = Field(default=1, description="seconds per series interval (fio's status interval): "
                                "the warm-up's steps, the steady window's samples and series.csv's rows")
@@ -228,7 +213,6 @@ class Method(_Model):
         extra = ", restore before each cell" if self.restore else ""
         extra += f", series every {format_duration(self.interval)}" if self.interval != 1 else ""
         extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
-        extra += f"; {self.fill.summary()}" if self.fill is not None else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 
@@ -254,11 +238,17 @@ class Plan(_Model):
     configurations: list[Configuration] = Field(min_length=1)
     load_points: list[LoadPoint] = Field(min_length=1)
     method: Method = Method()
-    stage: Stage | None = Field(default=None, description="[stage.age]: age the data (plan.longrun)")
+    stage: Stage | None = Field(default=None, description="[stage.fill] fill levels, [stage.age] aging "
+                                "(plan.stages, plan.longrun)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
     scale: str | None = Field(None, description="the [scale.NAME] the plan was loaded at (set by the loader)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_stage_form(cls, data: Any) -> Any:
+        return normalise_stages(data)
 
     @field_validator("name", mode="before")
     @classmethod
@@ -276,7 +266,7 @@ class Plan(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
         cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
-                 * len(stage_steps(self.method)) * self.age_steps)
+                 * (len(self.fill.levels) if self.fill is not None else 1) * self.age_steps)
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats × stage steps); at most {MAX_CELLS} are allowed: split it into several plans")
@@ -300,10 +290,9 @@ class Plan(_Model):
                 raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(wnames)))} "
                                  f"are not in the plan; choose from: {', '.join(wnames)}")
         age = self.stage.age if self.stage is not None else None
-        if age is not None and age.at_fill is not None and (self.method.fill is None
-                                                            or age.at_fill not in self.method.fill.levels):
-            raise ValueError(f"stage.age.at_fill = {age.at_fill}: not one of method.fill's levels; add it to "
-                             "[method.fill] levels or remove at_fill")
+        if age is not None and age.at_fill is not None and (self.fill is None or age.at_fill not in self.fill.levels):
+            raise ValueError(f"stage.age.at_fill = {age.at_fill}: not one of stage.fill's levels; add it to "
+                             "[stage.fill] levels or remove at_fill")
         if self.age_steps > 1 and isinstance(self.method.repeats, AdaptiveRepeats):
             raise ValueError("stage.age with adaptive repeats: an aging sequence is one long measurement; "
                              "give method.repeats a number")
@@ -324,6 +313,20 @@ class Plan(_Model):
         if config.target in self.targets:
             return self.targets[config.target]
         return TargetSpec(url=config.target)
+
+    def method_summary(self) -> str:
+        """The method in words, with the stages that change the data between cells."""
+        return self.method.summary() + (f"; {self.fill.summary()}" if self.fill is not None else "")
+
+    @property
+    def fill(self) -> Fill | None:
+        """The fill-level stage ([stage.fill]), if any."""
+        return self.stage.fill if self.stage is not None else None
+
+    @property
+    def stages(self) -> list:
+        """The plan's stages, outermost first (plan.stages): the fill levels, then the aging."""
+        return [s for s in (self.fill, self.stage.age if self.stage is not None else None) if s is not None]
 
     @property
     def age_steps(self) -> int:

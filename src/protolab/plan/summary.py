@@ -9,9 +9,9 @@ def matrix_line(p: Any, cells: int) -> str:
     """'3 configurations × 1 workloads × 2 load points × 3 repeats = 18 cells, about 1.2 min of measurement'."""
     m = p.method
     return (f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} load "
-            f"points × {_repeats(m)}{f' × {len(m.fill.levels)} fill levels' if m.fill is not None else ''}"
+            f"points × {_repeats(m)}{f' × {len(p.fill.levels)} fill levels' if p.fill is not None else ''}"
             f"{_aging(p)} = {_cells(m, cells)}, about {_minutes(m, cells, p.seconds_per_cell)} min of measurement"
-            f"{f'; {m.fill.summary()}' if m.fill is not None else ''}")
+            f"{f'; {p.fill.summary()}' if p.fill is not None else ''}")
 
 
 def _aging(p) -> str:

@@ -88,7 +88,7 @@ def _method_text(data: ReportData) -> str:
     if plan is None:
         return "The stored plan could not be read; the method is not known."
     return (f"{len(plan.configurations)} configurations × {len(plan.workloads)} workloads × "
-            f"{len(plan.load_points)} load points; {plan.method.summary()}; configurations interleaved at each "
+            f"{len(plan.load_points)} load points; {plan.method_summary()}; configurations interleaved at each "
             f"load point so that drift of the machine does not masquerade as a difference.")
 
 

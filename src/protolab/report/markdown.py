@@ -109,7 +109,7 @@ def report_markdown(data: ReportData) -> str:
     if data.plan:
         p = data.plan
         out.append(f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} "
-                   f"load points; {p.method.summary()}. Baseline **{data.baseline}** = 100.")
+                   f"load points; {p.method_summary()}. Baseline **{data.baseline}** = 100.")
     env = ", ".join(f"{k} {prov[k]}" for k in ("kernel", "fio_version", "cpu_model", "cpus") if prov.get(k))
     out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.get('status', 'unknown')}.", "",
             *([f"Warning: {data.notes['busy']}.", ""] if data.notes.get("busy") else []), "## Findings", ""]

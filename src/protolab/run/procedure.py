@@ -22,7 +22,7 @@ from ..errors import ToolError
 from ..plan.expand import Cell
 from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
-from ..plan.stages import StageStep, filled_bytes
+from ..plan.stages import FillStep, Step, filled_bytes
 from ..results.files import now
 from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
@@ -138,11 +138,11 @@ class Procedure:
             done[name] = round(parse_fio_json(m.json_text).iops, 1)
         return done
 
-    def stage(self, step: StageStep) -> list[dict]:
+    def stage(self, step: Step) -> list[dict]:
         """Change the data for a stage step before its cells (fill: write up to the level); what it did."""
-        if step.dimension == "fill":
-            return self.fill(step.value)
-        raise ValueError(f"unknown stage {step.dimension!r}")  # the plan model admits no other
+        if isinstance(step, FillStep):
+            return self.fill(step.level)
+        raise ValueError(f"no change of the data for stage {step.dimension!r}")  # only steps that change_data
 
     def fill(self, level: int) -> list[dict]:
         """Write every distinct target sequentially from where the last level ended up to ``level`` % of it.
@@ -150,7 +150,7 @@ class Procedure:
         Nothing is written twice within a session: levels ascend and nothing restores between them. A new
         session (resume) starts from nothing, since the lab's pool does not outlive its teardown.
         """
-        fill = self.plan.method.fill
+        fill = self.plan.fill
         assert fill is not None
         self.phase(f"fill {level} %")
         done = []
@@ -180,9 +180,7 @@ class Procedure:
 
     def _region(self, cell: Cell, a: Access) -> Access:
         """The part of the target a cell measures on: at a fill level, the filled region only."""
-        if cell.stage is not None and cell.stage.dimension == "fill":
-            return replace(a, size=filled_bytes(a.size, cell.stage.value))
-        return a
+        return replace(a, size=cell.region(a.size))
 
     def hosts(self, cell: Cell) -> list[HostRun]:
         """Where each host of the cell runs its streams."""
@@ -199,11 +197,11 @@ class Procedure:
         An aging step lasts ``age.every``, and only an aging sequence's first step warms up."""
         m = self.plan.method
         warmup = 0.0 if cell.workload.replay is not None else m.warmup  # a trace is measured whole, from its start
-        if cell.age_step:  # the data has been under load without a break since the first step's warm-up
+        if cell.continues:  # the data has been under load without a break since the sequence's first warm-up
             warmup = 0.0
-        duration = cell.age_every if cell.age_step is not None else m.duration
-        # an aging step's series goes on where the previous step's ended: the steps' measured time, end to end
-        offset = self.aged.get(cell.sequence, 0.0) if cell.age_step else 0.0
+        duration = cell.window_s if cell.window_s is not None else m.duration
+        # a sequence step's series goes on where the previous step's ended: the steps' measured time, end to end
+        offset = self.aged.get(cell.sequence, 0.0) if cell.continues else 0.0
 
         def row(iv) -> SeriesRow:
             r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
@@ -238,7 +236,7 @@ class Procedure:
                          interval_s=m.interval, on_interval=lambda iv: write([row(iv)]))
         if not run.streamed:
             write([row(iv) for iv in run.intervals])
-        if cell.age_step is not None:
+        if cell.in_sequence:
             self.aged[cell.sequence] = offset + (run.intervals[-1].t_s if run.intervals else run.window_s)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
         if run.out_of_step_s > 0.5:

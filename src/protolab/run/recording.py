@@ -12,15 +12,10 @@ from .procedure import Window_
 
 
 def coords(cell: Cell) -> dict[str, str | int]:
-    """A cell's named dimensions: a fill level adds fill = N; an aging step adds stage = "age" and age_s, its
-    aging time at its start."""
-    out: dict[str, str | int] = {"workload": cell.workload.name, "configuration": cell.configuration.name,
-                                 "load": cell.load_index, "repeat": cell.repeat}
-    if cell.stage is not None:
-        out[cell.stage.dimension] = cell.stage.value
-    if cell.age_step is not None:
-        out |= {"stage": "age", "age_s": int(cell.age_s or 0)}
-    return out
+    """A cell's named dimensions: the base four, then what its stage steps add (a fill level: fill = N; an aging
+    step: stage = "age" and age_s, its aging time at its start)."""
+    return {"workload": cell.workload.name, "configuration": cell.configuration.name, "load": cell.load_index,
+            "repeat": cell.repeat, **cell.coords()}
 
 
 def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:

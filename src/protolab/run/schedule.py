@@ -18,7 +18,7 @@ from ..analysis.repeats import next_repeat
 from ..plan.expand import Cell, expand
 from ..plan.model import Plan
 from ..plan.repeats import AdaptiveRepeats
-from ..plan.stages import StageStep, stage_steps
+from ..plan.stages import Step, stage_steps
 from ..results.records import CellRecord
 
 
@@ -39,8 +39,8 @@ def pending(plan: Plan, records: list[CellRecord]) -> list[Cell]:
     so its next step would not be the age it says. The earlier session's steps stay as superseded records."""
     done = {r.cell_id for r in records if not r.failed}
     cells = expand(plan)
-    broken = {c.sequence for c in cells if c.age_step is not None and c.id not in done}
-    return [c for c in cells if c.id not in done or (c.age_step is not None and c.sequence in broken)]
+    broken = {c.sequence for c in cells if c.in_sequence and c.id not in done}
+    return [c for c in cells if c.id not in done or (c.in_sequence and c.sequence in broken)]
 
 
 def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) -> Iterator[Planned]:
@@ -51,7 +51,8 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
         yield from (Planned(c, f"repeat {c.repeat} of {rule}") for c in cells)
         return
     stops = {} if stops is None else stops
-    for stage in stage_steps(plan.method):
+    for stage in stage_steps(plan):  # adaptive repeats and aging do not go together (plan.model)
+        steps = (stage,) if stage is not None else ()
         for workload in plan.workloads:
             for li, lp in enumerate(plan.load_points):
                 group = [c for c in cells if c.workload.name == workload.name and c.load_index == li
@@ -63,10 +64,10 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
                     for config in plan.configurations:
                         d = next_repeat(values.get(config.name, []), minimum=rule.min, maximum=rule.max,
                                         ci_pct=rule.until_ci_pct, agree_pct=rule.until_agree_pct)
-                        key = Cell(config, workload, lp, li, 1, stage).key
+                        key = Cell(config, workload, lp, li, 1, steps).key
                         if d.more:
                             n = len(values.get(config.name, []))
-                            extra.append(Planned(Cell(config, workload, lp, li, n + 1, stage), d.reason))
+                            extra.append(Planned(Cell(config, workload, lp, li, n + 1, steps), d.reason))
                             stops.pop(key, None)
                         else:
                             stops[key] = d.reason
@@ -76,9 +77,9 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
 
 
 def _iops(records: list[CellRecord], workload: str, load: int,
-          stage: StageStep | None = None) -> dict[str, list[float]]:
+          stage: Step | None = None) -> dict[str, list[float]]:
     """IOPS of the stored ok windows at one workload, load point and stage step, per configuration, by repeat."""
-    dims = {} if stage is None else {stage.dimension: stage.value}
+    dims = {} if stage is None else stage.coords()
     out: dict[str, list[tuple[int, float]]] = {}
     for r in records:
         if r.workload == workload and r.load_index == load and not r.failed and r.dimensions == dims:

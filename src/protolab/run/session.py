@@ -25,7 +25,6 @@ from ..plan.expand import Cell, expand
 from ..plan.migrate import PLAN_FORMAT
 from ..plan.model import Plan
 from ..plan.preflight import Environment, preflight
-from ..plan.stages import stage_steps
 from ..proc import Runner, SubprocessRunner
 from ..results.files import now, provenance
 from ..results.rundir import RunDir
@@ -83,8 +82,7 @@ class Study:
             "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text, "plan_format": PLAN_FORMAT,
             "provenance": provenance(fio.version(), fio.engines(), fio.path), "started": now(), "ended": None,
             "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
-            "sessions": [], "dimensions": list(dict.fromkeys(s.dimension for s in stage_steps(plan.method) if s))
-            + (["stage", "age_s"] if plan.stage is not None and plan.stage.age is not None else []),
+            "sessions": [], "dimensions": [d for s in plan.stages for d in s.dimensions],
         })
         return self._session(rundir, testbed)
 
@@ -215,21 +213,22 @@ class Study:
         if int(started.get("seq", 0)) > (man.last_seq or 0):  # listed for the report before it is replaced
             rundir.events.window_interrupted(started)
         noted = 0
-        stage = None  # the stage step the data is at in this session (a new session starts from nothing)
+        at: dict[str, object] = {}  # the step each stage's data is at in this session (a new one starts afresh)
         for i, item in enumerate(work, 1):
             cell = item.cell
-            if cell.stage is not None and cell.stage != stage:  # change the data before the step's first cell
-                did = proc.stage(cell.stage)
-                if did:
-                    rundir.events.stage_done(did, session)
-                stage = cell.stage
+            for step in cell.steps:  # change the data before a step's first cell (a fill level is written)
+                if step.changes_data and at.get(step.dimension) != step:
+                    did = proc.stage(step)
+                    if did:
+                        rundir.events.stage_done(did, session)
+                    at[step.dimension] = step
             if len(stops) != noted:  # a load point's repeating ended: say why while the run goes
                 self._note_stops(rundir, stops)
                 noted = len(stops)
             seq += 1
             self.progress.cell(i, cell)
             self._hook("start", cell)
-            if m.restore and not cell.age_step:  # an aging sequence's later steps go on with the aged data
+            if m.restore and not cell.continues:  # an aging sequence's later steps go on with the aged data
                 testbed.restore()
             testbed.set_link(cell.configuration)
             hosts = proc.hosts(cell)
