@@ -102,7 +102,8 @@ def test_plans_lists_seed_and_runtime_at_each_scale():
 
 
 def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
-    from protolab.report.seednote import seed_items, seed_lines
+    from protolab.report.sections.seed import SeedSection
+    from protolab.report.seednote import seed_items
 
     plan, _ = load_builtin("jumbo-vmtn", "quick")
 
@@ -121,7 +122,10 @@ def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
     # MTU pairs for the jumbo finding; for iSCSI against NFS the baseline's sentences on Max Throughput-50%Read only
     assert [len(i.measured) for i in items] == [1, 1]
     assert "3.1 %" in items[0].measured[0] and "40 %" in items[1].measured[0]
-    md = "\n".join(seed_lines(d))
+    section = SeedSection()
+    md = "\n".join(section.markdown(section.build(d)))
+    html = section.html(section.build(d))
+    assert html.count("Why this machine may differ:") == 2 and "NFS gained 0-3 %" in html
     assert "## The seed beside the measurement" in md and "NFS gained 0-3 %" in md
     assert md.count("**Why this machine may differ:**") == 2
 

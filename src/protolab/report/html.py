@@ -95,7 +95,7 @@ def _method_text(data: ReportData) -> str:
 def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, noise: float = 0.02) -> str:
     """The whole HTML page for one run; ``drawn`` maps chart ids to their drawn SVG (drawn here when None)."""
     from ..metrics import METRICS as REGISTRY
-    from .seednote import machine_line, seed_items
+    from .sections import html_blocks
 
     env = _environment()
     chart_tpl = env.from_string(_read(_TEMPLATES, "chart.html.j2"))
@@ -135,7 +135,7 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
         environment=[(label, prov.get(k)) for k, label in _ENV_FIELDS if prov.get(k) not in (None, "")],
         not_measured=[titles[m] for m in data.absent],
         charts_by_section=by_section, chart_block=chart_block,
-        seed_items=seed_items(data), seed_machine=machine_line(data),
+        sections=html_blocks(data),
         errors_js=_script_safe(_read(_STATIC, "errors.js")), css=Markup(_read(_STATIC, "report.css")),
     )
 

@@ -84,23 +84,6 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def sessions_lines(data: ReportData) -> list[str]:
-    """Which session (the run, each resume) measured which cells; nothing for a run of one session."""
-    sessions = data.manifest.get("sessions") or []
-    if len(sessions) < 2:
-        return []
-    out = ["", "## Sessions", "", "The run was measured in more than one session (`protolab resume`):", ""]
-    for s in sessions:
-        n = s.get("session")
-        cells = [r.cell_id for r in data.records if r.session == n]
-        prov = s.get("provenance") or {}
-        out.append(f"- session {n}: {s.get('started', '?')} – {s.get('ended') or '?'}, ended {s.get('how', '?')}, "
-                   f"{len(cells)} cell{'s' if len(cells) != 1 else ''} in this report"
-                   + (f" ({', '.join(cells[:6])}{', …' if len(cells) > 6 else ''})" if cells else "")
-                   + (f"; fio {prov['fio_version']}, kernel {prov['kernel']}" if prov.get("fio_version") else ""))
-    return out
-
-
 def report_markdown(data: ReportData) -> str:
     """report.md: plan, environment, findings, one table per workload, what was not measured."""
     prov: dict[str, Any] = data.manifest.get("provenance") or {}
@@ -131,12 +114,9 @@ def report_markdown(data: ReportData) -> str:
     missing = [METRICS[m].title for m in data.absent if m in METRICS]
     if missing:
         out += ["", f"Not measured in this run: {', '.join(missing)}."]
-    out += sessions_lines(data)
-    from .seednote import seed_lines
-    from .vmnote import vm_lines
+    from .sections import markdown_lines
 
-    out += vm_lines(data)
-    out += seed_lines(data)
+    out += markdown_lines(data)  # the sections (report.sections), the same models as report.html's
     out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
             "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear "
             "difference; "

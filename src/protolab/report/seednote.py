@@ -60,22 +60,3 @@ def machine_line(data: ReportData) -> str:
             f"load generator on it), the bottleneck analysis found of {len(found)} cells (workload × configuration × "
             f"load point): " + "; ".join(parts) + ". Where a CPU, not the wire, held a protocol, its figures here "
             "measure that CPU's cost per I/O, and a seed's finding about the wire cannot be reproduced.")
-
-
-def seed_lines(data: ReportData) -> list[str]:
-    """Markdown lines of the section ([] when the plan sets no seed findings)."""
-    items = seed_items(data)
-    if not items:
-        return []
-    out = ["", "## The seed beside the measurement", "", f"Seed: {data.plan.seed}." if data.plan.seed else ""]
-    for i, it in enumerate(items, 1):
-        out += ["", f"{i}. **The seed:** {it.said}", "",
-                "   **Measured here:** " + (" ".join(it.measured) if it.measured else
-                                           "no sentence about this figure could be made from this run "
-                                           "(not measured or not tested).")]
-        if it.here:
-            out += ["", f"   **Why this machine may differ:** {it.here}"]
-    line = machine_line(data)
-    if line:
-        out += ["", line]
-    return out

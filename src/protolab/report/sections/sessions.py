@@ -1,0 +1,54 @@
+"""The sessions of a run measured in more than one (`protolab resume`): which session measured which cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+from ..model import ReportData
+
+
+@dataclass(frozen=True)
+class SessionLine:
+    number: int
+    started: str
+    ended: str
+    how: str
+    cells: list[str]
+    fio: str | None
+    kernel: str | None
+
+    def text(self) -> str:
+        n = len(self.cells)
+        listed = f" ({', '.join(self.cells[:6])}{', …' if n > 6 else ''})" if self.cells else ""
+        tools = f"; fio {self.fio}, kernel {self.kernel}" if self.fio else ""
+        return (f"session {self.number}: {self.started} – {self.ended}, ended {self.how}, "
+                f"{n} cell{'s' if n != 1 else ''} in this report{listed}{tools}")
+
+
+class SessionsSection:
+    name = "sessions"
+    title = "Sessions"
+
+    def build(self, data: ReportData) -> list[SessionLine] | None:
+        sessions = data.manifest.get("sessions") or []
+        if len(sessions) < 2:
+            return None
+        out = []
+        for s in sessions:
+            n = s.get("session")
+            prov = s.get("provenance") or {}
+            out.append(SessionLine(n, s.get("started", "?"), s.get("ended") or "?", s.get("how", "?"),
+                                   [r.cell_id for r in data.records if r.session == n], prov.get("fio_version"),
+                                   prov.get("kernel")))
+        return out
+
+    def markdown(self, model: list[SessionLine]) -> list[str]:
+        return ["", "## Sessions", "", "The run was measured in more than one session (`protolab resume`):", "",
+                *(f"- {s.text()}" for s in model)]
+
+    def html(self, model: list[SessionLine]) -> Markup:
+        items = "".join(f"<li>{escape(s.text())}</li>" for s in model)
+        return Markup(f'<section id="sessions">\n<h2>Sessions</h2>\n<p>The run was measured in more than one '
+                      f'session (<code>protolab resume</code>):</p>\n<ul>{items}</ul>\n</section>')

@@ -1,0 +1,67 @@
+"""Virtual machines as load hosts: how the guests ran (the accelerator, and what TCG means for the figures) and
+the hypervisor's CPU per I/O split into vCPU and I/O threads (report.vmnote's words)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from ...analysis.derived import figures
+from ..model import ReportData
+from ..vmnote import TCG_MEANING
+
+SPLIT = ("Hypervisor CPU per I/O by QEMU thread (medians over every window; µs): vCPU threads run the guest, I/O "
+         "threads emulate the controller and run the storage initiator.")
+
+
+@dataclass(frozen=True)
+class VmModel:
+    guests: str  # how many, how big, and the accelerator, in one sentence
+    tcg: bool
+    rows: list[tuple[str, float, float, float]]  # configuration, vCPU, I/O threads, guest µs/IO
+
+
+class VmSection:
+    name = "vms"
+    title = "Virtual machines as load hosts"
+
+    def build(self, data: ReportData) -> VmModel | None:
+        tb: dict[str, Any] = data.manifest.get("testbed") or {}
+        hv = tb.get("hypervisor")
+        if tb.get("kind") != "vm" or not hv:
+            return None
+        guests = (f"{hv.get('vms_per_host')} VM(s) per load host, {hv.get('vcpus')} vCPU, {hv.get('memory')}, "
+                  f"{hv.get('disks_per_vm')} data disk(s) each, opened by QEMU itself from the host's namespace. "
+                  f"Accelerator: **{hv.get('accel')}** (asked: {hv.get('accel_wanted')}; {hv.get('accel_reason')}).")
+        rows = []
+        for c in data.configurations:
+            f = [figures(r) for r in data.records if r.configuration == c]
+            vals = [(x.cpu_us_per_io_hv_vcpu, x.cpu_us_per_io_hv_io, x.cpu_us_per_io_guest) for x in f
+                    if x.cpu_us_per_io_hv_vcpu is not None]
+            if vals:
+                rows.append((c, median(v[0] for v in vals), median(v[1] for v in vals),
+                             median(v[2] or 0 for v in vals)))
+        return VmModel(guests, hv.get("accel") == "tcg", rows)
+
+    def markdown(self, m: VmModel) -> list[str]:
+        out = ["", f"## {self.title}", "", m.guests]
+        if m.tcg:
+            out += ["", TCG_MEANING]
+        if m.rows:
+            out += ["", SPLIT, "", "| configuration | vCPU µs/IO | I/O threads µs/IO | guest's own µs/IO |",
+                    "|---|---:|---:|---:|", *(f"| {c} | {a:,.1f} | {b:,.1f} | {g:,.1f} |" for c, a, b, g in m.rows)]
+        return out
+
+    def html(self, m: VmModel) -> Markup:
+        guests = escape(m.guests).replace("**", "")
+        tcg = f'<p class="note">{escape(TCG_MEANING)}</p>' if m.tcg else ""
+        table = ""
+        if m.rows:
+            body = "".join(f'<tr><td>{escape(c)}</td><td class="num">{a:,.1f}</td><td class="num">{b:,.1f}</td>'
+                           f'<td class="num">{g:,.1f}</td></tr>' for c, a, b, g in m.rows)
+            table = (f"<p>{escape(SPLIT)}</p>\n<table><tr><th>configuration</th><th>vCPU µs/IO</th>"
+                     f"<th>I/O threads µs/IO</th><th>guest's own µs/IO</th></tr>{body}</table>")
+        return Markup(f'<section id="vms">\n<h2>{self.title}</h2>\n<p>{guests}</p>\n{tcg}\n{table}\n</section>')
