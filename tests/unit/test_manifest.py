@@ -84,3 +84,20 @@ def test_a_stored_fill_in_the_method_migrates_to_the_stage():
     assert aged["stage"] == {"age": {"duration": 30}, "fill": {"levels": [10, 50], "block_size": 1048576}}
     none = migrate({"name": "x", "method": {"fill": None}, "stage": {"age": {"duration": 30}}}, 2)
     assert none["stage"] == {"fill": None, "age": {"duration": 30}} and "fill" not in none["method"]
+
+
+def test_a_run_stored_before_plan_formats_resumes_as_the_same_plan(tmp_path):
+    """emc-fill-aging stored by protolab before plan formats ([method.fill], no plan_format): its plan text,
+    loaded today, is the plan its stored dump migrates to."""
+    from protolab.run.resume import differences, resumable
+
+    run = tmp_path / "emc"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "golden" / "emc-fill-aging-quick" / "run", run)
+    rd = RunDir.open(run)
+    m = rd.manifest()
+    assert "plan_format" not in m and m["plan"]["method"]["fill"]["levels"] == [10, 25, 50, 100]
+    rd._write_fields(status="interrupted")  # a complete run is not resumable; the plan comparison is the point
+    plan, _, _ = resumable(rd)
+    assert plan.fill.levels == [10, 25, 50, 100]
+    assert [d for d in differences(rd, plan, m["provenance"]["fio_version"], m["testbed"])
+            if d.startswith("plan")] == []
