@@ -87,3 +87,21 @@ def attacker_dir():
         yield mine
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """A Study of the session tests' plan (tests/fakes.PLAN) on the fake testbed: ``setup(events, **fake fio
+    options)``."""
+    from fakes import PLAN, FakeFio, FakeTestbed
+    from protolab.plan.load import load_plan_text
+    from protolab.run import Study
+
+    text = PLAN.format(dir=tmp_path)
+    plan = load_plan_text(text)
+
+    def make(events, **fio_kw):
+        fio = FakeFio(events, **fio_kw)
+        return Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+                     testbed=FakeTestbed(plan, fio, events))
+    return make

@@ -1,4 +1,6 @@
-"""The one fake fio of the unit tests: fio as protolab's callers see it, without running it.
+"""The fakes and shared plans of the unit tests: the one fake fio, the fake testbed, the small local plans.
+
+The fake fio: fio as protolab's callers see it, without running it.
 
 Three uses: validation needs only ``version()`` and ``engines()``; a session gets every window answered with one
 captured json+ document (``answer``), with failures (``fail``: cell ids) and a signal (``interrupt_at``: the n-th
@@ -11,8 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from protolab.engine.jobfile import layout
 from protolab.engine.status import documents
+from protolab.engine.targets import resolve
 from protolab.errors import ToolError
+from protolab.plan.expand import expand
+from protolab.plan.load import load_plan_text
+from protolab.run.testbed import Testbed as _Testbed
 
 DATA = Path(__file__).resolve().parent / "data"
 FIO_JSON = (DATA / "fio-local-2streams-randrw.json").read_text()
@@ -88,3 +95,116 @@ class FakeFio:
         on_poll()  # seen at 106.02 s
         self.clock.t += 0.03  # the client exits
         return self.stream
+
+
+#: fio 3.33's --status-interval=1 output: one local run of 2 streams, and one client run of 2 servers.
+LOCAL = (DATA / "fio-status-local-2streams-randrw.json").read_text()
+# the same job once on each of 2 fio servers, one `fio --client` with --status-interval=1 after each --client=
+CLIENT = (DATA / "fio-status-client-2servers-randrw.json").read_text()
+
+#: A two-configuration local plan on a scratch file ({dir}), 2 load points × 3 repeats: the session tests'.
+PLAN = """
+name = "fake"
+baseline = "a"
+workloads = ["tr3808-4k"]
+[targets.t]
+url = "{dir}/data.dat"
+[[configurations]]
+name = "a"
+target = "t"
+[[configurations]]
+name = "b"
+target = "t"
+ioengine = "psync"
+[[load_points]]
+streams = 1
+oio = 1
+[[load_points]]
+streams = 2
+oio = 1
+[method]
+warmup = 0
+duration = "1s"
+repeats = 3
+prepare = false
+"""
+
+
+class FakeAgent:
+    def __init__(self, events):
+        self.events = events
+
+    def stop(self):
+        self.events.append("agents stopped")
+
+    def check(self):
+        pass
+
+
+class FakeTestbed(_Testbed):
+    """A testbed whose life is a list of events; targets are the plan's own (a temp file)."""
+
+    def __init__(self, plan, fio, events):
+        from protolab.proc import SubprocessRunner
+        from protolab.run.progress import Silent
+
+        super().__init__(plan, fio, SubprocessRunner(), Silent())
+        self.events = events
+        self.kind = "fake"
+
+    def describe(self):
+        return {"kind": "fake"}
+
+    def up(self, run_path):
+        self.events.append("up")
+        self.run_path = run_path
+        self.agents = {"h": FakeAgent(self.events)}
+        return self.describe()
+
+    def down(self, keep_logs_in=None):
+        self.stop_agents()
+        self.events.append("down")
+
+    def window(self):
+        class W:
+            def sample(self_):
+                return None
+
+            def delta(self_, a, b):
+                return {"elapsed_s": 1.0}
+
+            def interpolate(self_, a, b, t):
+                return None
+
+            def progress(self_, sample):
+                return None  # no traffic counted: a client run's boundaries are placed by fio's I/O time
+        return W()
+
+
+def _order(events):
+    return [e.removeprefix("measure ") for e in events if e.startswith("measure ")]
+
+
+#: One configuration, one load point, a warm-up and a window to fill in: the status-window tests'.
+STATUS_PLAN = """
+name = "w"
+baseline = "a"
+workloads = ["tr3808-4k"]
+[[configurations]]
+name = "a"
+target = "{dir}/data.dat"
+[[load_points]]
+streams = 2
+oio = 1
+[method]
+warmup = "{warmup}"
+duration = "{duration}"
+repeats = 1
+"""
+
+
+def status_cell(tmp_path, warmup, duration):
+    plan = load_plan_text(STATUS_PLAN.format(dir=tmp_path, warmup=warmup, duration=duration))
+    cell = expand(plan)[0]
+    access = resolve(str(tmp_path / "data.dat"), size=64 * 1024**2, ioengine="psync", direct=True)
+    return plan, cell, [s for h in layout(cell, lambda h, g: access) for s in h]

@@ -49,6 +49,11 @@ class Window:
     sources: list[Source] = field(default_factory=list)  # more counters read around the window (e.g. QEMU's)
     _offloads: dict[tuple[str, str], bool | None] | None = field(default=None, init=False, repr=False)
 
+    def start(self) -> None:
+        """A new measured window begins: its cell's link is set, so the offload state is read again (a
+        configuration may set other offloads than the last cell's)."""
+        self._offloads = None
+
     def sample(self) -> Snapshot:
         """Read every counter now.
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_session import PLAN, FakeFio, FakeTestbed
-from test_status_window import LOCAL
 
+from conftest import ROOT
+from fakes import LOCAL, PLAN, FakeFio, FakeTestbed
 from protolab.engine.status import documents
 from protolab.plan.load import load_plan_text
 from protolab.report import tables
@@ -222,7 +222,7 @@ def test_a_window_of_a_few_minutes_is_not_a_long_run_without_an_objective(tmp_pa
 
     import protolab.report.longrun as lr
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     from report_render import make_run
 
     rd = make_run(tmp_path, windows=42)  # 7 configurations x 2 workloads x 1 load point x 3 repeats

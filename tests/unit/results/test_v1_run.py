@@ -5,16 +5,16 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab.analysis.derived import figures
 from protolab.errors import ProtolabError
 from protolab.report.commands import run_compare, write_report
 from protolab.results.rundir import RunDir
 
-V1 = Path(__file__).parent.parent / "data" / "v1-run"
+V1 = DATA / "v1-run"
 
 
 @pytest.fixture

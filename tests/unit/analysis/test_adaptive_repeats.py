@@ -7,8 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
-from test_session import PLAN, FakeFio, FakeTestbed, _order
 
+from fakes import PLAN, FakeFio, FakeTestbed, _order
 from protolab.analysis.repeats import mean_interval_pct, next_repeat, spread_pct
 from protolab.errors import ProtolabError
 from protolab.plan.load import load_plan_text

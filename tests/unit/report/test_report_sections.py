@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab.report.commands import write_report
 from protolab.report.sections import sections
 from protolab.results.rundir import RunDir
 
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
+GOLDEN = DATA / "golden"
 
 
 def _report(tmp_path, name: str, edit=None) -> tuple[str, str]:

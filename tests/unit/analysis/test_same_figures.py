@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab.report.commands import write_report
 from protolab.results.rundir import RunDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = DATA
 GOLDEN = DATA / "golden"
 RUNS = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir())
 

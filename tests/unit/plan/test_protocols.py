@@ -6,15 +6,15 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab.plan import protocols
 from protolab.plan.protocols import PROTOCOLS, Protocol, TargetRef
 from protolab.plan.targets import parse_target, protocol_named
 
-V1 = Path(__file__).resolve().parents[1] / "data" / "v1-run"
+V1 = DATA / "v1-run"
 
 
 def _fakenet(text, parts, host, port):

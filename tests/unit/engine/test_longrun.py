@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from test_status_window import CLIENT, LOCAL, _cell
 
 import protolab.engine.window as window_mod
-from fakes import FakeFio
+from fakes import CLIENT, LOCAL, FakeFio
+from fakes import status_cell as _cell
 from protolab.analysis.latency import merge_bins, percentiles
 from protolab.analysis.trend import onset_s, slo_share, trend
 from protolab.engine.intervals import interval, light, window_intervals

@@ -10,6 +10,7 @@ import tomllib
 
 import pytest
 
+from conftest import ROOT
 from protolab.analysis.findings import Finding
 from protolab.plan.expand import expand
 from protolab.plan.library import builtin_studies
@@ -132,11 +133,10 @@ def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
 
 def test_readme_seed_and_fill_examples_are_valid():
     import re
-    from pathlib import Path
 
     from protolab.plan.load import load_plan_text
 
-    readme = (Path(__file__).parents[2] / "docs" / "plan.md").read_text()
+    readme = (ROOT / "docs" / "plan.md").read_text()
     block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if b.startswith('seed = "S1'))
     head = 'name = "x"\nbaseline = "a"\nworkloads = ["tr3808-4k"]\n'
     tail = ('[[configurations]]\nname = "a"\ntarget = "/tmp/a"\n[[load_points]]\nstreams = 1\n[method]\n'

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from test_session import PLAN, FakeFio, FakeTestbed, _order
 
+from fakes import PLAN, FakeFio, FakeTestbed, _order
 from protolab.errors import PlanError
 from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import docs_text
+from conftest import ROOT, docs_text
 from fakes import FakeFio
 from protolab.errors import ProtolabError
 from protolab.plan.library import builtin_studies
@@ -21,7 +21,7 @@ from protolab.plan.load import load_plan_data
 from protolab.plan.preflight import Environment, _free_bytes, preflight
 from protolab.proc import Completed
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = ROOT
 FIO_ENGINES = ["sync", "psync", "vsync", "pvsync", "pvsync2", "null", "posixaio", "mmap", "io_uring",
                "libaio", "libiscsi", "nfs", "nbd", "exec", "filedelete", "net"]
 

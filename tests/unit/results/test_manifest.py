@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab.plan.migrate import PLAN_FORMAT, migrate
 from protolab.results.manifest import Manifest
 from protolab.results.rundir import RunDir
 
-V1 = Path(__file__).resolve().parents[1] / "data" / "v1-run"
+V1 = DATA / "v1-run"
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_run_stored_before_plan_formats_resumes_as_the_same_plan(tmp_path):
     from protolab.run.resume import differences, resumable
 
     run = tmp_path / "emc"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "golden" / "emc-fill-aging-quick" / "run", run)
+    shutil.copytree(DATA / "golden" / "emc-fill-aging-quick" / "run", run)
     rd = RunDir.open(run)
     m = rd.manifest()
     assert "plan_format" not in m and m["plan"]["method"]["fill"]["levels"] == [10, 25, 50, 100]

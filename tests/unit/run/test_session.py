@@ -7,107 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fakes import DATA, ENGINES, FIO_JSON, FakeFio  # noqa: F401  (re-exported to the session tests)
+from fakes import DATA, FakeFio, FakeTestbed, _order
 from protolab.errors import ProtolabError
-from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 from protolab.run.resume import resumable
 from protolab.run.signals import Stopper
-from protolab.run.testbed import Testbed as _Testbed
-
-PLAN = """
-name = "fake"
-baseline = "a"
-workloads = ["tr3808-4k"]
-[targets.t]
-url = "{dir}/data.dat"
-[[configurations]]
-name = "a"
-target = "t"
-[[configurations]]
-name = "b"
-target = "t"
-ioengine = "psync"
-[[load_points]]
-streams = 1
-oio = 1
-[[load_points]]
-streams = 2
-oio = 1
-[method]
-warmup = 0
-duration = "1s"
-repeats = 3
-prepare = false
-"""
-
-
-class FakeAgent:
-    def __init__(self, events):
-        self.events = events
-
-    def stop(self):
-        self.events.append("agents stopped")
-
-    def check(self):
-        pass
-
-
-class FakeTestbed(_Testbed):
-    """A testbed whose life is a list of events; targets are the plan's own (a temp file)."""
-
-    def __init__(self, plan, fio, events):
-        from protolab.proc import SubprocessRunner
-        from protolab.run.progress import Silent
-
-        super().__init__(plan, fio, SubprocessRunner(), Silent())
-        self.events = events
-        self.kind = "fake"
-
-    def describe(self):
-        return {"kind": "fake"}
-
-    def up(self, run_path):
-        self.events.append("up")
-        self.run_path = run_path
-        self.agents = {"h": FakeAgent(self.events)}
-        return self.describe()
-
-    def down(self, keep_logs_in=None):
-        self.stop_agents()
-        self.events.append("down")
-
-    def window(self):
-        class W:
-            def sample(self_):
-                return None
-
-            def delta(self_, a, b):
-                return {"elapsed_s": 1.0}
-
-            def interpolate(self_, a, b, t):
-                return None
-
-            def progress(self_, sample):
-                return None  # no traffic counted: a client run's boundaries are placed by fio's I/O time
-        return W()
-
-
-@pytest.fixture
-def setup(tmp_path, monkeypatch):
-    text = PLAN.format(dir=tmp_path)
-    plan = load_plan_text(text)
-
-    def make(events, **fio_kw):
-        fio = FakeFio(events, **fio_kw)
-        return Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
-                     testbed=FakeTestbed(plan, fio, events))
-    return make
-
-
-def _order(events):
-    return [e.removeprefix("measure ") for e in events if e.startswith("measure ")]
 
 
 def test_cells_are_interleaved_configurations_within_each_repeat(setup):

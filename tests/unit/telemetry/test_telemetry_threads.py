@@ -5,12 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab.engine.parse import parse_fio_json
 from protolab.proc import Completed, FakeRunner
 from protolab.telemetry import cpu as tcpu
 from protolab.telemetry.window import Window
-
-DATA = Path(__file__).parent.parent / "data"
 
 
 def _stat(pid: int, comm: str, utime: int, stime: int) -> str:

@@ -63,3 +63,23 @@ def test_qemu_threads_count_the_processes_threads_as_hypervisor_cpu():
     assert d["hypervisor_thread"]["cpu_s"] >= 0.2 and d["hypervisor_thread"]["threads"] >= 1
     [half] = src.interpolate(a, b, 0.5)
     assert half.io_s == pytest.approx((sum(t.io_s for t in a) + sum(t.io_s for t in b)) / 2)
+
+
+def test_each_window_reads_the_offload_state_of_its_own_cell():
+    """One Window serves a whole session; a configuration may set other offloads than the cell before it."""
+    states = iter([True, False])
+
+    class Offloads(NoNetns):
+        def run(self, args, check=True, **kw):
+            if "ethtool" in args:
+                on = next(states)
+                return Completed(tuple(args), 0, f"tcp-segmentation-offload: {'on' if on else 'off'}\n"
+                                 f"generic-segmentation-offload: {'on' if on else 'off'}\n"
+                                 f"generic-receive-offload: {'on' if on else 'off'}\n", "")
+            return super().run(args, check, **kw)
+
+    w = Window(Offloads(), interfaces=[("ns", "eth0")], offload_ports=[("ns", "eth0")])  # type: ignore[arg-type]
+    first = w.sample().offloads
+    assert w.sample().offloads == first  # within a window: read once
+    w.start()  # the next cell, its link set
+    assert w.sample().offloads != first

@@ -7,10 +7,9 @@ import random
 
 import pytest
 
-from conftest import DATA
-from fakes import FakeFio
+from fakes import CLIENT, LOCAL, FakeFio
+from fakes import status_cell as _cell
 from protolab.analysis.latency import merge_bins, percentiles
-from protolab.engine.jobfile import layout
 from protolab.engine.measure import HostRun
 from protolab.engine.parse import parse_fio_json
 from protolab.engine.status import (
@@ -22,21 +21,14 @@ from protolab.engine.status import (
     total_series,
     window_document,
 )
-from protolab.engine.targets import resolve
 from protolab.engine.window import run_window
-from protolab.plan.expand import expand
-from protolab.plan.load import load_plan_text
 from protolab.run.procedure import WarmupRule
 from protolab.telemetry.net import Counters
 from protolab.telemetry.window import Snapshot as Tele
 from protolab.telemetry.window import interpolate
 
+
 # fio 3.33, 2 psync jobs, 4 KiB randrw 75 % reads, runtime 4 s, --status-interval=1: 4 interval documents + the last
-LOCAL = (DATA / "fio-status-local-2streams-randrw.json").read_text()
-# the same job once on each of 2 fio servers, one `fio --client` with --status-interval=1 after each --client=
-CLIENT = (DATA / "fio-status-client-2servers-randrw.json").read_text()
-
-
 def _bins(jobs, d):
     return merge_bins({int(k): v for k, v in j[d]["clat_ns"]["bins"].items()} for j in jobs)
 
@@ -147,30 +139,6 @@ def test_no_warmup_is_done_before_fio_starts():
 
 
 # -- one fio run: a fake fio that writes the captured documents ---------------------------------------------
-
-PLAN = """
-name = "w"
-baseline = "a"
-workloads = ["tr3808-4k"]
-[[configurations]]
-name = "a"
-target = "{dir}/data.dat"
-[[load_points]]
-streams = 2
-oio = 1
-[method]
-warmup = "{warmup}"
-duration = "{duration}"
-repeats = 1
-"""
-
-
-def _cell(tmp_path, warmup, duration):
-    plan = load_plan_text(PLAN.format(dir=tmp_path, warmup=warmup, duration=duration))
-    cell = expand(plan)[0]
-    access = resolve(str(tmp_path / "data.dat"), size=64 * 1024**2, ioengine="psync", direct=True)
-    return plan, cell, [s for h in layout(cell, lambda h, g: access) for s in h]
-
 
 def test_one_direct_run_warms_up_then_measures_with_telemetry_at_both_boundaries(tmp_path):
     plan, cell, streams = _cell(tmp_path, "1s", "2s")

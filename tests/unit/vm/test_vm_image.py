@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
+ROOT = ROOT
 
 
 def built_image() -> Path:

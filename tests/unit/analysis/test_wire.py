@@ -13,6 +13,7 @@ import math
 
 import pytest
 
+from conftest import DATA
 from protolab.analysis.wire import LINK_PRESETS, LINKS, ceiling, parse_link, parse_rate, wire_cost
 from protolab.errors import ProtolabError
 
@@ -214,9 +215,8 @@ def test_frames_per_io_match_a_capture_within_ten_percent():
     made by scripts/capture-wire.py. The model's frames per I/O are within 10 % of the capture for
     8 KiB random reads at MTU 1500 and 9000 (and the other cases), its bytes within 1 %."""
     import json
-    from pathlib import Path
 
-    data = json.loads((Path(__file__).parents[1] / "data" / "wire-capture.json").read_text())
+    data = json.loads((DATA / "wire-capture.json").read_text())
     cases = {(c["protocol"], c["block_size"], c["mtu"]): c for c in data["cases"]}
     assert {("iscsi", 8192, 1500), ("iscsi", 8192, 9000)} <= set(cases)
     for (protocol, bs, mtu), c in cases.items():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from test_session import FakeAgent, FakeTestbed, setup  # noqa: F401  (setup is a fixture)
 
+from fakes import FakeTestbed
 from protolab.engine import agents
 from protolab.errors import ProtolabError
 from protolab.results.rundir import RunDir

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import csv
 import shutil
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from conftest import DATA
 from protolab import metrics
 from protolab.analysis.derived import Figures
 from protolab.analysis.findings import METRICS as COMPARED
@@ -17,7 +17,7 @@ from protolab.plan.seed import SEED_METRICS
 from protolab.report.commands import write_report
 from protolab.results.rundir import RunDir, csv_columns
 
-V1 = Path(__file__).resolve().parents[1] / "data" / "v1-run"
+V1 = DATA / "v1-run"
 
 
 def test_every_derived_figure_is_named_by_the_registry():

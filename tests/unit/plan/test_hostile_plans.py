@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from protolab import cli as protolab_cli
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "hostile-plans"
+CORPUS = DATA / "hostile-plans"
 PLANS = sorted(CORPUS.glob("*.toml"))
 MARK = Path("/tmp/protolab-hostile")
 
