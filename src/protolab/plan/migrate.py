@@ -14,13 +14,14 @@ from typing import Any
 PLAN_FORMAT = 3
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
-#: "plan", "method" or "workloads" (each workload), or "move" ({"table.field": "table.field"}).
+#: "plan", "method", "workloads" or "configurations" (each entry), or "move" ({"table.field": "table.field"}).
 MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     1: (2, {
         "workloads": {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
                       "hot_zones": None, "skew": None, "replay": None, "trace": None},
-        "method": {"fill": None, "interval": 1, "slo": None},
-        "plan": {"seed_findings": [], "stage": None},
+        "method": {"fill": None, "interval": 1, "slo": None, "cpu_priority": "normal"},
+        "configurations": {"controller": None},
+        "plan": {"seed_findings": [], "stage": None, "seed": "", "scale": None, "hypervisor": None},
     }),
     2: (3, {"move": {"method.fill": "stage.fill"}}),  # one form for every stage: [stage.fill]
 }
@@ -38,8 +39,8 @@ def migrate(stored: dict[str, Any], version: int) -> dict[str, Any]:
                 plan = {**fields, **plan}
             elif where == "method" and isinstance(plan.get("method"), dict):
                 plan["method"] = {**fields, **plan["method"]}
-            elif where == "workloads" and isinstance(plan.get("workloads"), list):
-                plan["workloads"] = [{**fields, **w} if isinstance(w, dict) else w for w in plan["workloads"]]
+            elif where in ("workloads", "configurations") and isinstance(plan.get(where), list):
+                plan[where] = [{**fields, **w} if isinstance(w, dict) else w for w in plan[where]]
     return plan
 
 

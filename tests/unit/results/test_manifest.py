@@ -101,3 +101,33 @@ def test_a_run_stored_before_plan_formats_resumes_as_the_same_plan(tmp_path):
     assert plan.fill.levels == [10, 25, 50, 100]
     assert [d for d in differences(rd, plan, m["provenance"]["fio_version"], m["testbed"])
             if d.startswith("plan")] == []
+
+
+def test_a_plan_stored_before_controller_cpu_priority_seed_scale_and_hypervisor_is_the_same_plan():
+    """Those fields came after the first stored plans too: the v1 capture's plan (no plan format) migrates to
+    exactly what its text loads to today."""
+    from protolab.plan.load import load_plan_text
+
+    m = json.loads((V1 / "manifest.json").read_text())
+    stored = m["plan"]
+    assert "cpu_priority" not in stored["method"] and "controller" not in stored["configurations"][0]
+    assert not {"seed", "scale", "hypervisor"} & set(stored)
+    assert migrate(stored, 1) == load_plan_text(m["plan_text"]).model_dump(mode="json")
+    assert migrate({**stored, "method": {**stored["method"], "cpu_priority": "high"}}, 1)["method"][
+        "cpu_priority"] == "high"  # a stored value is kept
+
+
+def test_a_schema_2_run_of_d28c3cf_opens_and_keeps_its_plan(tmp_path):
+    """Written by protolab d28c3cf (a fill plan, adaptive repeats, an interrupted window, resumed once)."""
+    from protolab.plan.load import load_plan_text
+    from protolab.run.resume import differences
+
+    run = tmp_path / "v2"
+    shutil.copytree(DATA / "v2-run", run)
+    rd = RunDir.open(run)
+    m = rd.typed_manifest()
+    assert m.schema_version == 2 and m.plan_format == 1 and [s.how for s in m.sessions] == ["interrupted", "complete"]
+    assert m.measuring["seq"] == 5 and [w["seq"] for w in m.interrupted_windows] == [3]
+    assert [(s["level"], s["session"]) for s in m.stages] == [(50, 1), (100, 1), (100, 2)]
+    plan = load_plan_text(m.plan_text)
+    assert [d for d in differences(rd, plan, "fio-3.33", {"kind": "fake"}) if d.startswith("plan")] == []
