@@ -21,8 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from protolab.plan.migrate import PLAN_FORMAT
 from protolab.report import figures, html, markdown, tables
 from protolab.report.commands import write_report
+from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
 from protolab.results.rundir import RunDir
 from protolab.results.synthetic import telemetry_for
@@ -49,8 +51,10 @@ def make_run(root: Path, windows: int = 0) -> RunDir:
             "configurations": [{"name": n, "target": t, "link": link} for n, t, link in CONFIGS],
             "load_points": loads, "method": {"warmup": "5m", "duration": "5m", "repeats": REPEATS},
             "lab": {"link": {"rate": "10GbE", "mtu": 1500}}}
-    rd = RunDir.create(root, "bench", {"plan": plan, "plan_text": "", "status": "complete",
-                                       "provenance": {"protolab": "0.1.0", "kernel": "6.1", "fio_version": "fio-3.33"}})
+    rd = RunDir.create(root, "bench", RunStart(
+        plan=plan, plan_text="", plan_format=PLAN_FORMAT,
+        provenance=Provenance(protolab="0.1.0", kernel="6.1", fio_version="fio-3.33")))
+    rd.events.session_ended(0, "complete")
     rng = np.random.default_rng(0)
     seq = 0
     for w in WORKLOADS:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from protolab.plan.migrate import PLAN_FORMAT  # noqa: E402
+from protolab.results.manifest import Provenance, RunStart  # noqa: E402
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow  # noqa: E402
 from protolab.results.rundir import RunDir  # noqa: E402
 from protolab.results.synthetic import telemetry_for  # noqa: E402
@@ -48,8 +50,8 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=None, help="where the run directory goes (default: a temp dir)")
     args = ap.parse_args()
     root = args.dir or Path(tempfile.mkdtemp(prefix="protolab-store-"))
-    rd = RunDir.create(root, "store-bench", {"plan_text": "x" * 4000, "plan": {"name": "store-bench"},
-                                             "status": "running"})
+    rd = RunDir.create(root, "store-bench", RunStart(plan_text="x" * 4000, plan={"name": "store-bench"},
+                                                     plan_format=PLAN_FORMAT, provenance=Provenance()))
     marks = [m for m in (100, 1000, 10000, args.records) if m <= args.records]
     times: list[float] = []
     from protolab.analysis.derived import figures

@@ -203,7 +203,7 @@ def resume(
     out.print(f"resuming {rundir.path.name}: plan '{p.name}', sha256 {hashlib.sha256(text.encode()).hexdigest()[:12]}",
               highlight=False, markup=False)
     _lab_allowed(p, source)
-    study = Study(p, text, rundir.manifest().get("plan_source", source), results_root=rundir.path.parent,
+    study = Study(p, text, source, results_root=rundir.path.parent,
                   progress=RichProgress(out), lab_workdir=lab_workdir)
     _measure(study, lambda: study.resume(rundir, force=force))
 

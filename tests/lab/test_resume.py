@@ -77,7 +77,7 @@ def test_sigterm_at_each_phase_then_resume_completes(workdir, tmp_path, phase):
     assert all(x.status == "ok" and x.result.iops > 0 for x in recs)
     assert {x.session for x in recs} == ({1, 2} if 0 < before < 4 else {1} if before == 4 else {2})
     m = rd.manifest()
-    assert m["status"] == "complete" and [s["how"] for s in m["sessions"]] == ["interrupted", "complete"]
+    assert m.status == "complete" and [s.how for s in m.sessions] == ["interrupted", "complete"]
     assert (run / "report.html").is_file() and "resume" not in err
     assert leftovers(PREFIX) == []
 
@@ -106,7 +106,7 @@ def test_a_server_that_dies_fails_its_cell_in_one_line_and_resume_measures_it(wo
     assert "cell tr3808-4k__nbd__h1s1q4__r2" in msg and "'protolab resume " in msg
     assert leftovers(PREFIX) == []
     rd = RunDir.open(study.rundir.path)
-    assert [r.repeat for r in rd.records()] == [1] and rd.manifest()["status"] == "failed"
+    assert [r.repeat for r in rd.records()] == [1] and rd.manifest().status == "failed"
     plan, text2, source = resumable(rd)
     Study(plan, text2, source, results_root=rd.path.parent, lab_workdir=workdir).resume(rd)
     rd = RunDir.open(rd.path)

@@ -79,8 +79,8 @@ def test_a_vm_plan_measures_every_protocol_with_hypervisor_cpu(workdir, tmp_path
     assert sorted(p.name for p in (rundir.path / "lab-logs").glob("*.console.log")) == [
         f"{PREFIX}-lsi-iscsi-h1-vm1.console.log", f"{PREFIX}-pvscsi-nfs-h1-vm1.console.log",
         f"{PREFIX}-vblk-nbd-h1-vm1.console.log"]
-    assert m["testbed"]["kind"] == "vm" and m["testbed"]["hypervisor"]["accel"] == "tcg"
-    assert len(m["agents"]) == 3 and all(a.startswith("guest ") for a in m["agents"])
+    assert m.testbed["kind"] == "vm" and m.testbed["hypervisor"]["accel"] == "tcg"
+    assert len(m.agents) == 3 and all(a.startswith("guest ") for a in m.agents)
     assert qemus() == [] and leftovers(PREFIX) == []
 
 
@@ -107,7 +107,7 @@ def test_sigterm_during_a_vm_study_leaves_no_qemu(workdir, tmp_path):
             p.kill()
     assert p.returncode == 143, err
     [run] = list(results.iterdir())
-    assert RunDir.open(run).manifest()["status"] == "interrupted"
+    assert RunDir.open(run).manifest().status == "interrupted"
     assert qemus() == [], "a QEMU survived the signal"
     assert leftovers(PREFIX) == []  # no namespace, mount, loop device or process of the run
 

@@ -1,6 +1,6 @@
 """Run-to-run comparison: the same study measured in two environments (A = 100, B relative to it).
 
-Pure: takes two manifests (as stored) and their records. Cells are matched by
+Pure: takes two manifests (each stored plan in today's plan format) and their records. Cells are matched by
 workload, load point (hosts × streams × OIO, not its position) and configuration.
 Runs whose workloads or load points differ are refused unless forced; every other
 difference (configurations, method, environment) is reported, never hidden.
@@ -14,6 +14,8 @@ from typing import Any, Iterable
 
 from ..errors import ProtolabError
 from ..plan.coordinates import point_of
+from ..plan.migrate import migrate
+from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from .batch import compare_many
 from .findings import METRICS
@@ -24,7 +26,7 @@ from .stats import HIGHER, LOWER, decide
 WORKLOAD_FIELDS = ("block_size", "read_pct", "random_pct", "oio", "rate_iops", "arrivals", "bursts", "think_time",
                    "think_every", "hot_zones", "skew", "replay")
 _BASE_FIELDS = WORKLOAD_FIELDS[:5]
-#: A run written before the load's shape was a field has none: the same as the defaults.
+#: The shape fields' values that mean "not shaped" (shown only when a workload has another).
 _SHAPE_DEFAULTS = {"arrivals": "uniform", "think_every": 1}
 #: Provenance fields shown as "what differs between the environments".
 ENVIRONMENT_FIELDS = ("kernel", "fio_version", "protolab", "cpu_model", "cpus", "hostname", "machine", "python")
@@ -44,8 +46,13 @@ class Difference:
         return f"{self.what} (A: {self.a}; B: {self.b})"
 
 
-def _workloads(manifest: dict[str, Any], records: list[CellRecord]) -> dict[str, str]:
-    specs = {w.get("name"): w for w in (manifest.get("plan") or {}).get("workloads", []) if isinstance(w, dict)}
+def _plan(manifest: Manifest) -> dict[str, Any]:
+    """The stored plan as data, in today's plan format ({} when none is stored)."""
+    return migrate(manifest.plan, manifest.plan_format) if manifest.plan is not None else {}
+
+
+def _workloads(plan: dict[str, Any], records: list[CellRecord]) -> dict[str, str]:
+    specs = {w.get("name"): w for w in plan.get("workloads") or [] if isinstance(w, dict)}
     names = list(dict.fromkeys(r.workload for r in records)) or list(specs)
     return {n: ", ".join(f"{f}={specs[n].get(f)}" for f in WORKLOAD_FIELDS
                          if f in _BASE_FIELDS or specs[n].get(f, _SHAPE_DEFAULTS.get(f)) != _SHAPE_DEFAULTS.get(f))
@@ -65,11 +72,12 @@ def _fmt_points(points: dict[str, list[str]], workloads: Iterable[str]) -> str:
     return "; ".join(f"{w}: {', '.join(points.get(w, [])) or 'none'}" for w in workloads)
 
 
-def differences(manifest_a: dict[str, Any], records_a: list[CellRecord],
-                manifest_b: dict[str, Any], records_b: list[CellRecord]) -> list[Difference]:
+def differences(manifest_a: Manifest, records_a: list[CellRecord],
+                manifest_b: Manifest, records_b: list[CellRecord]) -> list[Difference]:
     """Everything that differs between two runs, blocking differences (workloads, load points) first."""
     out: list[Difference] = []
-    wa, wb = _workloads(manifest_a, records_a), _workloads(manifest_b, records_b)
+    plan_a, plan_b = _plan(manifest_a), _plan(manifest_b)
+    wa, wb = _workloads(plan_a, records_a), _workloads(plan_b, records_b)
     if list(wa) != list(wb) and set(wa) != set(wb):
         out.append(Difference("workloads", ", ".join(wa) or "none", ", ".join(wb) or "none", True))
     for name in (n for n in wa if n in wb and wa[n] and wb[n] and wa[n] != wb[n]):
@@ -83,15 +91,15 @@ def differences(manifest_a: dict[str, Any], records_a: list[CellRecord],
     cb = list(dict.fromkeys(r.configuration for r in records_b))
     if set(ca) != set(cb):
         out.append(Difference("configurations", ", ".join(ca), ", ".join(cb), False))
-    ma = (manifest_a.get("plan") or {}).get("method") or {}
-    mb = (manifest_b.get("plan") or {}).get("method") or {}
+    ma, mb = plan_a.get("method") or {}, plan_b.get("method") or {}
     for f in sorted(set(ma) | set(mb)):
         if ma.get(f) != mb.get(f):
             out.append(Difference(f"method {f}", str(ma.get(f)), str(mb.get(f)), False))
-    env_a, env_b = manifest_a.get("provenance") or {}, manifest_b.get("provenance") or {}
+    env_a, env_b = manifest_a.provenance, manifest_b.provenance
     for f in ENVIRONMENT_FIELDS:
-        if env_a.get(f) != env_b.get(f):
-            out.append(Difference(f"environment {f}", str(env_a.get(f)), str(env_b.get(f)), False))
+        va, vb = getattr(env_a, f, None), getattr(env_b, f, None)
+        if va != vb:
+            out.append(Difference(f"environment {f}", str(va), str(vb), False))
     return out
 
 

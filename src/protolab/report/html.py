@@ -59,7 +59,7 @@ def _script_safe(text: str) -> Markup:
 
 
 def _configurations(data: ReportData) -> list[dict[str, str]]:
-    plan, targets = data.plan, data.manifest.get("targets") or {}
+    plan, targets = data.plan, data.manifest.targets
     out = []
     for name in data.configurations:
         c = plan.configuration(name) if plan and any(x.name == name for x in plan.configurations) else None
@@ -121,9 +121,9 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
     by_section: dict[str, list[Chart]] = {"metrics": [], "percentiles": [], "series": [], "ceiling": []}
     for c in data.charts:
         by_section.setdefault(c.section, []).append(c)
-    prov = data.manifest.get("provenance") or {}
+    prov = data.manifest.provenance
     titles = {k: m.title for k, m in REGISTRY.items()}
-    plan_name = data.plan.name if data.plan else (data.manifest.get("plan") or {}).get("name", data.run_id)
+    plan_name = data.plan.name if data.plan else (data.manifest.plan or {}).get("name", data.run_id)
     page = env.from_string(_read(_TEMPLATES, "report.html.j2"))
     return page.render(
         data=data, manifest=data.manifest, plan_name=plan_name,
@@ -132,7 +132,8 @@ def render(data: ReportData, drawn: dict | None = None, *, alpha: float = 0.05, 
         outliers=[f for f in data.findings if f.kind == "outlier"],
         method_text=_method_text(data), alpha=alpha, noise_pct=f"{noise * 100:g}",
         configurations=_configurations(data), workloads=_workloads(data),
-        environment=[(label, prov.get(k)) for k, label in _ENV_FIELDS if prov.get(k) not in (None, "")],
+        environment=[(label, getattr(prov, k)) for k, label in _ENV_FIELDS
+                     if getattr(prov, k, None) not in (None, "")],
         not_measured=[titles[m] for m in data.absent],
         charts_by_section=by_section, chart_block=chart_block,
         sections=html_blocks(data),

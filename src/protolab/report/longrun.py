@@ -158,13 +158,14 @@ def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
                                      "(steps of one aging are not independent repeats): read the aging from its "
                                      "change per hour above"))
     measured = {r.seq for r in data.records}
-    windows = {int(w["seq"]): w for w in [*data.manifest.get("interrupted_windows", []),
-                                          data.manifest.get("measuring") or {}] if w and int(w["seq"]) not in measured}
+    m = data.manifest
+    windows = {w.seq: w for w in [*m.interrupted_windows, *([m.measuring] if m.measuring else [])]
+               if w.seq not in measured}
     kept = read(set(windows)) if windows else {}
     for seq, w in sorted(windows.items()):
         if kept.get(seq):
-            again = any(r.cell_id == w.get("cell_id") and r.seq > seq for r in data.records)
-            data.findings.append(Finding("note", f"the window of {w.get('cell_id')} in session {w.get('session')} "
+            again = any(r.cell_id == w.cell_id and r.seq > seq for r in data.records)
+            data.findings.append(Finding("note", f"the window of {w.cell_id} in session {w.session} "
                                          f"was interrupted; its {len(kept[seq])} intervals are kept in series.csv "
                                          f"(seq {seq}); " + ("it was measured again whole in a later session"
                                                              if again else "'protolab resume' measures it again")))

@@ -8,7 +8,6 @@ and an arrow only when the difference is called (corrected test and outside the 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ..analysis.compare import CompareRow, Difference
 from ..analysis.findings import METRICS
@@ -86,15 +85,16 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def report_markdown(data: ReportData) -> str:
     """report.md: plan, environment, findings, one table per workload, what was not measured."""
-    prov: dict[str, Any] = data.manifest.get("provenance") or {}
+    prov = data.manifest.provenance
     name = data.plan.name if data.plan else data.run_id
     out = [f"# protolab: {name} — run {data.run_id}", ""]
     if data.plan:
         p = data.plan
         out.append(f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} "
                    f"load points; {p.method_summary()}. Baseline **{data.baseline}** = 100.")
-    env = ", ".join(f"{k} {prov[k]}" for k in ("kernel", "fio_version", "cpu_model", "cpus") if prov.get(k))
-    out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.get('status', 'unknown')}.", "",
+    env = ", ".join(f"{k} {getattr(prov, k)}" for k in ("kernel", "fio_version", "cpu_model", "cpus")
+                    if prov is not None and getattr(prov, k))
+    out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.status or 'unknown'}.", "",
             *([f"Warning: {data.notes['busy']}.", ""] if data.notes.get("busy") else []), "## Findings", ""]
     failed = [r for r in data.records if r.result.errors]
     if failed:

@@ -16,7 +16,9 @@ from ..analysis.latency import PERCENTILES
 from ..analysis.relative import Row
 from ..analysis.stats import Verdict
 from ..plan.coordinates import Point, point_of
+from ..plan.migrate import migrate
 from ..plan.model import Plan
+from ..results.manifest import Manifest
 from ..results.records import CellRecord
 
 PCT_KEYS = [f"p{p:g}" for p in PERCENTILES]
@@ -58,7 +60,7 @@ class ReportData:
     """Everything a report shows about one run."""
 
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     plan: Plan | None
     baseline: str
     workloads: list[str]
@@ -92,10 +94,11 @@ def slug(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-").lower()
 
 
-def plan_of(manifest: dict[str, Any]) -> Plan | None:
-    """The plan stored in the manifest, or None when it no longer validates (the report then uses the records)."""
+def plan_of(manifest: Manifest) -> Plan | None:
+    """The plan stored in the manifest (in today's plan format), or None when it no longer validates (the report
+    then uses the records)."""
     try:
-        return Plan.model_validate(manifest.get("plan") or {})
+        return Plan.model_validate(migrate(manifest.plan or {}, manifest.plan_format))
     except ValidationError:
         return None
 

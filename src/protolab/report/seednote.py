@@ -56,7 +56,8 @@ def machine_line(data: ReportData) -> str:
     rest = len(found) - kinds.get("cpu", 0) - kinds.get("wire", 0)
     if rest:
         parts.append(f"{rest} by neither (storage- or latency-bound, or unknown)")
-    return (f"On this machine ({data.manifest.get('provenance', {}).get('cpus', '?')} CPUs, every server, link and "
+    prov = data.manifest.provenance
+    return (f"On this machine ({prov.cpus if prov and prov.cpus is not None else '?'} CPUs, every server, link and "
             f"load generator on it), the bottleneck analysis found of {len(found)} cells (workload × configuration × "
             f"load point): " + "; ".join(parts) + ". Where a CPU, not the wire, held a protocol, its figures here "
             "measure that CPU's cost per I/O, and a seed's finding about the wire cannot be reproduced.")

@@ -20,6 +20,7 @@ from ..metrics import METRICS as REGISTRY
 from ..plan.model import Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.targets import protocol_named
+from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
 from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, plan_of, slug  # noqa: F401
@@ -183,7 +184,7 @@ def wire_ceilings(data: ReportData) -> tuple[dict[tuple[str, str], float | None]
     return ceilings, {c: protocols.get(c) is not None for c in data.configurations if c in protocols}
 
 
-def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
+def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
           method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None,
           intervals: Callable | None = None) -> ReportData:
     """Assemble the whole report's data from a manifest, its records and their per-interval series.
@@ -202,7 +203,7 @@ def build(manifest: dict[str, Any], records: list[CellRecord], *, alpha: float =
     seen_c = list(dict.fromkeys(r.configuration for r in records))
     workloads = [w.name for w in plan.workloads if w.name in seen_w] if plan else seen_w
     configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
-    data = ReportData(str(manifest.get("run_id", "")), manifest, plan, baseline, workloads + [w for w in seen_w
+    data = ReportData(manifest.run_id or "", manifest, plan, baseline, workloads + [w for w in seen_w
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
                       rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
                       + pair_findings(rows, plan, alpha=alpha, noise=noise),

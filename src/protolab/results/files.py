@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import ProtolabError
 
 
@@ -91,27 +89,3 @@ def append_lines(path: Path, lines: list[str]) -> None:
 def write_json(path: Path, obj: Any) -> None:
     """Atomically write ``obj`` as indented JSON."""
     atomic_write(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def provenance(fio_version: str, fio_engines: list[str], fio_path: str) -> dict[str, Any]:
-    """Where and with what a run was measured."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "protolab": __version__,
-        "fio_version": fio_version,
-        "fio_engines": fio_engines,
-        "fio_path": fio_path,
-        "kernel": platform.release(),
-        "machine": platform.machine(),
-        "hostname": platform.node(),
-        "cpu_model": cpu,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-    }

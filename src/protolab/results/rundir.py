@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -28,12 +27,10 @@ from ..errors import ProtolabError
 from ..metrics import FIGURES, METRICS
 from ..safepath import inside
 from ..trust import UnsafePath, check_ancestors
-from .files import StoreError, append_lines, atomic_write, now, provenance, write_json  # noqa: F401 (re-exported)
+from .files import StoreError, append_lines, atomic_write, now, write_json  # noqa: F401 (re-exported)
+from .manifest import MANIFEST_SCHEMA, READABLE_SCHEMAS, Events, Manifest, RunStart  # noqa: F401 (re-exported)
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
-from .trusted import check_manifest, check_tree, one_line_error
-
-MANIFEST_SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)
+from .trusted import check_tree, one_line_error
 
 #: cells.csv, one row per record (documented in docs/rundir.md); then one column per extra dimension.
 _CSV_HEAD = [
@@ -120,7 +117,7 @@ class RunDir:
     """A run directory being written (or read back)."""
 
     path: Path
-    _manifest: dict[str, Any] | None = field(default=None, repr=False)
+    _manifest: Events | None = field(default=None, repr=False)
     _v1: Any = field(default=None, repr=False)  # a migrated schema-1 directory, read once
     report_data: Any = field(default=None, repr=False)  # the report's data once built (report.tables.ReportData)
 
@@ -132,10 +129,10 @@ class RunDir:
     @property
     def schema(self) -> int:
         """The schema version the directory was written with."""
-        return int(self.manifest().get("schema_version", 0))
+        return self.manifest().schema
 
     @classmethod
-    def create(cls, root: Path, plan_name: str, manifest: dict[str, Any]) -> "RunDir":
+    def create(cls, root: Path, plan_name: str, start: RunStart) -> "RunDir":
         """A new results/<run-id>/ with its manifest; run-id = UTC time + plan name."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", plan_name)
@@ -158,8 +155,7 @@ class RunDir:
             raise ProtolabError(f"results directory {root}: cannot create {path.name} ({e.strerror}); "
                                 "choose another with --results") from None
         rd = cls(path)
-        dims = list(manifest.get("dimensions", []))
-        rd.write_manifest({"schema_version": MANIFEST_SCHEMA, "run_id": rd.run_id, "dimensions": dims, **manifest})
+        rd.events.run_started(rd.run_id, start)
         atomic_write(path / "cells.csv", _csv_text([], rd.csv_columns, header=True))
         atomic_write(path / "series.csv", _csv_text([], SERIES_COLUMNS, header=True))
         return rd
@@ -175,7 +171,7 @@ class RunDir:
         check_tree(p, write=write)
         rd = cls(p)
         try:
-            version = rd.manifest().get("schema_version")
+            version = rd.manifest().schema_version
         except (ValueError, OSError) as e:
             raise ProtolabError(f"{p}/manifest.json: unreadable ({one_line_error(e)}); the run directory is "
                                 "damaged") from None
@@ -186,44 +182,22 @@ class RunDir:
 
     # -- manifest ----------------------------------------------------------------------------------
 
-    def manifest(self) -> dict[str, Any]:
-        """The manifest as stored (read once, checked by ``results.manifest.Manifest``, then kept in step with
-        every update)."""
-        if self._manifest is None:
-            data = json.loads((self.path / "manifest.json").read_text())
-            check_manifest(data, self.path / "manifest.json")
-            self._manifest = data
-        return dict(self._manifest)
-
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        """Replace the manifest atomically."""
-        write_json(self.path / "manifest.json", manifest)
-        self._manifest = dict(manifest)
-
     @property
-    def events(self):
-        """The manifest's one writer (results.manifest.Events)."""
-        from .manifest import Events
+    def events(self) -> Events:
+        """The manifest's events: the only way to change manifest.json (see results.manifest)."""
+        if self._manifest is None:
+            self._manifest = Events(self.path / "manifest.json")
+        return self._manifest
 
-        return Events(self)
-
-    def typed_manifest(self):
-        """The manifest, typed (results.manifest.Manifest)."""
-        from .manifest import Manifest
-
-        return Manifest.model_validate(self.manifest())
-
-    def _write_fields(self, **fields: Any) -> None:
-        """Set top-level fields of the manifest: for results.manifest.Events only."""
-        m = self.manifest()
-        m.update(fields)
-        self.write_manifest(m)
+    def manifest(self) -> Manifest:
+        """The manifest, typed (read once and checked, then kept in step with every event); read-only."""
+        return self.events.read()
 
     @property
     def csv_columns(self) -> list[str]:
         """cells.csv's columns: the fixed ones, then the plan's extra dimensions."""
         columns = csv_columns()
-        return columns + [d for d in self.manifest().get("dimensions", []) if d not in columns]
+        return columns + [d for d in self.manifest().dimensions if d not in columns]
 
     # -- paths -------------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""A run directory read or written as root: no symlink anywhere, root's alone to write, a manifest of the right shape.
+"""A run directory read or written as root: no symlink anywhere, root's alone to write (its manifest's shape:
+results.manifest).
 
 A run directory may come from someone else (a colleague's copy, a shared results folder). protolab (as root)
 never follows a symlink in it and, before writing to it, requires that only root can change it — otherwise a
@@ -11,11 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
-
-from ..errors import ProtolabError
 from ..trust import UnsafePath, check_ancestors
 
 
@@ -45,18 +42,3 @@ def check_tree(root: Path, *, write: bool) -> None:
                 raise UnsafePath(f"{here}: owned by uid {st.st_uid} (mode {stat.S_IMODE(st.st_mode):o}); as root "
                                  "protolab writes only in run directories root alone can change — run this "
                                  "command as that user, or copy the run directory")
-
-
-def check_manifest(data: Any, path: Path) -> None:
-    """ProtolabError naming the file and the first field that is not what protolab writes."""
-    if not isinstance(data, dict):
-        raise ProtolabError(f"{path}: not a manifest (a JSON object is expected, found {type(data).__name__}); "
-                            "the run directory is damaged")
-    try:
-        from .manifest import Manifest
-
-        Manifest.model_validate(data)
-    except ValidationError as e:
-        err = e.errors(include_url=False)[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ProtolabError(f"{path}: field {where!r}: {err['msg']}; the run directory is damaged") from None

@@ -20,7 +20,7 @@ from ..results.rundir import RunDir
 
 def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
     """The plan, its text and source stored in ``rundir``; ProtolabError if it cannot be resumed at all."""
-    m = rundir.typed_manifest()
+    m = rundir.manifest()
     where = f"resume {rundir.path}"
     if rundir.schema < 2:
         raise ProtolabError(f"{where}: written by an older protolab (schema {rundir.schema}); it can be "
@@ -37,15 +37,15 @@ def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
 
 def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any]) -> list[str]:
     """What differs between the run's first session and now, one phrase each."""
-    m = rundir.typed_manifest()
-    first = (m.sessions[0].provenance if m.sessions else None) or m.provenance or {}
+    m = rundir.manifest()
+    first = m.first_provenance
     out = []
-    if first.get("fio_version") and first["fio_version"] != fio_version:
-        out.append(f"fio version ({first['fio_version']} then, {fio_version} now)")
-    if first.get("kernel") and first["kernel"] != platform.release():
-        out.append(f"kernel ({first['kernel']} then, {platform.release()} now)")
-    if first.get("hostname") and first["hostname"] != platform.node():
-        out.append(f"machine ({first['hostname']} then, {platform.node()} now)")
+    if first is not None and first.fio_version and first.fio_version != fio_version:
+        out.append(f"fio version ({first.fio_version} then, {fio_version} now)")
+    if first is not None and first.kernel and first.kernel != platform.release():
+        out.append(f"kernel ({first.kernel} then, {platform.release()} now)")
+    if first is not None and first.hostname and first.hostname != platform.node():
+        out.append(f"machine ({first.hostname} then, {platform.node()} now)")
     if m.plan is not None and migrate(m.plan, m.plan_format) != plan.model_dump(mode="json"):
         out.append("plan (this protolab reads the stored plan text differently)")
     then = m.testbed or {}

@@ -26,7 +26,7 @@ from ..plan.migrate import PLAN_FORMAT
 from ..plan.model import Plan
 from ..plan.preflight import Environment, preflight
 from ..proc import Runner, SubprocessRunner
-from ..results.files import now, provenance
+from ..results.manifest import How, Provenance, RunStart
 from ..results.rundir import RunDir
 from .procedure import Procedure
 from .progress import Progress, Silent
@@ -77,13 +77,12 @@ class Study:
         plan = self.plan
         fio, testbed = self._prepare_checks()
         cells = expand(plan)  # with adaptive repeats: the first `min` of each cell (the schedule adds more)
-        self.rundir = rundir = RunDir.create(self.results_root, plan.name, {
-            "status": "running", "phase": "starting", "plan_source": self.source,
-            "plan": plan.model_dump(mode="json"), "plan_text": self.plan_text, "plan_format": PLAN_FORMAT,
-            "provenance": provenance(fio.version(), fio.engines(), fio.path), "started": now(), "ended": None,
-            "cells_total": len(cells), "cells_done": 0, "last_seq": 0, "testbed": testbed.describe(),
-            "sessions": [], "dimensions": [d for s in plan.stages for d in s.dimensions],
-        })
+        self.rundir = rundir = RunDir.create(self.results_root, plan.name, RunStart(
+            plan_source=self.source, plan=plan.model_dump(mode="json"), plan_text=self.plan_text,
+            plan_format=PLAN_FORMAT, provenance=Provenance.of_machine(fio.version(), fio.engines(), fio.path),
+            testbed=testbed.describe(), cells_total=len(cells),
+            dimensions=[d for s in plan.stages for d in s.dimensions],
+        ))
         return self._session(rundir, testbed)
 
     def resume(self, rundir: RunDir, force: bool = False) -> RunDir:
@@ -115,9 +114,10 @@ class Study:
         cells = pending(self.plan, rundir.records())  # the planned count; adaptive adds repeats
         fio = testbed.fio
         events = rundir.events
-        number = events.session_started(len(cells), provenance(fio.version(), fio.engines(), fio.path))
+        number = events.session_started(len(cells), Provenance.of_machine(fio.version(), fio.engines(), fio.path))
         phase = events.phase
-        how, error = "complete", None
+        how: How = "complete"
+        error: str | None = None
         measured = 0
         if first is None:  # e.g. a run stopped while its report was written: only the report is left to do
             self._note_stops(rundir, stops)
@@ -187,7 +187,7 @@ class Study:
         self._end(rundir, number, "complete", None, measured)
         return rundir
 
-    def _end(self, rundir: RunDir, number: int, how: str, error: str | None, measured: int | None) -> None:
+    def _end(self, rundir: RunDir, number: int, how: How, error: str | None, measured: int | None) -> None:
         """Write how the session ended (when the disk lets us)."""
         try:
             rundir.events.session_ended(number, how, error, measured)
@@ -207,11 +207,10 @@ class Study:
         window = testbed.window()
         # a window that was interrupted has no record but keeps its series under its seq: never reuse it
         # (Procedure.window notes the seq in the manifest when it writes a window's first row)
-        man = rundir.typed_manifest()
-        started = man.measuring or {}
-        seq = max(man.last_seq or 0, int(started.get("seq", 0)))
-        if int(started.get("seq", 0)) > (man.last_seq or 0):  # listed for the report before it is replaced
-            rundir.events.window_interrupted(started)
+        man = rundir.manifest()
+        seq = man.next_seq - 1
+        if man.unfinished_window is not None:  # listed for the report before it is replaced
+            rundir.events.window_interrupted(man.unfinished_window)
         noted = 0
         at: dict[str, object] = {}  # the step each stage's data is at in this session (a new one starts afresh)
         for i, item in enumerate(work, 1):

@@ -89,12 +89,12 @@ def test_more_repeats_only_where_the_repeats_disagree(study):
     assert recs["tr3808-4k__b__h1s1q1__r3"].repeat_reason == "repeat 3: repeats 9.5 % apart, more than 5 %"
     assert recs["tr3808-4k__b__h1s1q1__r4"].repeat_reason == "repeat 4: repeats 9.5 % apart, more than 5 %"
     m = rd.manifest()
-    assert m["repeats_stopped"] == {
+    assert m.repeats_stopped == {
         "tr3808-4k__a__h1s1q1": "stopped after 2: repeats 0.0 % apart, within 5 %",
         "tr3808-4k__b__h1s1q1": "stopped at the maximum of 4: repeats 9.6 % apart, more than 5 %",
         "tr3808-4k__a__h1s2q1": "stopped after 2: repeats 0.0 % apart, within 5 %",
         "tr3808-4k__b__h1s2q1": "stopped at the maximum of 4: repeats 9.6 % apart, more than 5 %"}
-    assert m["status"] == "complete" and m["cells_done"] == 12 and m["cells_total"] == 8
+    assert m.status == "complete" and m.cells_done == 12 and m.cells_total == 8
 
 
 def test_s5_rule_a_third_only_when_the_first_two_disagree(tmp_path):
@@ -127,8 +127,8 @@ def test_resume_continues_the_adaptive_rounds_without_measuring_twice(study):
     assert again[:2] == ["tr3808-4k__b__h1s1q1__r3", "tr3808-4k__b__h1s1q1__r4"]
     assert not set(again) & set(_order(events))
     rd = RunDir.open(rd_path)
-    assert len(rd.records()) == 12 and rd.manifest()["status"] == "complete"
-    assert rd.manifest()["repeats_stopped"]["tr3808-4k__b__h1s1q1"].startswith("stopped at the maximum of 4")
+    assert len(rd.records()) == 12 and rd.manifest().status == "complete"
+    assert rd.manifest().repeats_stopped["tr3808-4k__b__h1s1q1"].startswith("stopped at the maximum of 4")
 
 
 def test_repeats_table_errors_are_one_line():
@@ -158,22 +158,25 @@ def test_a_run_stored_before_the_shape_fields_resumes_as_the_same_plan(tmp_path)
     with pytest.raises(ProtolabError):
         Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
               testbed=FakeTestbed(plan, fio, events)).run()
-    rd = RunDir.open(next((tmp_path / "r").iterdir()))
-    stored = rd.manifest()["plan"]
+    run = next((tmp_path / "r").iterdir())
+    m = json.loads((run / "manifest.json").read_text())
+    stored = m["plan"]
     for w in stored["workloads"]:
         for k in ("arrivals", "bursts", "think_time", "think_every", "hot_zones", "replay", "trace"):
             del w[k]
+
+    def stored_as(**fields) -> RunDir:  # the manifest as an older protolab (or a hand) left it
+        (run / "manifest.json").write_text(json.dumps({**m, **fields}))
+        return RunDir.open(run)
+
     # stored by a protolab of plan format 1, before those fields: migrated by version, the same plan
-    m = rd.manifest()
     del m["plan_format"]  # absent: the oldest format
-    rd.write_manifest({**m, "plan": stored})
-    assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == []
-    rd._write_fields(plan_format=2)  # the same fields missing from a plan of today's format: it changed
-    assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == [
+    assert differences(stored_as(plan=stored), plan, "fio-3.33", {"kind": "fake"}) == []
+    # the same fields missing from a plan of today's format: it changed
+    assert differences(stored_as(plan=stored, plan_format=2), plan, "fio-3.33", {"kind": "fake"}) == [
         "plan (this protolab reads the stored plan text differently)"]
     stored["workloads"][0]["read_pct"] = 50.0  # a real difference still counts
-    rd._write_fields(plan=stored, plan_format=1)
-    assert differences(rd, plan, "fio-3.33", {"kind": "fake"}) == [
+    assert differences(stored_as(plan=stored, plan_format=1), plan, "fio-3.33", {"kind": "fake"}) == [
         "plan (this protolab reads the stored plan text differently)"]
 
 

@@ -6,6 +6,7 @@ import pytest
 from protolab.analysis.compare import check_comparable, compare_runs, differences, unmatched
 from protolab.analysis.stats import HIGHER, NO_CLEAR_DIFFERENCE
 from protolab.errors import ProtolabError
+from protolab.results.manifest import Manifest
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 
 WORKLOAD = {"name": "w4k", "block_size": 4096, "read_pct": 75.0, "random_pct": 100.0, "oio": 4, "rate_iops": None}
@@ -29,8 +30,9 @@ def run(scale=1.0, streams=(1, 2), configs=("base", "x"), n=8, seed=0, workload=
 
 
 def manifest(kernel="6.1", workloads=(WORKLOAD,), repeats=8):
-    return {"plan": {"name": "p", "workloads": list(workloads), "method": {"repeats": repeats, "duration": 2.0}},
-            "provenance": {"kernel": kernel, "fio_version": "fio-3.33", "protolab": "0.1.0"}}
+    return Manifest.model_validate(
+        {"plan": {"name": "p", "workloads": list(workloads), "method": {"repeats": repeats, "duration": 2.0}},
+         "provenance": {"kernel": kernel, "fio_version": "fio-3.33", "protolab": "0.1.0"}})
 
 
 def test_same_plan_two_kernels_b_relative_to_a():

@@ -244,7 +244,7 @@ def test_a_run_stored_before_interval_slo_and_stage_resumes_as_the_same_plan():
     del stored["stage"]
 
     class Old:  # a run directory whose manifest predates plan formats (no plan_format: the oldest)
-        def typed_manifest(self):
+        def manifest(self):
             from protolab.results.manifest import Manifest
 
             return Manifest(plan=stored)

@@ -82,7 +82,7 @@ def test_a_session_whose_teardown_hangs_still_ends_its_manifest(setup, monkeypat
         study.run()
     m = RunDir.open(study.rundir.path).manifest()
     assert events[-1] == "down"
-    assert m["status"] == "failed" and m["ended"] and m["sessions"][-1]["how"] == "failed"
+    assert m.status == "failed" and m.ended and m.sessions[-1].how == "failed"
 
 
 def test_a_session_stopped_by_an_unexpected_error_is_torn_down_and_marked_failed(setup, monkeypatch):
@@ -93,7 +93,7 @@ def test_a_session_stopped_by_an_unexpected_error_is_torn_down_and_marked_failed
     with pytest.raises(Exception):
         study.run()
     m = RunDir.open(study.rundir.path).manifest()
-    assert "down" in events and m["status"] == "failed" and m["ended"]
+    assert "down" in events and m.status == "failed" and m.ended
 
 
 def test_the_default_lab_work_directory_is_outside_the_private_run_ganesha_gets():

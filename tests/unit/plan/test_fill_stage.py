@@ -82,9 +82,9 @@ def test_the_session_fills_each_level_once_before_its_cells_and_records_it(tmp_p
     m = rd.manifest()
     mib = 1024**2
     size = 256 * mib  # method.data_size
-    assert [(s["level"], s["offset"], s["bytes"]) for s in m["stages"]] == [
+    assert [(s["level"], s["offset"], s["bytes"]) for s in m.stages] == [
         (25, 0, 64 * mib), (50, 64 * mib, 64 * mib), (100, 128 * mib, size - 128 * mib)]
-    assert m["dimensions"] == ["fill"]
+    assert m.dimensions == ["fill"]
     jobs = sorted((rd.path / "jobs").glob("fill*.fio"))
     assert len(jobs) == 3
     job50 = (rd.path / "jobs" / "fill50__a.fio").read_text()
@@ -118,7 +118,7 @@ def test_resume_knows_a_cell_by_its_level(tmp_path):
           testbed=FakeTestbed(plan, fio, events)).resume(rd)
     # a new session starts from an empty target (the lab's pool does not outlive a session): filled to 50 % at once
     assert [e for e in events if e.startswith("measure fill")] == ["measure fill50__a", "measure fill100__a"]
-    assert [(s["level"], s["offset"], s["session"]) for s in rd.manifest()["stages"]][-2:] == \
+    assert [(s["level"], s["offset"], s["session"]) for s in rd.manifest().stages][-2:] == \
         [(50, 0, 2), (100, 128 * 1024**2, 2)]
 
 
@@ -205,7 +205,7 @@ def test_a_fill_on_a_file_that_holds_data_needs_the_opt_in(tmp_path):
     plan = _plan(allowed)
     rd = Study(plan, allowed, "fake.toml", results_root=tmp_path / "r", fio=fio,
                testbed=FakeTestbed(plan, fio, events)).run()
-    assert [s["level"] for s in rd.manifest()["stages"]] == [25, 50, 100]
+    assert [s["level"] for s in rd.manifest().stages] == [25, 50, 100]
 
 
 def test_aging_at_one_fill_level_ages_only_that_levels_cells(tmp_path):

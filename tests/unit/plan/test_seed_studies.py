@@ -17,6 +17,7 @@ from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_builtin
 from protolab.plan.repeats import AdaptiveRepeats
 from protolab.plan.topology import LabSpec
+from protolab.results.manifest import Manifest, Provenance
 
 # name → (quick cells, full cells)
 CELLS = {"tr3808": (7 * 2 * 2 * 3, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 * 3, 5 * 2 * 4 * 3),
@@ -112,7 +113,7 @@ def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
         pass
 
     d = Data()
-    d.plan, d.manifest, d.bottlenecks = plan, {"provenance": {"cpus": 2}}, {}
+    d.plan, d.manifest, d.bottlenecks = plan, Manifest(provenance=Provenance(cpus=2)), {}
     d.findings = [Finding("pair", "vmtn-max-read: MTU 9000 (nfs-9000) against MTU 1500 (nfs-1500): 3.1 % "
                                   "(1.0–5.0 %) more IOPS.", "iops", "vmtn-max-read", ("nfs-1500", "nfs-9000")),
                   Finding("difference", "vmtn-max-50read: nfs-1500 had 40 % fewer IOPS.", "iops,lat_mean_us",

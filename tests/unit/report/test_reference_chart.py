@@ -1,6 +1,7 @@
 """No empty chart: a metric the baseline lacks (a direct path has no server) is drawn against a named reference."""
 
 from protolab.report.tables import build
+from protolab.results.manifest import Manifest
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 from protolab.results.synthetic import telemetry_for
 
@@ -22,7 +23,7 @@ def test_server_cpu_is_drawn_against_the_first_configuration_that_has_it():
         for config, server in (("local", None), ("iscsi", 20.0), ("nbd", 10.0)):
             seq += 1
             recs.append(_rec(seq, config, k, server))
-    data = build({"run_id": "r"}, recs)
+    data = build(Manifest(run_id="r"), recs)
     chart = next(c for c in data.charts if c.id == "cpu_us_per_io_server-w")
     assert chart.ylabel == "% of iscsi" and "local has no server CPU per I/O: iscsi = 100 instead" in chart.note
     values = {s.name: s.values[0] for s in chart.series}

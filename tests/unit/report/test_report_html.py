@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from protolab.plan.migrate import PLAN_FORMAT
 from protolab.report.commands import write_report
 from protolab.report.tables import build, protocol_of
+from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
 from protolab.results.rundir import RunDir
 from protolab.results.synthetic import telemetry_for
@@ -25,8 +27,10 @@ def plan(configs, lab=None):
 
 
 def make_run(root: Path, configs, *, telemetry=False, lab=None, repeats=4) -> RunDir:
-    rd = RunDir.create(root, "synthetic", {"plan": plan(configs, lab), "plan_text": "", "status": "complete",
-                                           "provenance": {"protolab": "0.1.0", "kernel": "6.1", "fio_version": "fio-3.33"}})
+    rd = RunDir.create(root, "synthetic", RunStart(
+        plan=plan(configs, lab), plan_text="", plan_format=PLAN_FORMAT,
+        provenance=Provenance(protolab="0.1.0", kernel="6.1", fio_version="fio-3.33")))
+    rd.events.session_ended(0, "complete")
     rng = np.random.default_rng(3)
     seq = 0
     for w in ("w4k", "w8k"):

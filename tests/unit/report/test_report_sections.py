@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA
 from protolab.report.commands import write_report
 from protolab.report.sections import sections
+from protolab.results.manifest import Manifest
 from protolab.results.rundir import RunDir
 
 GOLDEN = DATA / "golden"
@@ -53,6 +54,6 @@ def test_the_sessions_section_lists_each_session_in_both_formats(tmp_path):
 def test_a_section_with_nothing_to_say_is_in_neither_format(section, tmp_path):
     from types import SimpleNamespace as NS
 
-    empty = NS(manifest={"sessions": [{"session": 1}]}, plan=None, records=[], configurations=[], findings=[],
+    empty = NS(manifest=Manifest.model_validate({"sessions": [{"session": 1}]}), plan=None, records=[], configurations=[], findings=[],
                bottlenecks={})
     assert section.build(empty) is None

@@ -66,7 +66,7 @@ def test_an_interrupted_window_keeps_its_intervals_and_resume_measures_it_again(
     assert [row.t_s for row in kept[2]] == [0.872, 1.872, 2.877]
     assert {row.session for rows in kept.values() for row in rows} == {1}
     assert all(row.lat_p95_us > 0 and row.mbps > 0 for row in kept[2])
-    assert rd.manifest()["measuring"] == {"seq": 2, "cell_id": "tr3808-4k__a__h1s1q1__r2", "session": 1}
+    assert rd.manifest().measuring.model_dump() == {"seq": 2, "cell_id": "tr3808-4k__a__h1s1q1__r2", "session": 1}
 
     plan2, text2, source = resumable(rd)
     fio2 = StatusFio([])

@@ -9,6 +9,7 @@ import pytest
 
 from fakes import DATA, FakeFio, FakeTestbed, _order
 from protolab.errors import ProtolabError
+from protolab.results.manifest import Events
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 from protolab.run.resume import resumable
@@ -26,7 +27,7 @@ def test_cells_are_interleaved_configurations_within_each_repeat(setup):
     assert [r.cell_id for r in rd.records()] == ids and [r.seq for r in rd.records()] == list(range(1, 13))
     assert events[0] == "up" and events[-2:] == ["agents stopped", "down"]
     m = rd.manifest()
-    assert m["status"] == "complete" and m["sessions"][0]["how"] == "complete" and m["cells_done"] == 12
+    assert m.status == "complete" and m.sessions[0].how == "complete" and m.cells_done == 12
 
 
 def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
@@ -37,7 +38,7 @@ def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
     assert "'protolab resume " in str(e.value) and "4 cells measured so far are kept" in str(e.value)
     run = next(iter((Path(e.value.args[0].split(": 4 cells")[0].split("(")[-1])).parent.iterdir()))
     rd = RunDir.open(run)
-    assert rd.manifest()["status"] == "failed" and len(rd.records()) == 4
+    assert rd.manifest().status == "failed" and len(rd.records()) == 4
     first = set(_order(events))
     # a stored failed record (status failed) is measured again too
     plan, text, source = resumable(rd)
@@ -51,8 +52,8 @@ def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
     assert again[0] == "tr3808-4k__a__h1s1q1__r3" and again[1] == "tr3808-4k__b__h1s1q1__r3"  # order kept
     rd = RunDir.open(run)
     m = rd.manifest()
-    assert m["status"] == "complete" and [s["how"] for s in m["sessions"]] == ["failed", "complete"]
-    assert [s["cells_measured"] for s in m["sessions"]] == [4, 8]
+    assert m.status == "complete" and [s.how for s in m.sessions] == ["failed", "complete"]
+    assert [s.cells_measured for s in m.sessions] == [4, 8]
     recs = rd.records()
     assert len(recs) == 12 and len({r.cell_id for r in recs}) == 12
     assert {r.session for r in recs} == {1, 2} and max(r.seq for r in recs) == 12
@@ -84,7 +85,7 @@ def test_a_write_error_fails_the_run_in_one_line_naming_the_path(setup, monkeypa
     assert "\n" not in msg
     run = Path(msg.split("cannot write ")[1].split("/records.jsonl")[0])
     m = RunDir.open(run).manifest()
-    assert m["status"] == "failed" and "Is a directory" in m["error"] and events[-1] == "down"
+    assert m.status == "failed" and "Is a directory" in m.error and events[-1] == "down"
 
 
 def test_a_failed_record_is_measured_again_on_resume(setup, tmp_path):
@@ -96,7 +97,8 @@ def test_a_failed_record_is_measured_again_on_resume(setup, tmp_path):
     doc["status"] = "failed"
     lines[2] = json.dumps(doc)
     (rd.path / "records.jsonl").write_text("\n".join(lines) + "\n")
-    rd._write_fields(status="failed")
+    stored = json.loads((rd.path / "manifest.json").read_text())
+    (rd.path / "manifest.json").write_text(json.dumps({**stored, "status": "failed"}))
     rd = RunDir.open(rd.path)
     plan, text, source = resumable(rd)
     events2: list[str] = []
@@ -112,21 +114,21 @@ def test_a_signal_stops_fio_then_agents_then_tears_down_then_marks_the_manifest(
     events: list[str] = []
     study = setup(events, interrupt_at=3)
     rd_path = {}
-    orig = RunDir._write_fields
+    orig = Events.session_ended
 
-    def spy(self, **fields):
-        if fields.get("status") == "interrupted":
+    def spy(self, session, how, *a, **k):
+        if how == "interrupted":
             events.append("manifest interrupted")
-            rd_path["p"] = self.path
-        return orig(self, **fields)
+            rd_path["p"] = self.path.parent
+        return orig(self, session, how, *a, **k)
 
-    monkeypatch.setattr(RunDir, "_write_fields", spy)
+    monkeypatch.setattr(Events, "session_ended", spy)
     with pytest.raises(KeyboardInterrupt):
         study.run()
     tail = events[events.index("fio stopped"):]
     assert tail == ["fio stopped", "agents stopped", "down", "manifest interrupted"]
     m = RunDir.open(rd_path["p"]).manifest()
-    assert m["status"] == "interrupted" and m["sessions"][0]["how"] == "interrupted" and m["phase"] == "teardown"
+    assert m.status == "interrupted" and m.sessions[0].how == "interrupted" and m.phase == "teardown"
 
 
 def test_a_signal_during_teardown_waits_for_it():

@@ -32,16 +32,15 @@ class SessionsSection:
     title = "Sessions"
 
     def build(self, data: ReportData) -> list[SessionLine] | None:
-        sessions = data.manifest.get("sessions") or []
+        sessions = data.manifest.sessions
         if len(sessions) < 2:
             return None
         out = []
         for s in sessions:
-            n = s.get("session")
-            prov = s.get("provenance") or {}
-            out.append(SessionLine(n, s.get("started", "?"), s.get("ended") or "?", s.get("how", "?"),
-                                   [r.cell_id for r in data.records if r.session == n], prov.get("fio_version"),
-                                   prov.get("kernel")))
+            n, prov = s.session, s.provenance
+            out.append(SessionLine(n, s.started or "?", s.ended or "?", s.how,
+                                   [r.cell_id for r in data.records if r.session == n],
+                                   prov.fio_version if prov else None, prov.kernel if prov else None))
         return out
 
     def markdown(self, model: list[SessionLine]) -> list[str]:

@@ -29,7 +29,7 @@ class VmSection:
     title = "Virtual machines as load hosts"
 
     def build(self, data: ReportData) -> VmModel | None:
-        tb: dict[str, Any] = data.manifest.get("testbed") or {}
+        tb: dict[str, Any] = data.manifest.testbed or {}
         hv = tb.get("hypervisor")
         if tb.get("kind") != "vm" or not hv:
             return None
