@@ -36,11 +36,6 @@ class Row:
         return self.point.label
 
 
-def load_label(r: CellRecord) -> str:
-    """A record's point label (see `Row.load_label`)."""
-    return point_of(r).label
-
-
 def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterable[str] = METRICS) -> list[Row]:
     """Median per (workload, load point, configuration) and its percentage of the baseline's median."""
     metrics = list(metrics)

@@ -30,7 +30,7 @@ def _report(tmp_path, name: str, edit=None) -> tuple[str, str]:
 def test_the_vm_and_seed_sections_are_in_both_formats(tmp_path):
     md, html = _report(tmp_path, "tr3916-vm-quick")
     for s in sections():
-        title = s.title  # type: ignore[attr-defined]
+        title = s.title
         assert (f"## {title}" in md) == (f'<section id="{s.name}">' in html), title
     assert "## Virtual machines as load hosts" in md and '<section id="vms">' in html
     assert "vCPU µs/IO" in md and "<th>vCPU µs/IO</th>" in html and "Under TCG every guest instruction" in html

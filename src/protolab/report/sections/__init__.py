@@ -19,6 +19,7 @@ class Section(Protocol):
     """One section of the report (see the package's text)."""
 
     name: str  # its anchor in report.html
+    title: str  # its heading, in both formats
 
     def build(self, data: ReportData) -> Any | None:
         """The section's model for this run, or None when it has nothing to say."""
@@ -56,4 +57,4 @@ def markdown_lines(data: ReportData) -> list[str]:
 
 def html_blocks(data: ReportData) -> list[tuple[str, str, Markup]]:
     """report.html's (anchor, title, markup) of every section."""
-    return [(s.name, s.title, s.html(m)) for s, m in rendered(data)]  # type: ignore[attr-defined]
+    return [(s.name, s.title, s.html(m)) for s, m in rendered(data)]
