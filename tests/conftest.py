@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
+PLANS = DATA / "plans"
 PROTOLAB = [sys.executable, "-m", "protolab.cli"]
 
 
@@ -36,6 +38,17 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600, env: dict
         p.communicate()
         raise
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def shared_plan(file: str, /, **values: str) -> str:
+    """The text of tests/data/plans/FILE.toml with the first ``key = …`` line of each keyword set to its value
+    (TOML text: ``duration='"1s"'``); top-level keys come first in these files, then the [method] ones."""
+    text = (PLANS / f"{file}.toml").read_text()
+    for key, value in values.items():
+        text, n = re.subn(rf"^{re.escape(key)} = .*$", lambda _: f"{key} = {value}", text, count=1, flags=re.M)
+        if n != 1:
+            raise KeyError(f"tests/data/plans/{file}.toml has no line '{key} = …'")
+    return text
 
 
 @pytest.fixture

@@ -8,35 +8,12 @@ import sys
 
 import pytest
 
+from conftest import shared_plan
+
 PROTOLAB = [sys.executable, "-m", "protolab.cli"]
 
-PLAN = """
-name = "{name}"
-baseline = "psync"
-workloads = ["tr3808-4k"]
-
-[targets.scratch]
-url = "{target}"
-allow_overwrite = true
-
-[[configurations]]
-name = "psync"
-target = "scratch"
-ioengine = "psync"
-
-[[configurations]]
-name = "io_uring"
-target = "scratch"
-ioengine = "io_uring"
-{load_points}
-[method]
-warmup = "1s"
-duration = "2s"
-repeats = 2
-data_size = "32M"
-"""
-TWO_POINTS = "\n[[load_points]]\nstreams = 1\noio = 1\n\n[[load_points]]\nstreams = 2\noio = 4\n"
-ONE_POINT = "\n[[load_points]]\nstreams = 1\noio = 1\n"
+TWO_POINTS = "[{ streams = 1, oio = 1 }, { streams = 2, oio = 4 }]"
+ONE_POINT = "[{ streams = 1, oio = 1 }]"
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +29,8 @@ def runs(tmp_path_factory):
     out = {}
     for name, points in (("a", TWO_POINTS), ("b", TWO_POINTS), ("c", ONE_POINT)):
         plan = root / f"{name}.toml"
-        plan.write_text(PLAN.format(name=f"cmp-{name}", target=root / "scratch.dat", load_points=points))
+        plan.write_text(shared_plan("psync-io_uring", name=f'"cmp-{name}"', url=f'"{root / "scratch.dat"}"',
+                                    load_points=points))
         done = protolab("run", str(plan), "--results", str(root / name), cwd=root)
         assert done.returncode == 0, done.stderr
         (out[name],) = list((root / name).iterdir())

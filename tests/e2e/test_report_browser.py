@@ -10,42 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_plan
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PROTOLAB = [sys.executable, "-m", "protolab.cli"]
-
-PLAN = """
-name = "browser"
-description = "e2e: psync vs io_uring on a scratch file"
-baseline = "psync"
-workloads = ["tr3808-4k"]
-
-[targets.scratch]
-url = "{target}"
-
-[[configurations]]
-name = "psync"
-target = "scratch"
-ioengine = "psync"
-
-[[configurations]]
-name = "io_uring"
-target = "scratch"
-ioengine = "io_uring"
-
-[[load_points]]
-streams = 1
-oio = 1
-
-[[load_points]]
-streams = 2
-oio = 4
-
-[method]
-warmup = "1s"
-duration = "2s"
-repeats = 2
-data_size = "32M"
-"""
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")]
@@ -59,7 +27,7 @@ def protolab(*args, cwd):
 def real_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
     plan = root / "plan.toml"
-    plan.write_text(PLAN.format(target=root / "scratch.dat"))
+    plan.write_text(shared_plan("psync-io_uring", name='"browser"', url=f'"{root / "scratch.dat"}"'))
     done = protolab("run", str(plan), "--results", str(root / "results"), cwd=root)
     assert done.returncode == 0, done.stderr
     (run,) = [p for p in (root / "results").iterdir() if p.is_dir()]

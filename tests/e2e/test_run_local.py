@@ -6,44 +6,23 @@ import csv
 import json
 import re
 
+from conftest import shared_plan
 from protolab.analysis.derived import figures
 from protolab.results.rundir import RunDir, csv_columns
 
-PLAN = """
-name = "e2e"
-baseline = "psync"
-workloads = ["tr3808-4k"]
-[targets.scratch]
-url = "{dir}"
-[[configurations]]
-name = "psync"
-target = "scratch"
-ioengine = "psync"
-[[configurations]]
-name = "uring"
-target = "scratch"
-ioengine = "io_uring"
-{extra}
-[[load_points]]
-streams = 1
-oio = 1
-[[load_points]]
-streams = 2
-oio = 8
-[method]
-warmup = "1s"
-duration = "{duration}"
-repeats = 2
-data_size = "32M"
-{method}
-"""
+
+def _plan(data, *, duration: str = "2s", more: str = "", **values: str) -> str:
+    """The shared psync/io_uring plan on directory ``data``, load points 1×1 and 2×8; ``more`` appended to [method]."""
+    values = {"load_points": "[{ streams = 1, oio = 1 }, { streams = 2, oio = 8 }]", **values}
+    text = shared_plan("psync-io_uring", name='"e2e"', url=f'"{data}"', duration=f'"{duration}"', **values)
+    return text + more + "\n"
 
 
 def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     data = tmp_path / "data"
     data.mkdir()
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(dir=data, extra="", method="", duration="2s"))
+    plan.write_text(_plan(data))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
     assert p.returncode == 0, p.stderr
     run = next((tmp_path / "results").iterdir())
@@ -62,7 +41,7 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     assert rows[0]["configuration"] == "psync" and rows[0]["total_oio"] == "1" and rows[0]["status"] == "ok"
     assert all(float(r["cpu_us_per_io_loadgen"]) > 0 and float(r["cpu_us_per_io_total"]) > 0 for r in rows)
     assert len(rows) == 8
-    assert [r["configuration"] for r in rows[:4]] == ["psync", "uring", "psync", "uring"]  # interleaved
+    assert [r["configuration"] for r in rows[:4]] == ["psync", "io_uring", "psync", "io_uring"]  # interleaved
     for r in rows:
         assert float(r["iops"]) > 0 and float(r["lat_mean_us"]) > 0 and r["errors"] == "0"
         assert abs(float(r["iops"]) - float(r["read_iops"]) - float(r["write_iops"])) < 1e-6 * float(r["iops"]) + 1e-9
@@ -75,9 +54,9 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     lines = (run / "records.jsonl").read_text().splitlines()
     assert len(lines) == 8 and not (run / "records").exists()
     rundir = RunDir.open(run)
-    rec = next(r for r in rundir.records() if r.cell_id == "tr3808-4k__uring__h1s2q8__r1")
-    assert rec.raw_output == "raw/tr3808-4k__uring__h1s2q8__r1.measure.json"
-    assert rec.coords == {"workload": "tr3808-4k", "configuration": "uring", "load": 1, "repeat": 1}
+    rec = next(r for r in rundir.records() if r.cell_id == "tr3808-4k__io_uring__h1s2q8__r1")
+    assert rec.raw_output == "raw/tr3808-4k__io_uring__h1s2q8__r1.measure.json"
+    assert rec.coords == {"workload": "tr3808-4k", "configuration": "io_uring", "load": 1, "repeat": 1}
     assert rec.host_names == ["local1"] and list(rec.result.per_host_iops) == ["local1"]
     assert figures(rec).cpu_us_per_io_loadgen > 0 and figures(rec).cpu_us_per_io_total > 0
     # the warm-up ends at fio's status nearest 1 s of the jobs' runtime
@@ -102,7 +81,7 @@ def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
     data.mkdir()
     extra = '[[configurations]]\nname = "gone"\ntarget = { url = "nbd://127.0.0.1:9", allow_overwrite = true }'
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(dir=data, extra=extra, method="prepare = false", duration="1s"))
+    plan.write_text(_plan(data, duration="1s", more="prepare = false\n" + extra))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
     assert p.returncode == 2
     line = p.stderr.strip().splitlines()
@@ -112,7 +91,7 @@ def test_failure_mid_run_keeps_measured_cells(tmp_path, cli):
     m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == "failed" and "gone" in m["error"]
     rows = list(csv.DictReader((run / "cells.csv").open()))
-    assert [r["configuration"] for r in rows] == ["psync", "uring"]
+    assert [r["configuration"] for r in rows] == ["psync", "io_uring"]
     assert all(float(r["iops"]) > 0 for r in rows)
 
 
@@ -124,9 +103,7 @@ def test_initialise_once_and_warm_up_until_steady(tmp_path, cli):
     method = ('warmup_until_steady = true\nsteady_window = 3\n'
               'initialise = { workload = "tr3808-init", duration = "2s", streams = 2 }')
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(dir=data, extra="", method=method, duration="2s")
-                    .replace('warmup = "1s"', 'warmup = "15s"').replace("repeats = 2", "repeats = 1")
-                    .replace("[[load_points]]\nstreams = 2\noio = 8\n", ""))
+    plan.write_text(_plan(data, more=method, warmup='"15s"', repeats="1", load_points="[{ streams = 1, oio = 1 }]"))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=300)
     assert p.returncode == 0, p.stderr
     run = next((tmp_path / "results").iterdir())
