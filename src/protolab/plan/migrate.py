@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 3
+PLAN_FORMAT = 4
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
-#: "plan", "method", "workloads" or "configurations" (each entry), or "move" ({"table.field": "table.field"}).
+#: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "move"
+#: ({"table.field": "table.field"}) or "drop" ({list: [field, …]}: fields no longer kept, removed from each entry).
 MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     1: (2, {
         "workloads": {"arrivals": "uniform", "bursts": None, "think_time": None, "think_every": 1,
@@ -24,6 +25,8 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
         "plan": {"seed_findings": [], "stage": None, "seed": "", "scale": None, "hypervisor": None},
     }),
     2: (3, {"move": {"method.fill": "stage.fill"}}),  # one form for every stage: [stage.fill]
+    # seed findings become testable claims; the typed excuse ("here") goes: the report computes why
+    3: (4, {"seed_findings": {"claims": []}, "drop": {"seed_findings": ["here"]}}),
 }
 
 
@@ -39,7 +42,12 @@ def migrate(stored: dict[str, Any], version: int) -> dict[str, Any]:
                 plan = {**fields, **plan}
             elif where == "method" and isinstance(plan.get("method"), dict):
                 plan["method"] = {**fields, **plan["method"]}
-            elif where in ("workloads", "configurations") and isinstance(plan.get(where), list):
+            elif where == "drop":
+                for table, gone in fields.items():
+                    if isinstance(plan.get(table), list):
+                        plan[table] = [{k: v for k, v in w.items() if k not in gone} if isinstance(w, dict) else w
+                                       for w in plan[table]]
+            elif where in ("workloads", "configurations", "seed_findings") and isinstance(plan.get(where), list):
                 plan[where] = [{**fields, **w} if isinstance(w, dict) else w for w in plan[where]]
     return plan
 

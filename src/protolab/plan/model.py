@@ -6,6 +6,7 @@ passed down; nothing else reads the file.
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -289,6 +290,11 @@ class Plan(_Model):
             if set(f.workloads) - set(wnames):
                 raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(wnames)))} "
                                  f"are not in the plan; choose from: {', '.join(wnames)}")
+            for c in f.claims:
+                unmatched = [p for p in c.subjects if not fnmatch.filter(names, p)]
+                if unmatched or (c.reference is not None and c.reference not in names):
+                    raise ValueError(f"seed_findings.claims: {', '.join(unmatched) or c.reference} names no "
+                                     f"configuration; choose from: {', '.join(names)}")
         age = self.stage.age if self.stage is not None else None
         if age is not None and age.at_fill is not None and (self.fill is None or age.at_fill not in self.fill.levels):
             raise ValueError(f"stage.age.at_fill = {age.at_fill}: not one of stage.fill's levels; add it to "

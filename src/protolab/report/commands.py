@@ -103,7 +103,10 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
 
 
 def report_json(rundir: RunDir, path: Path) -> dict:
-    """The report as data: where it is, the findings, and every row's medians and % of the baseline."""
+    """The report as data: where it is, the findings, every row's medians and % of the baseline, and the verdict of
+    each seed claim."""
+    from .seednote import seed_verdicts
+
     data = getattr(rundir, "report_data", None)
     if data is None:
         from . import tables
@@ -116,6 +119,12 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "rows": [{"workload": r.workload, "point": dict(r.point.coords), "load": r.load_label,
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],
+        "claims": [{"finding": v.finding + 1, "said": v.said, "claim": v.claim, "verdict": v.verdict,
+                    "figures": v.figures, "reason": v.reason,
+                    "parts": [{"workload": p.workload, "point": p.point, "subject": p.subject, "reference": p.reference,
+                               "metric": p.metric, "change_pct": p.change, "low_pct": p.low, "high_pct": p.high,
+                               "verdict": p.outcome, "why": p.why} for p in v.parts]}
+                   for v in seed_verdicts(data)],
     }
 
 

@@ -141,6 +141,8 @@ def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
     """IOPS and latency over time per workload and load point (p95, or the metric of ``method.slo`` with its
     limit dashed), and one finding per long run."""
     runs = long_runs(data, read)
+    for r in runs:
+        data.trends.setdefault((r.workload, r.configuration), []).append(r.trend)
     plan = data.plan
     window = plan.method.steady_window if plan else 5
     slo = plan.method.slo if plan else None

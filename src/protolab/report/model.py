@@ -76,6 +76,7 @@ class ReportData:
     series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
     cells: dict[tuple[str, Point, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
     bottlenecks: dict[tuple[str, Point, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
+    trends: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (w, config) → each long run's Trend
 
     def index(self) -> None:
         """Group the records by workload, load point and configuration (read once, used by every chart)."""

@@ -1,44 +1,31 @@
-"""The report's section "The seed beside the measurement": each finding of the study's seed, quoted, beside
-the sentences this run could make about the same figure, and why this machine may not reproduce it.
+"""The report's seed verdicts: each claim of the study's seed findings judged on this run (analysis.claims), and
+what held this run's cells back.
 
-The seed's findings are data in the study file (`[[seed_findings]]`, plan.seed); the measured
-sentences are the report's own (each backed by its test, or saying "not tested"); the reasons
-are the study author's words plus what the bottleneck analysis found in this run.
+The seed's findings and their claims are data in the study file (`[[seed_findings]]`, plan.seed); the verdicts,
+figures and reasons are computed from this run's records, bottleneck analysis and long-run trends.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..analysis.claims import ClaimVerdict, claim_verdicts
 
 if TYPE_CHECKING:
     from .model import ReportData
 
-#: Which findings answer a seed finding, by its `compare`.
-_KINDS = {"baseline": ("difference", "within", "no clear difference", "not tested"), "mtu": ("pair",),
-          "fill": ("stage",), "time": ("long run",)}
+
+def seed_verdicts(data: ReportData) -> list[ClaimVerdict]:
+    """Every claim of the plan's seed findings, judged on this run."""
+    return claim_verdicts(data.plan, data.records, data.bottlenecks, data.trends)
 
 
-@dataclass(frozen=True)
-class SeedItem:
-    """One seed finding beside this run's sentences."""
-
-    said: str
-    measured: list[str]
-    here: str
-
-
-def seed_items(data: ReportData) -> list[SeedItem]:
-    """The plan's seed findings, each with the report's findings on the same figure."""
-    if data.plan is None or not data.plan.seed_findings:
+def unclaimed(data: ReportData) -> list[tuple[int, str]]:
+    """(index, words) of the seed findings the study states no claim for (quoted, not tested)."""
+    if data.plan is None:
         return []
-    out = []
-    for s in data.plan.seed_findings:
-        said = [f.text for f in data.findings if f.kind in _KINDS[s.compare]
-                and set(s.metrics) & set(f.metric.split(",")) and (not s.workloads or f.workload in s.workloads)]
-        out.append(SeedItem(s.said, said, s.here))
-    return out
+    return [(i, f.said) for i, f in enumerate(data.plan.seed_findings) if not f.claims]
 
 
 def machine_line(data: ReportData) -> str:

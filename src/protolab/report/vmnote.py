@@ -1,6 +1,6 @@
 """The report's section on virtual machines as load hosts: the accelerator and what it means, the CPU split.
 
-The seed beside the measurement (TR-3916's PVSCSI finding) is the study file's `[[seed_findings]]`, rendered
+The seed's claims (TR-3916's PVSCSI finding) is the study file's `[[seed_findings]]`, rendered
 for every built-in study by report.seednote."""
 
 from __future__ import annotations

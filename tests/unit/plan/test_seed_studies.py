@@ -11,7 +11,6 @@ import tomllib
 import pytest
 
 from conftest import ROOT
-from protolab.analysis.findings import Finding
 from protolab.plan.expand import expand
 from protolab.plan.library import builtin_studies
 from protolab.plan.load import load_builtin
@@ -103,33 +102,60 @@ def test_plans_lists_seed_and_runtime_at_each_scale():
         assert "seed: S" in line and "quick ≈" in line and "full ≈" in line
 
 
-def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
+def _records(plan, iops: dict[tuple[str, str], float]):
+    """Three repeats per (workload, configuration) at the plan's one load point, IOPS ±0.1 %."""
+    from protolab.results.records import CellRecord, CellResult, DirectionResult
+
+    out = []
+    for (w, c), v in iops.items():
+        for k, x in enumerate((v * 0.999, v, v * 1.001)):
+            res = CellResult(iops=x, mbps=x / 100, read=DirectionResult(ios=int(x), iops=x), write=DirectionResult(),
+                             lat_mean_us=100.0, percentiles_us={"p99": 300.0}, jobs=1, runtime_s=2.0, errors=0)
+            out.append(CellRecord(run_id="r", seq=len(out), cell_id=f"{w}__{c}__0__r{k}", workload=w, configuration=c,
+                                  baseline=c == plan.baseline, load_index=0, hosts=1, streams_per_host=1,
+                                  oio_per_stream=64, total_oio=64, repeat=k + 1, started="", ended="", result=res,
+                                  raw_output="", job_file=""))
+    return out
+
+
+def test_the_report_opens_the_seeds_claims_with_computed_verdicts_in_both_formats():
+    from protolab.analysis.bottleneck import Bottleneck
+    from protolab.plan.coordinates import point_of
     from protolab.report.sections.seed import SeedSection
-    from protolab.report.seednote import seed_items
 
     plan, _ = load_builtin("jumbo-vmtn", "quick")
 
     class Data:  # the fields of ReportData the section reads
         pass
 
-    d = Data()
-    d.plan, d.manifest, d.bottlenecks = plan, Manifest(provenance=Provenance(cpus=2)), {}
-    d.findings = [Finding("pair", "vmtn-max-read: MTU 9000 (nfs-9000) against MTU 1500 (nfs-1500): 3.1 % "
-                                  "(1.0–5.0 %) more IOPS.", "iops", "vmtn-max-read", ("nfs-1500", "nfs-9000")),
-                  Finding("difference", "vmtn-max-50read: nfs-1500 had 40 % fewer IOPS.", "iops,lat_mean_us",
-                          "vmtn-max-50read"),
-                  Finding("pair", "packets", "packets_per_io")]
-    d.findings.append(Finding("difference", "vmtn-max-read: nfs-1500 had 5 % fewer IOPS.", "iops", "vmtn-max-read"))
-    items = seed_items(d)
-    # MTU pairs for the jumbo finding; for iSCSI against NFS the baseline's sentences on Max Throughput-50%Read only
-    assert [len(i.measured) for i in items] == [1, 1]
-    assert "3.1 %" in items[0].measured[0] and "40 %" in items[1].measured[0]
-    section = SeedSection()
-    md = "\n".join(section.markdown(section.build(d)))
-    html = section.html(section.build(d))
-    assert html.count("Why this machine may differ:") == 2 and "NFS gained 0-3 %" in html
-    assert "## The seed beside the measurement" in md and "NFS gained 0-3 %" in md
-    assert md.count("**Why this machine may differ:**") == 2
+    def section(iops, bottleneck="none"):
+        d = Data()
+        d.plan, d.manifest, d.trends = plan, Manifest(provenance=Provenance(cpus=2)), {}
+        d.records = _records(plan, iops)
+        d.bottlenecks = {(r.workload, point_of(r), r.configuration): Bottleneck(bottleneck, "tgtd", None, None, None)
+                         for r in d.records}
+        s = SeedSection()
+        m = s.build(d)
+        return m, "\n".join(s.markdown(m)), str(s.html(m))
+
+    w = [x.name for x in plan.workloads]
+    # NFS +2 % from jumbo frames, iSCSI −1 %; iSCSI twice NFS on Max Throughput-50%Read: both findings reproduced
+    held = {(x, c): 1000.0 * f for x in w for c, f in
+            [("iscsi-1500", 2.0), ("iscsi-9000", 1.98), ("nfs-1500", 1.0), ("nfs-9000", 1.02)]}
+    m, md, html = section(held)
+    assert [v.verdict for v in m.verdicts] == ["reproduced"] * 4
+    assert md.count("| **reproduced** |") == 4 and html.count('class="verdict reproduced"') == 4
+    assert "## The seed's claims, tested" in md and "<h2>The seed's claims, tested</h2>" in html
+    assert "IOPS: nfs-* at the larger MTU against the same configuration at the smaller: change +0.0 to +3.0 %" in md
+    assert "change +2.0 % (intervals +1.8 to +2.2 %) over 4 comparisons: 4 reproduced" in md
+    # NFS ahead of iSCSI: the second finding's claims are opposite, and the bottleneck analysis says what held them
+    m, md, html = section({**held, ("vmtn-max-50read", "nfs-1500"): 4000.0, ("vmtn-max-50read", "nfs-9000"): 4080.0},
+                          "cpu")
+    assert [v.verdict for v in m.verdicts][2:] == ["opposite", "opposite"]
+    assert "change −50 % (intervals −50 %) over 1 comparison: 1 opposite" in md
+    reason = "Where it was not reproduced, the bottleneck analysis found iscsi-1500 by tgtd CPU (1 of 1 cells)"
+    assert reason in md and reason in html
+    assert "Why this machine may differ" not in md + html and "here" not in plan.seed_findings[0].model_fields_set
 
 
 def test_readme_seed_and_fill_examples_are_valid():

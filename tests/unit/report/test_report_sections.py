@@ -34,7 +34,7 @@ def test_the_vm_and_seed_sections_are_in_both_formats(tmp_path):
         assert (f"## {title}" in md) == (f'<section id="{s.name}">' in html), title
     assert "## Virtual machines as load hosts" in md and '<section id="vms">' in html
     assert "vCPU µs/IO" in md and "<th>vCPU µs/IO</th>" in html and "Under TCG every guest instruction" in html
-    assert "## The seed beside the measurement" in md and '<section id="seed">' in html
+    assert "## The seed's claims, tested" in md and '<section id="seed">' in html
     assert "## Sessions" not in md and 'id="sessions"' not in html  # one session: nothing to say
 
 

@@ -1,5 +1,5 @@
-"""The seed beside the measurement: each finding of the study's seed beside this run's sentences on the same
-figure (report.seednote makes the items), and what held this run's cells back."""
+"""The seed's claims, tested: a verdict table (the seed's words, the claim as tested, the verdict, the figures),
+then where a claim did not hold, what the bottleneck analysis found, and what held this run's cells back."""
 
 from __future__ import annotations
 
@@ -7,48 +7,64 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from ...analysis.claims import ClaimVerdict
 from ..model import ReportData
-from ..seednote import SeedItem, machine_line, seed_items
+from ..seednote import machine_line, seed_verdicts, unclaimed
 
-NONE_MEASURED = "no sentence about this figure could be made from this run (not measured or not tested)."
+QUOTED = "quoted only (the study states no claim to test)"
 
 
 @dataclass(frozen=True)
 class SeedModel:
     seed: str
-    items: list[SeedItem]
+    verdicts: list[ClaimVerdict]
+    quoted: list[tuple[int, str]]  # findings without a claim: (index, words)
     machine: str
+
+    def rows(self) -> list[tuple[str, str, str, str, str]]:
+        """(number, the seed said, claim tested, verdict, figures) in the findings' order."""
+        out = [(str(v.finding + 1), v.said, v.claim, v.verdict, v.figures) for v in self.verdicts]
+        out += [(str(i + 1), said, "—", QUOTED, "") for i, said in self.quoted]
+        return sorted(out, key=lambda r: int(r[0]))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 class SeedSection:
     name = "seed"
-    title = "The seed beside the measurement"
+    title = "The seed's claims, tested"
 
     def build(self, data: ReportData) -> SeedModel | None:
-        items = seed_items(data)
-        if not items:
+        if data.plan is None or not data.plan.seed_findings:
             return None
-        return SeedModel(data.plan.seed if data.plan else "", items, machine_line(data))
+        return SeedModel(data.plan.seed, seed_verdicts(data), unclaimed(data), machine_line(data))
 
     def markdown(self, m: SeedModel) -> list[str]:
-        out = ["", f"## {self.title}", "", f"Seed: {m.seed}." if m.seed else ""]
-        for i, it in enumerate(m.items, 1):
-            out += ["", f"{i}. **The seed:** {it.said}", "",
-                    "   **Measured here:** " + (" ".join(it.measured) if it.measured else NONE_MEASURED)]
-            if it.here:
-                out += ["", f"   **Why this machine may differ:** {it.here}"]
+        out = ["", f"## {self.title}", ""]
+        if m.seed:
+            out += [f"Seed: {m.seed}.", ""]
+        out += ["| # | the seed said | claim tested | verdict | figures |", "|---|---|---|---|---|"]
+        out += [f"| {n} | {_cell(said)} | {_cell(claim)} | **{verdict}** | {_cell(fig)} |"
+                for n, said, claim, verdict, fig in m.rows()]
+        reasons = [(v.finding + 1, v.reason) for v in m.verdicts if v.reason]
+        if reasons:
+            out += [""] + [f"- Claim of finding {n}: {r}" for n, r in reasons]
         if m.machine:
             out += ["", m.machine]
         return out
 
     def html(self, m: SeedModel) -> Markup:
-        items = []
-        for it in m.items:
-            measured = " ".join(escape(x) for x in it.measured) if it.measured else NONE_MEASURED
-            here = f"<p><b>Why this machine may differ:</b> {escape(it.here)}</p>" if it.here else ""
-            items.append(f"<li><p><b>The seed:</b> {escape(it.said)}</p>\n<p><b>Measured here:</b> {measured}</p>\n"
-                         f"{here}</li>")
         seed = f"<p>Seed: {escape(m.seed)}.</p>" if m.seed else ""
+        rows = "".join(f'<tr><td>{n}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
+                       f'<td class="verdict {escape(verdict.replace(" ", "-"))}"><b>{escape(verdict)}</b></td>'
+                       f"<td>{escape(fig)}</td></tr>" for n, said, claim, verdict, fig in m.rows())
+        table = ('<table class="seed"><thead><tr><th>#</th><th>the seed said</th><th>claim tested</th>'
+                 f"<th>verdict</th><th>figures</th></tr></thead><tbody>{rows}</tbody></table>")
+        reasons = "".join(f"<li>Claim of finding {v.finding + 1}: {escape(v.reason)}</li>" for v in m.verdicts
+                          if v.reason)
+        reasons = f'<ul class="seed-reasons">{reasons}</ul>' if reasons else ""
         machine = f'<p class="note">{escape(m.machine)}</p>' if m.machine else ""
-        return Markup(f'<section id="seed">\n<h2>{self.title}</h2>\n{seed}\n<ol class="seed">{"".join(items)}</ol>\n'
-                      f"{machine}\n</section>")
+        return Markup(f'<section id="seed">\n<h2>{self.title}</h2>\n{seed}\n{table}\n{reasons}\n{machine}\n'
+                      "</section>")
