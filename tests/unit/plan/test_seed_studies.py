@@ -20,7 +20,7 @@ from protolab.results.manifest import Manifest, Provenance
 
 # name → (quick cells, full cells)
 CELLS = {"tr3808": (7 * 2 * 2 * 3, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 * 3, 5 * 2 * 4 * 3),
-         "jumbo-vmtn": (4 * 4 * 1 * 2, 4 * 4 * 1 * 2),
+         "jumbo-vmtn": (4 * 4 * 1 * 3, 4 * 4 * 1 * 3),
          "exchange": (4 * 2 * 1 * 3, 4 * 2 * 1 * 1),
          # fill levels 10, 50, 100 once per configuration and repeat, 25 aged in steps (quick 2, full 84)
          "emc-fill-aging": (2 * 3 * (3 + 2), 2 * 1 * (3 + 84))}
@@ -57,7 +57,7 @@ def test_full_scales_are_the_seeds_own_numbers():
     assert [(lp.hosts, lp.streams, lp.oio) for lp in jumbo.load_points] == [(1, 1, 64)]
     assert (jumbo.method.warmup, jumbo.method.duration) == (120, 300)
     r = jumbo.method.repeats
-    assert isinstance(r, AdaptiveRepeats) and (r.min, r.max) == (2, 3) and r.until_agree_pct == 5
+    assert isinstance(r, AdaptiveRepeats) and (r.min, r.max) == (3, 4) and r.until_agree_pct == 5
     assert {c.link.get("mtu", 1500) for c in jumbo.configurations} == {1500, 9000}
     assert len(jumbo.workloads) == 4
 
