@@ -4,7 +4,6 @@ tests/data/telemetry-window.json, which the window wrote before its counters bec
 9987081)."""
 
 import json
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,8 @@ import pytest
 from conftest import DATA
 from fake_machine import FakeMachine
 from protolab.results.records import Telemetry
+from protolab.telemetry.window import Window
+from protolab.vm.telemetry import QemuThreads
 
 GOLDEN = DATA / "telemetry-window.json"
 ST, H1 = "plfake-st", "plfake-h1"  # namespaces that do not exist: their counters come from the runner's `ip`
@@ -53,35 +54,27 @@ def state(m: FakeMachine, k: int, weighted: bool = True) -> None:
     m.offload_state.update({"p0": "on", "p1": "off"})
 
 
-def windows(m: FakeMachine, guests: list[int], monkeypatch):
+def windows(m: FakeMachine, guests: list[int]) -> tuple[Window, Window, Window]:
     """(the lab's window, the VM testbed's window over ``guests``, this machine's window) reading ``m``."""
-    import protolab.telemetry.window as w
-    import protolab.vm.cpu as vcpu
-    from protolab.telemetry import cpu as tcpu
-    from protolab.vm.telemetry import QemuThreads
-
-    for name in ("machine_cpu_seconds", "tree_cpu_seconds", "thread_cpu_seconds", "cores_softirq_seconds"):
-        monkeypatch.setattr(w, name, partial(getattr(tcpu, name), proc=m.proc))
-    monkeypatch.setattr(vcpu, "sample", partial(vcpu.sample, proc=m.proc))
     cgroups = m.role_cgroups()
 
-    def lab():
-        return w.Window(m.runner, server_pids=dict(SERVERS), interfaces=list(INTERFACES), clock=m.clock,
-                        cgroups=cgroups, offload_ports=list(STORAGE))
+    def lab() -> Window:
+        return Window.of(m.runner, server_pids=dict(SERVERS), interfaces=list(INTERFACES), clock=m.clock,
+                         cgroups=cgroups, offload_ports=list(STORAGE), proc=m.proc)
 
     vm = lab()
-    vm.sources.append(QemuThreads(lambda: list(guests)))  # as the VM testbed's window adds them
-    return lab(), vm, w.Window(m.runner, clock=m.clock, cgroups=cgroups)
+    vm.add(QemuThreads(lambda: list(guests), proc=m.proc))  # as the VM testbed's window adds them
+    return lab(), vm, Window.of(m.runner, clock=m.clock, cgroups=cgroups, proc=m.proc)
 
 
-def figures(tmp_path: Path, monkeypatch) -> dict:
+def figures(tmp_path: Path) -> dict:
     """Every window's delta over the fake machine: direct (two samples) and client (interpolated) runs."""
     out: dict = {}
 
     def run(name: str, pick: int, guests: list[int], weighted=(True, True, True), late: list[int] | None = None):
         m = FakeMachine(tmp_path / name)
         g = list(guests)
-        win = windows(m, g, monkeypatch)[pick]
+        win = windows(m, g)[pick]
         samples = []
         for k in range(3):
             state(m, k, weighted[k])
@@ -102,8 +95,8 @@ def figures(tmp_path: Path, monkeypatch) -> dict:
     return json.loads(json.dumps(out))  # as stored: tuples become lists
 
 
-def test_every_window_gives_the_figures_it_gave_before_its_counters_became_sources(tmp_path, monkeypatch):
-    got, want = figures(tmp_path, monkeypatch), json.loads(GOLDEN.read_text())
+def test_every_window_gives_the_figures_it_gave_before_its_counters_became_sources(tmp_path):
+    got, want = figures(tmp_path), json.loads(GOLDEN.read_text())
     assert sorted(got) == sorted(want)
     for case, delta in want.items():
         if case.endswith("/progress"):
