@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..telemetry.source import Fields, Source, busiest, lerp
+from ..telemetry.source import Fields, Source, busiest, lerp, lerp_threads
 from . import cpu
 from .cpu import ThreadCpu
 
@@ -33,18 +33,22 @@ class QemuThreads(Source[list[ThreadCpu]]):
         return out
 
     def interpolate(self, a: list[ThreadCpu], b: list[ThreadCpu], f: float) -> list[ThreadCpu]:
-        """The threads' CPU summed (what `delta` uses), on the line from ``a`` to ``b``."""
+        """Every guest's threads as one (what `delta` uses), on the line from ``a`` to ``b``: the vCPU and I/O sums,
+        and each thread alive at both samples (so a client run names its busiest thread too)."""
         at = [sum(getattr(x, k) for x in a) for k in ("vcpu_s", "io_s")]
         bt = [sum(getattr(x, k) for x in b) for k in ("vcpu_s", "io_s")]
-        return [ThreadCpu(*(lerp(u, v, f) for u, v in zip(at, bt)), {})]
+        return [ThreadCpu(*(lerp(u, v, f) for u, v in zip(at, bt)), lerp_threads(_threads(a), _threads(b), f))]
 
     def delta(self, before: list[ThreadCpu], after: list[ThreadCpu]) -> Fields:
         vcpu = sum(t.vcpu_s for t in after) - sum(t.vcpu_s for t in before)
         io = sum(t.io_s for t in after) - sum(t.io_s for t in before)
         out: Fields = {"hypervisor_cpu_s": {"vcpu": max(0.0, vcpu), "io": max(0.0, io)}}
-        # 'comm#tid': tids are unique across the guests
-        top = busiest({k: v for t in before for k, v in t.threads.items()},
-                      {k: v for t in after for k, v in t.threads.items()})
+        top = busiest(_threads(before), _threads(after))
         if top is not None:
             out["hypervisor_thread"] = top
         return out
+
+
+def _threads(guests: list[ThreadCpu]) -> dict[str, float]:
+    """Every guest's threads by 'comm#tid' (thread ids are unique on the machine)."""
+    return {k: v for g in guests for k, v in g.threads.items()}

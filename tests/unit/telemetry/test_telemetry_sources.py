@@ -76,6 +76,8 @@ def test_qemu_threads_count_the_processes_threads_as_hypervisor_cpu():
     assert d["hypervisor_thread"]["cpu_s"] >= 0.2 and d["hypervisor_thread"]["threads"] >= 1
     [half] = src.interpolate(a, b, 0.5)
     assert half.io_s == pytest.approx((sum(t.io_s for t in a) + sum(t.io_s for t in b)) / 2)
+    # a client run's boundary keeps the threads: the busiest thread spent half its time by the middle
+    assert src.delta(a, [half])["hypervisor_thread"]["cpu_s"] == pytest.approx(d["hypervisor_thread"]["cpu_s"] / 2)
 
 
 def test_each_window_reads_the_offload_state_of_its_own_cell():
