@@ -167,6 +167,9 @@ class FakeTestbed(_Testbed):
 
     def window(self):
         class W:
+            def start(self_):
+                self.events.append("window start")
+
             def sample(self_):
                 return None
 

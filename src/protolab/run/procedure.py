@@ -228,9 +228,7 @@ class Procedure:
                 noted.append(True)
             self.rundir.add_series(rows)
 
-        start = getattr(window, "start", None)
-        if start is not None:  # the cell's link is set: its offload state is read anew
-            start()
+        window.start()  # the cell's link is set: its offload state is read anew
         run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=duration, warmup_done=rule,
                          sample=window.sample, tick=window.sample, interpolate=window.interpolate,
                          folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",

@@ -159,7 +159,7 @@ class Testbed:
 
     def window(self) -> Window:
         """The telemetry window: what is sampled around each measured window."""
-        return Window(self.runner, cgroups=self.cgroups)
+        return Window.of(self.runner, cgroups=self.cgroups)
 
     def host(self, c: Configuration, h: int, total_hosts: int, streams: list[Stream]) -> HostRun:
         """Host ``h`` of a cell: where its fio runs (directly, or through its fio server)."""

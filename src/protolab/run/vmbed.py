@@ -156,7 +156,7 @@ class VmTestbed(LabTestbed):
         from ..vm.telemetry import QemuThreads
 
         window = super().window()
-        window.sources.append(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
+        window.add(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
         return window
 
     def down(self, keep_logs_in: Path | None = None) -> None:

@@ -1,1 +1,2 @@
-"""Telemetry sampled around the measured window: CPU per process and per machine, bytes and packets per interface."""
+"""Telemetry around the measured window, one source per kind of counter (telemetry.source): CPU per machine,
+process, thread and role, softirq per core, bytes and packets per interface, offloads, the roles' CPU weight."""

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from .priority import CpuPriority, remove_cgroup, v1_cpu_root
+from .source import Fields, Source, lerp
 
 GROUP_PREFIX = "protolab-"
 ROLES = ("servers", "loadgen", "hypervisors")
@@ -175,3 +176,41 @@ def leftover_groups(name_prefix: str, sys_cgroup: Path = Path("/sys/fs/cgroup"))
     """Role-cgroup groups whose name starts with ``protolab-<name_prefix>`` (for leftover checks)."""
     found = [r for r in ((find_root(sys_cgroup) or (None,))[0], v1_cpu_root(sys_cgroup)) if r is not None]
     return sorted(g for r in found for g in r.glob(f"{GROUP_PREFIX}{name_prefix}*"))
+
+
+# -- the window's sources (telemetry.source) -----------------------------------------------------------
+
+
+class _RoleSeconds(Source[dict[str, float]]):
+    """Seconds per role that only grow, read from the role cgroups, under one Telemetry field."""
+
+    field = ""
+
+    def __init__(self, cgroups: RoleCgroups):
+        self.cgroups = cgroups
+
+    def interpolate(self, a: dict[str, float], b: dict[str, float], f: float) -> dict[str, float]:
+        return {k: lerp(v, b.get(k, v), f) for k, v in a.items()}
+
+    def delta(self, before: dict[str, float], after: dict[str, float]) -> Fields:
+        spent = {role: max(0.0, after[role] - v) for role, v in before.items() if role in after}
+        return {self.field: spent} if spent else {}
+
+
+class RoleCpu(_RoleSeconds):
+    """CPU seconds of each role's cgroup (roles_cpu_s): what other work on the machine cannot change."""
+
+    name, field = "roles_cpu", "roles_cpu_s"
+
+    def sample(self) -> dict[str, float]:
+        return self.cgroups.read()
+
+
+class RoleCpuWait(_RoleSeconds):
+    """Seconds a task of each role waited for a CPU (roles_cpu_wait_s, PSI); read after the instant."""
+
+    name, field = "roles_cpu_wait", "roles_cpu_wait_s"
+    instant = False
+
+    def sample(self) -> dict[str, float]:
+        return self.cgroups.cpu_wait()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .source import Fields, Source, busiest, lerp, lerp_threads
+
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -98,3 +100,96 @@ def cores_softirq_seconds(proc: Path = Path("/proc")) -> list[float]:
             v = line.split()[1:]
             out.append(int(v[6]) / TICK if len(v) > 6 else 0.0)
     return out
+
+
+# -- the window's sources (telemetry.source) -----------------------------------------------------------
+
+
+class MachineCpu(Source[tuple[float, float]]):
+    """The whole machine's busy and total CPU seconds: machine_busy_s, machine_total_s."""
+
+    name = "machine_cpu"
+
+    def __init__(self, proc: Path = Path("/proc")):
+        self.proc = proc
+
+    def sample(self) -> tuple[float, float]:
+        return machine_cpu_seconds(self.proc)
+
+    def interpolate(self, a: tuple[float, float], b: tuple[float, float], f: float) -> tuple[float, float]:
+        return lerp(a[0], b[0], f), lerp(a[1], b[1], f)
+
+    def delta(self, before: tuple[float, float], after: tuple[float, float]) -> Fields:
+        return {"machine_busy_s": after[0] - before[0], "machine_total_s": after[1] - before[1]}
+
+
+class ServerTrees(Source[dict[str, float | None]]):
+    """CPU seconds of each storage server's process and its descendants: servers_cpu_s (None: it was gone)."""
+
+    name = "servers_cpu"
+
+    def __init__(self, pids: dict[str, int], proc: Path = Path("/proc")):
+        self.pids, self.proc = pids, proc
+
+    def sample(self) -> dict[str, float | None]:
+        return {name: tree_cpu_seconds(pid, self.proc) for name, pid in self.pids.items()}
+
+    def interpolate(self, a: dict[str, float | None], b: dict[str, float | None], f: float) -> dict[str, float | None]:
+        return {k: None if v is None or (w := b.get(k)) is None else lerp(v, w, f) for k, v in a.items()}
+
+    def delta(self, before: dict[str, float | None], after: dict[str, float | None]) -> Fields:
+        spent: dict[str, float | None] = {}
+        for name, a in before.items():
+            b = after.get(name)
+            spent[name] = None if a is None or b is None else max(0.0, b - a)
+        return {"servers_cpu_s": spent}
+
+
+class ServerThreads(Source[dict[str, dict[str, float]]]):
+    """Each storage server's busiest thread (server_threads): read after the instant, as a server with
+    hundreds of threads on a busy machine takes seconds to read."""
+
+    name = "server_threads"
+    instant = False
+
+    def __init__(self, pids: dict[str, int], proc: Path = Path("/proc")):
+        self.pids, self.proc = pids, proc
+
+    def sample(self) -> dict[str, dict[str, float]]:
+        return {name: thread_cpu_seconds(pid, self.proc) for name, pid in self.pids.items()}
+
+    def interpolate(self, a: dict[str, dict[str, float]], b: dict[str, dict[str, float]],
+                    f: float) -> dict[str, dict[str, float]]:
+        return {name: lerp_threads(ts, b[name], f) for name, ts in a.items() if name in b}
+
+    def delta(self, before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> Fields:
+        out = {}
+        for name, a in before.items():
+            top = busiest(a, after.get(name) or {})
+            if top is not None:
+                out[name] = top
+        return {"server_threads": out} if out else {}
+
+
+class Softirq(Source[list[float]]):
+    """Softirq seconds per core (cores_softirq_s), read after the instant; no figure where /proc/stat cannot be read."""
+
+    name = "softirq"
+    instant = False
+
+    def __init__(self, proc: Path = Path("/proc")):
+        self.proc = proc
+
+    def sample(self) -> list[float]:
+        try:
+            return cores_softirq_seconds(self.proc)
+        except OSError:
+            return []
+
+    def interpolate(self, a: list[float], b: list[float], f: float) -> list[float]:
+        return [lerp(x, y, f) for x, y in zip(a, b)]
+
+    def delta(self, before: list[float], after: list[float]) -> Fields:
+        if not before or len(before) != len(after):
+            return {}
+        return {"cores_softirq_s": [max(0.0, y - x) for x, y in zip(before, after)]}

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from ..proc import Runner
+from .source import Fields, Source, lerp
 
 
 @dataclass(frozen=True)
@@ -117,3 +118,69 @@ def read_offloads(runner: Runner, netns: str | None, ifname: str) -> bool | None
     """
     res = runner.run(["ethtool", "-k", ifname], netns=netns, check=False, timeout=10)
     return parse_offloads(res.stdout) if res.returncode == 0 else None
+
+
+Port = tuple[str, str]  # (netns, ifname)
+
+
+class InterfaceTraffic(Source[dict[Port, Counters]]):
+    """Bytes and packets of the watched interfaces (interfaces); one not found is left out. ``storage`` are the
+    ports whose bytes tell how far the I/O has got (every interface when None)."""
+
+    name = "interfaces"
+
+    def __init__(self, runner: Runner, interfaces: list[Port], storage: list[Port] | None = None):
+        self.runner, self.interfaces, self.storage = runner, interfaces, storage
+
+    def sample(self) -> dict[Port, Counters]:
+        seen = read_namespaces(self.runner, sorted({ns for ns, _ in self.interfaces}))
+        return {(ns, ifname): seen[ns][ifname] for ns, ifname in self.interfaces if ifname in seen[ns]}
+
+    def interpolate(self, a: dict[Port, Counters], b: dict[Port, Counters], f: float) -> dict[Port, Counters]:
+        out = {}
+        for key, ca in a.items():
+            cb = b.get(key, ca)
+            out[key] = Counters(*(round(lerp(getattr(ca, n), getattr(cb, n), f))
+                                  for n in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")))
+        return out
+
+    def delta(self, before: dict[Port, Counters], after: dict[Port, Counters]) -> Fields:
+        out = {}
+        for key, a in before.items():
+            if key in after:
+                d = after[key] - a
+                out[f"{key[0]}/{key[1]}"] = {"rx_bytes": d.rx_bytes, "tx_bytes": d.tx_bytes,
+                                             "rx_packets": d.rx_packets, "tx_packets": d.tx_packets}
+        return {"interfaces": out}
+
+    def carried(self, sample: dict[Port, Counters]) -> float | None:
+        """Bytes the storage ports had carried (both ways) at ``sample``; None without any."""
+        ports = self.interfaces if self.storage is None else self.storage
+        counted = [sample[p] for p in ports if p in sample]
+        return float(sum(c.rx_bytes + c.tx_bytes for c in counted)) if counted else None
+
+
+class Offloads(Source[dict[Port, bool | None]]):
+    """Whether each port's segmentation offloads were on (offloads): a link changes only between cells, so the
+    state is read at a window's first sample (after the instant) and kept until ``start`` of the next."""
+
+    name = "offloads"
+    instant = False
+
+    def __init__(self, runner: Runner, ports: list[Port]):
+        self.runner, self.ports = runner, ports
+        self.states: dict[Port, bool | None] | None = None
+
+    def start(self) -> None:
+        self.states = None
+
+    def sample(self) -> dict[Port, bool | None]:
+        if self.states is None:
+            self.states = {key: read_offloads(self.runner, key[0], key[1]) for key in self.ports}
+        return dict(self.states)
+
+    def interpolate(self, a: dict[Port, bool | None], b: dict[Port, bool | None], f: float) -> dict[Port, bool | None]:
+        return dict(a)
+
+    def delta(self, before: dict[Port, bool | None], after: dict[Port, bool | None]) -> Fields:
+        return {"offloads": {f"{ns}/{ifname}": on for (ns, ifname), on in before.items()}}

@@ -25,6 +25,8 @@ import os
 import time
 from pathlib import Path
 
+from .source import Fields, Source
+
 V2_WEIGHT = 10000  # cgroup v2 cpu.weight's maximum (default 100)
 V1_SHARES = 262144  # cgroup v1 cpu.shares' maximum (default 1024)
 HARNESS = "harness"
@@ -147,3 +149,23 @@ def remove_cgroup(target: Path, root: Path, deadline: float) -> None:
             if e.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+class RoleCpuWeight(Source[bool]):
+    """Whether the roles ran at the highest CPU weight (roles_cpu_weight): claimed only when it held at both
+    ends of the window; read after the instant."""
+
+    name = "roles_cpu_weight"
+    instant = False
+
+    def __init__(self, priority: CpuPriority):
+        self.priority = priority
+
+    def sample(self) -> bool:
+        return bool(self.priority.on)
+
+    def interpolate(self, a: bool, b: bool, f: float) -> bool:
+        return a and b
+
+    def delta(self, before: bool, after: bool) -> Fields:
+        return {"roles_cpu_weight": "highest"} if before and after else {}

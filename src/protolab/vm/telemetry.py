@@ -5,43 +5,50 @@ The guests boot on first use, so the processes are asked for at each sample (``p
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from pathlib import Path
+from typing import Callable
 
+from ..telemetry.source import Fields, Source, busiest, lerp, lerp_threads
 from . import cpu
 from .cpu import ThreadCpu
 
 
-class QemuThreads:
-    """CPU of every QEMU guest's threads around a window: ``hypervisor_cpu_s`` (vCPU, I/O) and its busiest thread."""
+class QemuThreads(Source[list[ThreadCpu]]):
+    """CPU of every QEMU guest's threads around a window: ``hypervisor_cpu_s`` (vCPU, I/O) and QEMU's busiest
+    thread over all guests (``hypervisor_thread``); a QEMU that has gone is left out. Read after the instant."""
 
     name = "qemu"
+    instant = False
 
-    def __init__(self, pids: Callable[[], list[int]]):
-        self.pids = pids
+    def __init__(self, pids: Callable[[], list[int]], proc: Path = Path("/proc")):
+        self.pids, self.proc = pids, proc
 
     def sample(self) -> list[ThreadCpu]:
         out = []
         for pid in self.pids():
             try:
-                out.append(cpu.sample(pid))
+                out.append(cpu.sample(pid, self.proc))
             except OSError:  # a guest that ended: its threads are not counted
                 pass
         return out
 
     def interpolate(self, a: list[ThreadCpu], b: list[ThreadCpu], f: float) -> list[ThreadCpu]:
-        """The threads' CPU summed (what `delta` uses), on the line from ``a`` to ``b``."""
+        """Every guest's threads as one (what `delta` uses), on the line from ``a`` to ``b``: the vCPU and I/O sums,
+        and each thread alive at both samples (so a client run names its busiest thread too)."""
         at = [sum(getattr(x, k) for x in a) for k in ("vcpu_s", "io_s")]
         bt = [sum(getattr(x, k) for x in b) for k in ("vcpu_s", "io_s")]
-        return [ThreadCpu(*(u + (v - u) * f for u, v in zip(at, bt)), {})]
+        return [ThreadCpu(*(lerp(u, v, f) for u, v in zip(at, bt)), lerp_threads(_threads(a), _threads(b), f))]
 
-    def delta(self, a: list[ThreadCpu], b: list[ThreadCpu]) -> dict[str, Any]:
-        vcpu = sum(t.vcpu_s for t in b) - sum(t.vcpu_s for t in a)
-        io = sum(t.io_s for t in b) - sum(t.io_s for t in a)
-        out: dict[str, Any] = {"hypervisor_cpu_s": {"vcpu": max(0.0, vcpu), "io": max(0.0, io)}}
-        before = {k: v for t in a for k, v in t.threads.items()}  # 'comm#tid': tids are unique
-        spent = {k: max(0.0, v - before.get(k, 0.0)) for t in b for k, v in t.threads.items()}
-        if spent:
-            top = max(spent, key=lambda k: spent[k])
-            out["hypervisor_thread"] = {"thread": top.rsplit("#", 1)[0], "cpu_s": spent[top], "threads": len(spent),
-                                        "live_cpu_s": sum(spent.values())}
+    def delta(self, before: list[ThreadCpu], after: list[ThreadCpu]) -> Fields:
+        vcpu = sum(t.vcpu_s for t in after) - sum(t.vcpu_s for t in before)
+        io = sum(t.io_s for t in after) - sum(t.io_s for t in before)
+        out: Fields = {"hypervisor_cpu_s": {"vcpu": max(0.0, vcpu), "io": max(0.0, io)}}
+        top = busiest(_threads(before), _threads(after))
+        if top is not None:
+            out["hypervisor_thread"] = top
         return out
+
+
+def _threads(guests: list[ThreadCpu]) -> dict[str, float]:
+    """Every guest's threads by 'comm#tid' (thread ids are unique on the machine)."""
+    return {k: v for g in guests for k, v in g.threads.items()}

@@ -22,8 +22,11 @@ from protolab.engine.status import (
     window_document,
 )
 from protolab.engine.window import run_window
+from protolab.proc import FakeRunner
 from protolab.run.procedure import WarmupRule
-from protolab.telemetry.net import Counters
+from protolab.telemetry.cgroups import RoleCpu
+from protolab.telemetry.cpu import MachineCpu, ServerTrees
+from protolab.telemetry.net import Counters, InterfaceTraffic, Offloads
 from protolab.telemetry.window import Snapshot as Tele
 from protolab.telemetry.window import interpolate
 
@@ -265,14 +268,18 @@ def test_a_client_run_with_storage_traffic_places_its_boundaries_where_the_traff
 
 
 def test_telemetry_is_read_on_the_line_between_two_samples():
-    a = Tele(10.0, 5.0, 20.0, {"tgtd": 1.0, "gone": None}, {("s", "eth0"): Counters(1000, 0, 10, 0)},
-             {"servers": 2.0}, {("s", "eth0"): False})
-    b = Tele(11.0, 6.0, 22.0, {"tgtd": 2.0, "gone": 3.0}, {("s", "eth0"): Counters(3000, 0, 30, 0)},
-             {"servers": 4.0}, {})
+    machine, servers, ifaces = MachineCpu(), ServerTrees({}), InterfaceTraffic(FakeRunner(), [])
+    roles, offloads = RoleCpu(None), Offloads(FakeRunner(), [])  # type: ignore[arg-type]
+    a = Tele(10.0, ((machine, (5.0, 20.0)), (servers, {"tgtd": 1.0, "gone": None}),
+                    (ifaces, {("s", "eth0"): Counters(1000, 0, 10, 0)}), (roles, {"servers": 2.0}),
+                    (offloads, {("s", "eth0"): False})))
+    b = Tele(11.0, ((machine, (6.0, 22.0)), (servers, {"tgtd": 2.0, "gone": 3.0}),
+                    (ifaces, {("s", "eth0"): Counters(3000, 0, 30, 0)}), (roles, {"servers": 4.0}), (offloads, {})))
     m = interpolate(a, b, 10.25)
-    assert (m.t, m.machine_busy_s, m.machine_total_s) == (10.25, 5.25, 20.5)
-    assert m.servers_s == {"tgtd": 1.25, "gone": None} and m.roles_s == {"servers": 2.5}
-    assert m.interfaces[("s", "eth0")] == Counters(1500, 0, 15, 0) and m.offloads == {("s", "eth0"): False}
+    assert (m.t, *m.of("machine_cpu")) == (10.25, 5.25, 20.5)
+    assert m.of("servers_cpu") == {"tgtd": 1.25, "gone": None} and m.of("roles_cpu") == {"servers": 2.5}
+    assert m.of("interfaces")[("s", "eth0")] == Counters(1500, 0, 15, 0)
+    assert m.of("offloads") == {("s", "eth0"): False}
     assert interpolate(a, b, 20.0).t == 11.0  # never beyond the samples
 
 

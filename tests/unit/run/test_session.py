@@ -30,6 +30,15 @@ def test_cells_are_interleaved_configurations_within_each_repeat(setup):
     assert m.status == "complete" and m.sessions[0].how == "complete" and m.cells_done == 12
 
 
+def test_each_measured_window_starts_the_telemetry_window_first(setup):
+    """What holds for a whole window (a link's offloads) is read again for each cell, not once per session."""
+    events: list[str] = []
+    setup(events).run()
+    measured = [i for i, e in enumerate(events) if e.startswith("measure ")]
+    assert len(measured) == 12 and events.count("window start") == 12
+    assert all(events[i - 1] == "window start" for i in measured)
+
+
 def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
     events: list[str] = []
     # the 5th window fails: the run stops there, with 4 cells stored

@@ -184,10 +184,10 @@ def test_a_window_records_the_weight_only_when_it_held_at_both_ends():
             return {}
 
     roles = Roles()
-    w = Window(FakeRunner(), cgroups=roles)  # type: ignore[arg-type]
+    w = Window.of(FakeRunner(), cgroups=roles)  # type: ignore[arg-type]
     a, b = w.sample(), w.sample()
-    assert a.weighted and w.delta(a, b)["roles_cpu_weight"] == "highest"
-    assert interpolate(a, b, (a.t + b.t) / 2).weighted
+    assert a.of("roles_cpu_weight") and w.delta(a, b)["roles_cpu_weight"] == "highest"
+    assert interpolate(a, b, (a.t + b.t) / 2).of("roles_cpu_weight")
     roles.priority.on = False  # dropped before the window's end (teardown): not claimed
     assert "roles_cpu_weight" not in w.delta(a, w.sample())
     t = {"elapsed_s": 1.0, "machine_busy_s": 1.9, "machine_total_s": 2.0, "roles_cpu_s": {"servers": 0.2},

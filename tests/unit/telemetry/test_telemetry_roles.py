@@ -98,7 +98,7 @@ def test_window_reads_roles_and_offloads():
         def cpu_wait(self):
             return {"loadgen": self.n / 3}
 
-    w = Window(runner, interfaces=[("ns", "veth0")], cgroups=Roles())  # type: ignore[arg-type]
+    w = Window.of(runner, interfaces=[("ns", "veth0")], cgroups=Roles())  # type: ignore[arg-type]
     d = w.delta(w.sample(), w.sample())
     assert d["roles_cpu_s"] == {"servers": 1.5, "loadgen": 3.0}
     assert d["roles_cpu_wait_s"] == {"loadgen": pytest.approx(0.5)}

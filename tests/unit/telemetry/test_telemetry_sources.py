@@ -1,4 +1,4 @@
-"""Telemetry sources: one lifecycle (sample, interpolate, delta) around a window; the QEMU threads are one."""
+"""Telemetry sources: one lifecycle (start, sample, interpolate, delta) around a window; the QEMU threads are one."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class NoNetns:
         return Completed(tuple(args), 0, "", "")
 
 
-class Counter:
+class Counter(Source[float]):
     """A source whose counter is a number the test moves."""
 
     name = "counter"
@@ -39,15 +39,28 @@ class Counter:
 def test_a_window_merges_each_sources_delta_and_interpolates_it():
     c = Counter()
     assert isinstance(c, Source) and isinstance(QemuThreads(list), Source)
-    w = Window(NoNetns(), sources=[c])  # type: ignore[arg-type]
+    w = Window.of(NoNetns())  # type: ignore[arg-type]
+    w.add(c)
     a = w.sample()
     c.value = 40.0
     b = w.sample()
     d = w.delta(a, b)
-    assert d["counted"] == 40.0 and "machine_busy_s" in d  # the window's own counters and the source's
+    assert d["counted"] == 40.0 and "machine_busy_s" in d  # the machine's counters and the added source's
     mid = w.interpolate(a, b, (a.t + b.t) / 2)
-    assert mid.sources["counter"] == pytest.approx(20.0)
-    assert "counted" not in Window(NoNetns()).delta(a, b)  # type: ignore[arg-type]  # no source, no entry
+    assert mid.of("counter") == pytest.approx(20.0)
+    plain = Window.of(NoNetns())  # type: ignore[arg-type]
+    assert "counted" not in plain.delta(plain.sample(), plain.sample())  # no source, no entry
+    with pytest.raises(ValueError, match="'counter' is watched already"):
+        w.add(Counter())
+
+
+def test_two_sources_giving_one_field_are_refused():
+    w = Window([Counter(), type("Other", (Counter,), {"name": "other"})()])
+    a, b = w.sample(), w.sample()
+    with pytest.raises(ValueError, match="two sources give counted"):
+        w.delta(a, b)
+    with pytest.raises(ValueError, match="two snapshots of different windows"):
+        w.delta(a, Window([Counter()]).sample())
 
 
 def test_qemu_threads_count_the_processes_threads_as_hypervisor_cpu():
@@ -63,6 +76,8 @@ def test_qemu_threads_count_the_processes_threads_as_hypervisor_cpu():
     assert d["hypervisor_thread"]["cpu_s"] >= 0.2 and d["hypervisor_thread"]["threads"] >= 1
     [half] = src.interpolate(a, b, 0.5)
     assert half.io_s == pytest.approx((sum(t.io_s for t in a) + sum(t.io_s for t in b)) / 2)
+    # a client run's boundary keeps the threads: the busiest thread spent half its time by the middle
+    assert src.delta(a, [half])["hypervisor_thread"]["cpu_s"] == pytest.approx(d["hypervisor_thread"]["cpu_s"] / 2)
 
 
 def test_each_window_reads_the_offload_state_of_its_own_cell():
@@ -78,8 +93,8 @@ def test_each_window_reads_the_offload_state_of_its_own_cell():
                                  f"generic-receive-offload: {'on' if on else 'off'}\n", "")
             return super().run(args, check, **kw)
 
-    w = Window(Offloads(), interfaces=[("ns", "eth0")], offload_ports=[("ns", "eth0")])  # type: ignore[arg-type]
-    first = w.sample().offloads
-    assert w.sample().offloads == first  # within a window: read once
+    w = Window.of(Offloads(), interfaces=[("ns", "eth0")], offload_ports=[("ns", "eth0")])  # type: ignore[arg-type]
+    first = w.sample().of("offloads")
+    assert w.sample().of("offloads") == first  # within a window: read once
     w.start()  # the next cell, its link set
-    assert w.sample().offloads != first
+    assert w.sample().of("offloads") != first

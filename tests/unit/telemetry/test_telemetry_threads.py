@@ -52,15 +52,15 @@ def test_window_names_each_servers_busiest_thread_and_softirq_per_core(monkeypat
                     ({"tgtd#1": 11.9, "tgtd#2": 3.4, "bs#3": 0.5}, [1.1, 2.9])])
     state = {}
 
-    def threads(pid):
+    def threads(pid, proc):
         state["now"] = next(samples)
         return state["now"][0]
 
-    monkeypatch.setattr("protolab.telemetry.window.thread_cpu_seconds", threads)
-    monkeypatch.setattr("protolab.telemetry.window.cores_softirq_seconds", lambda: state["now"][1])
-    monkeypatch.setattr("protolab.telemetry.window.tree_cpu_seconds", lambda pid: 1.0)
+    monkeypatch.setattr("protolab.telemetry.cpu.thread_cpu_seconds", threads)
+    monkeypatch.setattr("protolab.telemetry.cpu.cores_softirq_seconds", lambda proc: state["now"][1])
+    monkeypatch.setattr("protolab.telemetry.cpu.tree_cpu_seconds", lambda pid, proc: 1.0)
     runner = FakeRunner(answers={("ip",): Completed(("ip",), 0, "[]", "")})
-    w = Window(runner, server_pids={"tgtd": 1}, offload_ports=[])
+    w = Window.of(runner, server_pids={"tgtd": 1}, offload_ports=[])
     d = w.delta(w.sample(), w.sample())
     busiest = d["server_threads"]["tgtd"]
     assert busiest["thread"] == "tgtd" and busiest["cpu_s"] == pytest.approx(1.9) and busiest["threads"] == 3
