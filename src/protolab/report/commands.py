@@ -78,7 +78,7 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..results.rundir import atomic_write
     from . import tables
     from .html import render
-    from .markdown import report_markdown
+    from .sections import report_markdown
 
     records = rundir.records()
     if not records:

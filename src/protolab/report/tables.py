@@ -207,7 +207,8 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
                       rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
                       + pair_findings(rows, plan, alpha=alpha, noise=noise),
-                      records=records, series={} if callable(series) else (series or {}))
+                      records=records, series={} if callable(series) else (series or {}), alpha=alpha,
+                      noise=noise)
     data.index()
     from .detail import series_loads
 

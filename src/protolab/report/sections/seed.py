@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from ..model import ReportData
+from .base import Page, Section
 from ..seednote import SeedItem, machine_line, seed_items
 
 NONE_MEASURED = "no sentence about this figure could be made from this run (not measured or not tested)."
@@ -20,9 +21,10 @@ class SeedModel:
     machine: str
 
 
-class SeedSection:
+class SeedSection(Section[SeedModel]):
     name = "seed"
     title = "The seed beside the measurement"
+    nav = "the seed beside the measurement"
 
     def build(self, data: ReportData) -> SeedModel | None:
         items = seed_items(data)
@@ -41,7 +43,7 @@ class SeedSection:
             out += ["", m.machine]
         return out
 
-    def html(self, m: SeedModel) -> Markup:
+    def html(self, m: SeedModel, page: Page) -> Markup:
         items = []
         for it in m.items:
             measured = " ".join(escape(x) for x in it.measured) if it.measured else NONE_MEASURED

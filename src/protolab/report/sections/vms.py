@@ -11,6 +11,7 @@ from markupsafe import Markup, escape
 
 from ...analysis.derived import figures
 from ..model import ReportData
+from .base import Page, Section
 from ..vmnote import TCG_MEANING
 
 SPLIT = ("Hypervisor CPU per I/O by QEMU thread (medians over every window; µs): vCPU threads run the guest, I/O "
@@ -24,9 +25,10 @@ class VmModel:
     rows: list[tuple[str, float, float, float]]  # configuration, vCPU, I/O threads, guest µs/IO
 
 
-class VmSection:
+class VmSection(Section[VmModel]):
     name = "vms"
     title = "Virtual machines as load hosts"
+    nav = "virtual machines as load hosts"
 
     def build(self, data: ReportData) -> VmModel | None:
         tb: dict[str, Any] = data.manifest.testbed or {}
@@ -55,7 +57,7 @@ class VmSection:
                     "|---|---:|---:|---:|", *(f"| {c} | {a:,.1f} | {b:,.1f} | {g:,.1f} |" for c, a, b, g in m.rows)]
         return out
 
-    def html(self, m: VmModel) -> Markup:
+    def html(self, m: VmModel, page: Page) -> Markup:
         guests = escape(m.guests).replace("**", "")
         tcg = f'<p class="note">{escape(TCG_MEANING)}</p>' if m.tcg else ""
         table = ""
