@@ -8,7 +8,7 @@
                                # "time": long runs and aging)
     here = "…"                 # why this machine may not reproduce it (the report adds its bottleneck analysis)
 
-The report's section "The seed beside the measurement" (report.seednote) renders them.
+The report's section "The seed beside the measurement" (report.sections.seed) renders them.
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ def test_plans_lists_seed_and_runtime_at_each_scale():
 
 
 def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
-    from protolab.report.sections.seed import SeedSection
-    from protolab.report.seednote import seed_items
+    from protolab.report.sections import Page
+    from protolab.report.sections.seed import SeedSection, seed_items
 
     plan, _ = load_builtin("jumbo-vmtn", "quick")
 
@@ -126,7 +126,7 @@ def test_the_report_sets_each_seed_finding_beside_the_measured_sentences():
     assert "3.1 %" in items[0].measured[0] and "40 %" in items[1].measured[0]
     section = SeedSection()
     md = "\n".join(section.markdown(section.build(d)))
-    html = section.html(section.build(d))
+    html = section.html(section.build(d), Page(lambda c: ""))
     assert html.count("Why this machine may differ:") == 2 and "NFS gained 0-3 %" in html
     assert "## The seed beside the measurement" in md and "NFS gained 0-3 %" in md
     assert md.count("**Why this machine may differ:**") == 2
