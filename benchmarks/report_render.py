@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from protolab.plan.migrate import PLAN_FORMAT
-from protolab.report import figures, html, markdown, tables
+from protolab.report import figures, html, sections, tables
 from protolab.report.commands import write_report
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
             phases["HTML"].append(timed(html.render, data)[0])
             phases["figures PNG+SVG"].append(timed(figures.save_all, data.charts, Path(tmp) / "figs")[0])
             t1, _ = timed(tables.write_csvs, data, Path(tmp) / "tables")
-            t2, _ = timed(markdown.report_markdown, data)
+            t2, _ = timed(sections.report_markdown, data)
             phases["CSV + Markdown"].append(t1 + t2)
             phases["write_report, with figures"].append(timed(write_report, rd)[0])
             phases["write_report, without figures"].append(timed(write_report, rd, figures=False)[0])

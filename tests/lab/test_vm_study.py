@@ -131,7 +131,8 @@ def test_builtin_tr3916_vm_at_quick_scale(workdir, tmp_path):
     assert len(rows) == 4 * 3 and all(float(r["iops"]) > 0 and r["errors"] == "0" for r in rows)
     md = (run / "report.md").read_text()
     assert "## Virtual machines as load hosts" in md and "Accelerator: **" in md
-    assert "Seed: S2 TR-3916 use case B" in md and "**Measured here:**" in md and "The seed beside the measurement" in md
+    assert "Seed: S2 TR-3916 use case B" in md and "## The seed's claims, tested" in md
+    assert "| 2 | LSI Logic and PVSCSI gave the same IOPS. | IOPS: pvscsi-* against lsi-iscsi: change within ±5 % | **" in md
     pv = next(ln for ln in md.splitlines() if ln.startswith("| 1×2×4=8 | pvscsi-iscsi |"))
     assert pv.count("(") >= 6  # every metric with its interval against LSI, hypervisor CPU included
     assert qemus() == [] and leftovers(PREFIX) == []

@@ -16,7 +16,7 @@ in % (`at_least`, `at_most`, or `within` for ±), or `better = true` / `worse = 
 calls, in the metric's better or worse direction). A list of metrics means "any of them" ("more IOPS or a lower p99").
 `analysis.claims` computes each claim's verdict from the run's own data (reproduced, not reproduced, opposite,
 inconclusive, not testable here), with the figures, intervals and, where it was not reproduced, what the
-bottleneck analysis found. Nothing in a plan says whether, or why, a claim holds.
+bottleneck analysis found (report.sections.seed shows them). Nothing in a plan says whether, or why, a claim holds.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..results.rundir import atomic_write
     from . import tables
     from .html import render
-    from .markdown import report_markdown
+    from .sections import report_markdown
 
     records = rundir.records()
     if not records:
@@ -105,7 +105,7 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
 def report_json(rundir: RunDir, path: Path) -> dict:
     """The report as data: where it is, the findings, every row's medians and % of the baseline, and the verdict of
     each seed claim."""
-    from .seednote import seed_verdicts
+    from .sections.seed import seed_verdicts
 
     data = getattr(rundir, "report_data", None)
     if data is None:

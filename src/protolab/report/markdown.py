@@ -1,4 +1,4 @@
-"""The Markdown summary (report.md, to paste into a ticket) and the compare table, as plain rows.
+"""The summary tables (report.md, via report.sections, and the terminal) and the compare Markdown, as plain rows.
 
 The same (headers, rows) feed the terminal tables, so the terminal and the ticket show the
 same numbers. A relative cell reads '297 (275–327) ↑': % of the baseline, its 95 % interval,
@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 
 from ..analysis.compare import CompareRow, Difference
-from ..analysis.findings import METRICS
 from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
 from ..metrics import METRICS as REGISTRY
-from .html import fmt_number
+from .htmlkit import fmt_number
 from .model import ReportData, is_closed_loop
 
 ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
@@ -71,62 +70,16 @@ def summary_table(data: ReportData, workload: str,
     return title, headers, rows
 
 
-def md_table(headers: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table."""
+def md_table(headers: list[str], rows: list[list[str]], left: list[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table; numbers right-aligned, the columns of words (or ``left``) not."""
     def esc(s: str) -> str:
         return str(s).replace("|", "\\|")
-    right = {i for i, h in enumerate(headers) if h not in ("load point", "configuration", "metric", "verdict",
-                                                             "workload", "limited by")}
+    words = left or ["load point", "configuration", "metric", "verdict", "workload", "limited by"]
+    right = {i for i, h in enumerate(headers) if h not in words}
     lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
              "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def report_markdown(data: ReportData) -> str:
-    """report.md: plan, environment, findings, one table per workload, what was not measured."""
-    prov = data.manifest.provenance
-    name = data.plan.name if data.plan else data.run_id
-    out = [f"# protolab: {name} — run {data.run_id}", ""]
-    if data.plan:
-        p = data.plan
-        out.append(f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} "
-                   f"load points; {p.method_summary()}. Baseline **{data.baseline}** = 100.")
-    env = ", ".join(f"{k} {getattr(prov, k)}" for k in ("kernel", "fio_version", "cpu_model", "cpus")
-                    if prov is not None and getattr(prov, k))
-    out += [f"Environment: {env}." if env else "", f"Status: {data.manifest.status or 'unknown'}.", "",
-            *([f"Warning: {data.notes['busy']}.", ""] if data.notes.get("busy") else []), "## Findings", ""]
-    failed = [r for r in data.records if r.result.errors]
-    if failed:
-        out += [f"**{len(failed)} measured window{'s' if len(failed) != 1 else ''} had I/O errors**; their "
-                "numbers are kept but are not trustworthy:", ""]
-        out += [f"- {r.cell_id}: {r.result.errors} error(s): {'; '.join(r.result.error_messages[:2])}"
-                for r in failed[:20]]
-        out.append("")
-    main = [f for f in data.findings if f.kind != "outlier"]
-    out += [f"- {f.text}" for f in main] or ["- No comparisons could be made."]
-    outl = [f for f in data.findings if f.kind == "outlier"]
-    if outl:
-        out += ["", "Repeats that stand out (kept in the statistics):", ""] + [f"- {f.text}" for f in outl]
-    for w in data.workloads:
-        title, headers, rows = summary_table(data, w)
-        out += ["", f"## {title}", "", md_table(headers, rows)]
-    missing = [METRICS[m].title for m in data.absent if m in METRICS]
-    if missing:
-        out += ["", f"Not measured in this run: {', '.join(missing)}."]
-    from .sections import markdown_lines
-
-    out += markdown_lines(data)  # the sections (report.sections), the same models as report.html's
-    out += ["", "A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats "
-            "per side) gives p < 0.05 and the 95 % interval lies outside the ±2 % noise band; otherwise: no clear "
-            "difference; "
-            "with fewer than 3 repeats on a side: not tested. \"Within\" is claimed only by an equivalence test (TOST "
-            "at the noise band, Holm-corrected). Latency at fixed "
-            "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. \"Limited by\": the "
-            "wire at ≥ 90 % of its modelled ceiling, else a thread, job, process or the run at ≥ 90 % of the cores it "
-            "can use (with its wait for one), else a role waiting for a CPU ≥ 25 % of the window; \"none\": "
-            "storage- or latency-bound (docs/report.md: The bottleneck, named).", ""]
-    return "\n".join(out)
 
 
 def compare_rows(rows: list[CompareRow]) -> tuple[list[str], list[list[str]]]:

@@ -1,6 +1,7 @@
 """The report's data model: charts, their series, and `ReportData` (everything a report shows about one run).
 
-Every section module builds on these types; `tables.build` assembles them. Pure data, no files.
+Every section module (report.sections) and chart builder builds on these types; `tables.build` assembles them.
+Nothing here imports another report module. Pure data, no files.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class ReportData:
     cells: dict[tuple[str, Point, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
     bottlenecks: dict[tuple[str, Point, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
     trends: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (w, config) → each long run's Trend
+    alpha: float = 0.05  # the significance level and noise band the verdicts were called with
+    noise: float = 0.02
 
     def index(self) -> None:
         """Group the records by workload, load point and configuration (read once, used by every chart)."""

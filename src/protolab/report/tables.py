@@ -11,6 +11,8 @@ import io
 from pathlib import Path
 from typing import Any, Callable
 
+from ..analysis.bottleneck import bottlenecks
+from ..analysis.bottleneck_words import bottleneck_findings
 from ..analysis.derived import busy_note, figures
 from ..analysis.findings import METRICS, TABLE_ONLY, findings, measured_metrics, study_rows, verdicts
 from ..analysis.pairs import pair_findings
@@ -23,7 +25,10 @@ from ..plan.targets import protocol_named
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
+from .detail import percentile_charts, series_charts, series_loads
+from .longrun import long_run_charts
 from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, plan_of, slug  # noqa: F401
+from .stagecharts import stage_charts, stage_findings
 
 
 def metric_title(metric: str, closed_loop: bool) -> str:
@@ -207,28 +212,21 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
                       rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
                       + pair_findings(rows, plan, alpha=alpha, noise=noise),
-                      records=records, series={} if callable(series) else (series or {}))
+                      records=records, series={} if callable(series) else (series or {}), alpha=alpha,
+                      noise=noise)
     data.index()
-    from .detail import series_loads
-
     if callable(series):
         data.series = series("measure", {r.seq for w in data.workloads for li in series_loads(data, w)
                                          for c in data.configurations for r in data.cells.get((w, li, c), [])})
     for w in data.workloads:
         data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
-    from .detail import percentile_charts, series_charts  # they build on this module's types
-
     for w in data.workloads:
         data.charts.extend(percentile_charts(data, w))
     for w in data.workloads:
         data.charts.extend(series_charts(data, w))
-    from .stagecharts import stage_charts, stage_findings
-
     data.charts.extend(stage_charts(data))
     data.findings += stage_findings(data, alpha=alpha, noise=noise)
     if intervals is not None:
-        from .longrun import long_run_charts
-
         data.charts.extend(long_run_charts(data, intervals))
     ceilings, note = ceiling_charts(data)
     data.charts.extend(ceilings)
@@ -240,9 +238,6 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
-    from ..analysis.bottleneck import bottlenecks
-    from ..analysis.bottleneck_words import bottleneck_findings
-
     data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
     data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.point): r.load_label
                                                             for r in data.rows}, data.configurations)

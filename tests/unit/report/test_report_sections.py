@@ -2,36 +2,152 @@
 
 from __future__ import annotations
 
+import html as htmllib
 import json
 import shutil
 
 import pytest
+from markupsafe import Markup, escape
 
 from conftest import DATA
+from protolab.report import tables
 from protolab.report.commands import write_report
-from protolab.report.sections import sections
+from protolab.report.model import ReportData
+from protolab.report.sections import SECTIONS, Page, built
 from protolab.results.manifest import Manifest
 from protolab.results.rundir import RunDir
 
 GOLDEN = DATA / "golden"
 
+#: A figure of each section's model that both formats must show (a new section adds its own here).
+FIGURE = {
+    "plan": lambda m: m.workloads[0].loads,
+    "environment": lambda m: m.provenance["kernel"],
+    "errors": lambda m: m.named[0].text(),
+    "findings": lambda m: m.findings[0].text,
+    "w": lambda m: m[0].rows[0][3],  # the first row's first metric, its median
+    "not-measured": lambda m: m[0],
+    "stages": lambda m: m.charts[0].title,
+    "sessions": lambda m: m[1].text(),
+    "vms": lambda m: f"{m.rows[0][1]:,.1f}",  # the first configuration's vCPU µs per I/O
+    "seed": lambda m: m.rows()[0][1],  # the first finding in the seed's words
+    "percentiles": lambda m: m.charts[0].title,
+    "series": lambda m: m.charts[-1].title,
+    "ceiling": lambda m: m.charts[0].title,
+    "method": lambda m: f"±{m.noise_pct} % noise band",
+}
 
-def _report(tmp_path, name: str, edit=None) -> tuple[str, str]:
-    run = tmp_path / name
-    shutil.copytree(GOLDEN / name / "run", run)
+
+def _two_sessions(m: dict) -> None:
+    first = dict(m["sessions"][0])
+    m["sessions"] = [{**first, "how": "interrupted"}, {**first, "session": 2, "how": "complete"}]
+
+
+def _errors(records: list) -> list:
+    """The first two windows had I/O errors."""
+    return [r.model_copy(update={"result": r.result.model_copy(update={
+        "errors": 2, "error_messages": ["Input/output error: read offset=4096", "<b>5</b> & more"]})})
+        if r.seq <= 2 else r for r in records]
+
+
+def _no_telemetry(records: list) -> list:
+    """No CPU, packets or bytes were sampled."""
+    return [r.model_copy(update={"telemetry": None}) for r in records]
+
+
+#: name → (golden run, manifest edit, records edit): together they give every section something to say.
+CASES = {"exchange-quick": ("exchange-quick", None, None),
+         "emc-fill-aging-quick": ("emc-fill-aging-quick", None, None),
+         "tr3916-vm-quick": ("tr3916-vm-quick", None, None),
+         "v1-run": ("v1-run", None, None),
+         "two-sessions": ("exchange-quick", _two_sessions, None),
+         "io-errors": ("v1-run", None, _errors),
+         "no-telemetry": ("v1-run", None, _no_telemetry)}
+
+
+def _copy(tmp, name: str, edit=None):
+    run = tmp / name
+    src = GOLDEN / name / "run"
+    shutil.copytree(src if src.is_dir() else DATA / name, run)
     if edit is not None:
         m = json.loads((run / "manifest.json").read_text())
         edit(m)
         (run / "manifest.json").write_text(json.dumps(m))
+    return run
+
+
+@pytest.fixture(scope="module")
+def built_data(tmp_path_factory) -> dict[str, ReportData]:
+    tmp, out = tmp_path_factory.mktemp("sections"), {}
+    for case, (name, edit, records_edit) in CASES.items():
+        rd = RunDir.open(_copy(tmp / case, name, edit), write=False)
+        records = rd.records()
+        out[case] = tables.build(rd.manifest(), records_edit(records) if records_edit else records,
+                                 series=rd.series, intervals=rd.intervals)
+    return out
+
+
+def _page() -> Page:
+    """Charts stand in as their id and title (drawing them is report.figures' part, tested there)."""
+    return Page(lambda c: Markup(f'<figure id="chart-{escape(c.id)}">{escape(c.title)}</figure>'))
+
+
+def _text(markup: str) -> str:
+    return htmllib.unescape(str(markup))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.name)
+def test_each_section_renders_one_model_to_both_formats(section, case, built_data):
+    model = section.build(built_data[case])
+    if model is None:
+        return
+    md, page = "\n".join(section.markdown(model)), section.html(model, _page())
+    text = _text(page)
+    for h in section.headings(model):
+        assert h.title in md and h.title in text, (h, md[:300], text[:300])
+        assert f'<section id="{h.anchor}">' in page
+    figure = FIGURE[section.name](model)
+    assert figure and figure in md and figure in text, figure
+    assert page.count("<section") == page.count("</section>") == len(section.headings(model))
+    assert md.startswith("\n") or md.startswith("##"), "a section's Markdown starts a paragraph of its own"
+
+
+def test_every_section_has_something_to_say_in_some_case_and_a_figure_to_check(built_data):
+    shown = {s.name for data in built_data.values() for s, _ in built(data)}
+    assert shown == {s.name for s in SECTIONS} == set(FIGURE)
+    assert len({s.name for s in SECTIONS}) == len(SECTIONS)
+
+
+@pytest.mark.parametrize("case", ["tr3916-vm-quick", "two-sessions"])
+def test_the_written_reports_hold_a_section_in_both_formats_or_in_neither(case, tmp_path):
+    name, edit, _ = CASES[case]
+    run = _copy(tmp_path, name, edit)
     write_report(RunDir.open(run), figures=False)
-    return (run / "report.md").read_text(), (run / "report.html").read_text()
+    md, page = (run / "report.md").read_text(), (run / "report.html").read_text()
+    text = _text(page)
+    data = tables.build(RunDir.open(run, write=False).manifest(), RunDir.open(run, write=False).records())
+    shown = dict(built(data))
+    for s in SECTIONS:
+        if s in shown:
+            for h in s.headings(shown[s]):
+                assert h.title in md and h.title in text and f'<section id="{h.anchor}">' in page, h
+                assert (f'<a href="#{h.anchor}">{escape(h.nav)}</a>' in page) == bool(h.nav), h
+        else:
+            assert f'<section id="{s.name}">' not in page and f"## {s.title}" not in md, s.name
+    # in report order in both files: the page's sections, report.md's headings (a workload's: its caption)
+    heads = [h for s in SECTIONS if s in shown for h in s.headings(shown[s])]
+    assert [p.split('"')[0] for p in page.split('<section id="')[1:]] == [h.anchor for h in heads]
+    md_heads = [line[3:] for line in md.splitlines() if line.startswith("## ")]
+    with_heading = [h.title for h in heads if h.anchor != "not-measured"]  # one line, no heading
+    assert len(md_heads) == len(with_heading)
+    assert all(line.startswith(t) for line, t in zip(md_heads, with_heading)), (md_heads, with_heading)
 
 
 def test_the_vm_and_seed_sections_are_in_both_formats(tmp_path):
-    md, html = _report(tmp_path, "tr3916-vm-quick")
-    for s in sections():
-        title = s.title
-        assert (f"## {title}" in md) == (f'<section id="{s.name}">' in html), title
+    run = _copy(tmp_path, "tr3916-vm-quick")
+    write_report(RunDir.open(run), figures=False)
+    md, html = (run / "report.md").read_text(), (run / "report.html").read_text()
     assert "## Virtual machines as load hosts" in md and '<section id="vms">' in html
     assert "vCPU µs/IO" in md and "<th>vCPU µs/IO</th>" in html and "Under TCG every guest instruction" in html
     assert "## The seed's claims, tested" in md and '<section id="seed">' in html
@@ -39,21 +155,41 @@ def test_the_vm_and_seed_sections_are_in_both_formats(tmp_path):
 
 
 def test_the_sessions_section_lists_each_session_in_both_formats(tmp_path):
-    def two_sessions(m):
-        first = dict(m["sessions"][0])
-        m["sessions"] = [{**first, "how": "interrupted"}, {**first, "session": 2, "how": "complete"}]
-
-    md, html = _report(tmp_path, "exchange-quick", two_sessions)
+    run = _copy(tmp_path, "exchange-quick", _two_sessions)
+    write_report(RunDir.open(run), figures=False)
+    md, html = (run / "report.md").read_text(), (run / "report.html").read_text()
     assert "## Sessions" in md and '<section id="sessions">' in html
     assert md.count("- session ") == 2 and html.count("<li>session ") == 2
     assert "ended interrupted" in md and "ended interrupted" in html
     assert '<a href="#sessions">sessions</a>' in html  # the page's navigation lists it
 
 
-@pytest.mark.parametrize("section", sections(), ids=lambda s: s.name)
-def test_a_section_with_nothing_to_say_is_in_neither_format(section, tmp_path):
-    from types import SimpleNamespace as NS
+def test_io_errors_are_named_in_both_formats_and_escaped_on_the_page(built_data):
+    data = built_data["io-errors"]
+    section = next(s for s in SECTIONS if s.name == "errors")
+    model = section.build(data)
+    md, page = "\n".join(section.markdown(model)), str(section.html(model, _page()))
+    assert model.count == 2 and "**2 measured windows had I/O errors**" in md
+    assert "<b>2 measured windows had I/O errors</b>" in page
+    assert "&lt;b&gt;5&lt;/b&gt; &amp; more" in page and "<b>5</b>" not in page
 
-    empty = NS(manifest=Manifest.model_validate({"sessions": [{"session": 1}]}), plan=None, records=[], configurations=[], findings=[],
-               bottlenecks={})
-    assert section.build(empty) is None
+
+def test_a_workload_part_holds_its_summary_table_on_the_page_too(built_data):
+    data = built_data["exchange-quick"]
+    section = next(s for s in SECTIONS if s.name == "w")
+    model = section.build(data)
+    assert [h.anchor for h in section.headings(model)] == ["w-1", "w-2"]
+    assert [p.name for p in model] == data.workloads
+    page = str(section.html(model, _page()))
+    for p in model:
+        for row in p.rows:
+            assert f"<td>{escape(row[1])}</td>" in page and row[3] in page  # each configuration's median IOPS
+        assert all(f'id="chart-{c.id}"' in page for c in p.charts)
+
+
+def test_a_section_with_nothing_to_say_is_in_neither_format():
+    empty = ReportData(run_id="r", manifest=Manifest.model_validate({"sessions": [{"session": 1}]}), plan=None,
+                       baseline="", workloads=[], configurations=[], rows=[], verdicts={}, metrics=[], absent=[],
+                       findings=[])
+    # only the environment (its status) and the method are said of every run
+    assert [s.name for s, _ in built(empty)] == ["environment", "method"]

@@ -1,60 +1,63 @@
-"""The report's sections as one model each, rendered to Markdown and to HTML from it.
+"""The report's sections, in the order report.md and report.html both show them.
 
-A section's ``build(data)`` makes its model from the report's data (None: the section has nothing to say for this
-run, and is in neither format); ``markdown(model)`` gives report.md's lines and ``html(model)`` report.html's
-markup. `SECTIONS` is their order; report.md and report.html both iterate it, so a section exists in both formats
-or in neither. A new section is one module here and one entry in `SECTIONS`.
+Each is a `Section` (report.sections.base): ``build(data)`` makes its model from the report's data (None: it has
+nothing to say for this run, and is in neither format), ``markdown(model)`` gives report.md's lines and
+``html(model, page)`` report.html's markup, most through its template ``templates/section-<name>.html.j2``.
+report.md and report.html both iterate `SECTIONS`, so a section exists in both formats or in neither. A new
+section is one module here and its place in `SECTIONS`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from markupsafe import Markup
 
 from ..model import ReportData
+from .base import Heading, Page, Section
+from .ceiling import CeilingSection
+from .environment import EnvironmentSection
+from .errors import ErrorsSection
+from .findings import FindingsSection
+from .method import MethodSection
+from .notmeasured import NotMeasuredSection
+from .percentiles import PercentilesSection
+from .plan import PlanSection
+from .seed import SeedSection
+from .series import SeriesSection
+from .sessions import SessionsSection
+from .stages import StagesSection
+from .vms import VmSection
+from .workloads import WorkloadsSection
+
+#: The seed's claims open a built-in study's report: what the seed found, and whether this run reproduced it.
+SECTIONS: list[Section[Any]] = [
+    SeedSection(), PlanSection(), EnvironmentSection(), ErrorsSection(), FindingsSection(), WorkloadsSection(),
+    NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
+    SeriesSection(), CeilingSection(), MethodSection(),
+]
 
 
-class Section(Protocol):
-    """One section of the report (see the package's text)."""
-
-    name: str  # its anchor in report.html
-    title: str  # its heading, in both formats
-
-    def build(self, data: ReportData) -> Any | None:
-        """The section's model for this run, or None when it has nothing to say."""
-
-    def markdown(self, model: Any) -> list[str]:
-        """report.md's lines of the section, heading first."""
-
-    def html(self, model: Any) -> Markup:
-        """report.html's markup of the section (a <section> with its heading)."""
-
-
-def sections() -> list[Section]:
-    """The sections after the per-workload tables, in report order."""
-    from .seed import SeedSection
-    from .sessions import SessionsSection
-    from .vms import VmSection
-
-    return [SessionsSection(), VmSection(), SeedSection()]
-
-
-def rendered(data: ReportData) -> list[tuple[Section, Any]]:
-    """Each section with its model, for the sections that have something to say in this run."""
+def built(data: ReportData) -> list[tuple[Section[Any], Any]]:
+    """Each section that has something to say for this run, with its model, in report order."""
     out = []
-    for s in sections():
+    for s in SECTIONS:
         model = s.build(data)
         if model is not None:
             out.append((s, model))
     return out
 
 
-def markdown_lines(data: ReportData) -> list[str]:
-    """report.md's lines of every section."""
-    return [line for s, m in rendered(data) for line in s.markdown(m)]
+def report_markdown(data: ReportData) -> str:
+    """report.md: its title, then every section's lines."""
+    name = data.plan.name if data.plan else data.run_id
+    lines = [f"# protolab: {name} — run {data.run_id}"]
+    for s, m in built(data):
+        lines += s.markdown(m)
+    return "\n".join([*lines, ""])
 
 
-def html_blocks(data: ReportData) -> list[tuple[str, str, Markup]]:
-    """report.html's (anchor, title, markup) of every section."""
-    return [(s.name, s.title, s.html(m)) for s, m in rendered(data)]
+def report_html(data: ReportData, page: Page) -> tuple[list[Heading], list[Markup]]:
+    """report.html's headings (its navigation) and every section's markup, in report order."""
+    sections = built(data)
+    return [h for s, m in sections for h in s.headings(m)], [s.html(m, page) for s, m in sections]

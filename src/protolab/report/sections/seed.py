@@ -1,17 +1,49 @@
 """The seed's claims, tested: a verdict table (the seed's words, the claim as tested, the verdict, the figures),
-then where a claim did not hold, what the bottleneck analysis found, and what held this run's cells back."""
+then where a claim did not hold, what the bottleneck analysis found, and what held this run's cells back.
+
+The seed's findings and their claims are data in the study file (`[[seed_findings]]`, plan.seed); the verdicts,
+figures and reasons are computed from this run's records, bottleneck analysis and long-run trends
+(analysis.claims). It opens the report of every study that has seed findings.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ...analysis.claims import ClaimVerdict
+from ...analysis.claims import ClaimVerdict, claim_verdicts
 from ..model import ReportData
-from ..seednote import machine_line, seed_verdicts, unclaimed
+from .base import Page, Section
 
 QUOTED = "quoted only (the study states no claim to test)"
+
+
+def seed_verdicts(data: ReportData) -> list[ClaimVerdict]:
+    """Every claim of the plan's seed findings, judged on this run."""
+    return claim_verdicts(data.plan, data.records, data.bottlenecks, data.trends, alpha=data.alpha, noise=data.noise)
+
+
+def machine_line(data: ReportData) -> str:
+    """What held this run's cells back, from the bottleneck analysis, in one sentence ('' when nothing is known)."""
+    found = list(data.bottlenecks.values())
+    if not found:
+        return ""
+    kinds = Counter(b.kind for b in found)
+    cpu = Counter(b.what for b in found if b.kind == "cpu")
+    parts = []
+    if cpu:
+        parts.append(f"{kinds['cpu']} by CPU (" + ", ".join(f"{w} {n}" for w, n in cpu.most_common()) + ")")
+    if kinds.get("wire"):
+        parts.append(f"{kinds['wire']} by the wire (at ≥ 90 % of the modelled ceiling)")
+    rest = len(found) - kinds.get("cpu", 0) - kinds.get("wire", 0)
+    if rest:
+        parts.append(f"{rest} by neither (storage- or latency-bound, or unknown)")
+    prov = data.manifest.provenance
+    return (f"On this machine ({prov.cpus if prov and prov.cpus is not None else '?'} CPUs, every server, link and "
+            f"load generator on it), the bottleneck analysis found of {len(found)} cells (workload × configuration × "
+            f"load point): " + "; ".join(parts) + ".")
 
 
 @dataclass(frozen=True)
@@ -32,14 +64,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-class SeedSection:
+class SeedSection(Section[SeedModel]):
     name = "seed"
     title = "The seed's claims, tested"
+    nav = "the seed's claims"
 
     def build(self, data: ReportData) -> SeedModel | None:
         if data.plan is None or not data.plan.seed_findings:
             return None
-        return SeedModel(data.plan.seed, seed_verdicts(data), unclaimed(data), machine_line(data))
+        quoted = [(i, f.said) for i, f in enumerate(data.plan.seed_findings) if not f.claims]
+        return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data))
 
     def markdown(self, m: SeedModel) -> list[str]:
         out = ["", f"## {self.title}", ""]
@@ -55,7 +89,7 @@ class SeedSection:
             out += ["", m.machine]
         return out
 
-    def html(self, m: SeedModel) -> Markup:
+    def html(self, m: SeedModel, page: Page) -> Markup:
         seed = f"<p>Seed: {escape(m.seed)}.</p>" if m.seed else ""
         rows = "".join(f'<tr><td>{n}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
                        f'<td class="verdict {escape(verdict.replace(" ", "-"))}"><b>{escape(verdict)}</b></td>'

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from ..model import ReportData
+from .base import Page, Section
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,10 @@ class SessionLine:
                 f"{n} cell{'s' if n != 1 else ''} in this report{listed}{tools}")
 
 
-class SessionsSection:
+class SessionsSection(Section[list[SessionLine]]):
     name = "sessions"
     title = "Sessions"
+    nav = "sessions"
 
     def build(self, data: ReportData) -> list[SessionLine] | None:
         sessions = data.manifest.sessions
@@ -47,7 +49,7 @@ class SessionsSection:
         return ["", "## Sessions", "", "The run was measured in more than one session (`protolab resume`):", "",
                 *(f"- {s.text()}" for s in model)]
 
-    def html(self, model: list[SessionLine]) -> Markup:
+    def html(self, model: list[SessionLine], page: Page) -> Markup:
         items = "".join(f"<li>{escape(s.text())}</li>" for s in model)
         return Markup(f'<section id="sessions">\n<h2>Sessions</h2>\n<p>The run was measured in more than one '
                       f'session (<code>protolab resume</code>):</p>\n<ul>{items}</ul>\n</section>')

@@ -1,5 +1,8 @@
 """Virtual machines as load hosts: how the guests ran (the accelerator, and what TCG means for the figures) and
-the hypervisor's CPU per I/O split into vCPU and I/O threads (report.vmnote's words)."""
+the hypervisor's CPU per I/O split into vCPU and I/O threads.
+
+The seed's claims (TR-3916's PVSCSI finding) is the study file's `[[seed_findings]]`, rendered for
+every built-in study by report.sections.seed."""
 
 from __future__ import annotations
 
@@ -11,8 +14,15 @@ from markupsafe import Markup, escape
 
 from ...analysis.derived import figures
 from ..model import ReportData
-from ..vmnote import TCG_MEANING
+from .base import Page, Section
 
+TCG_MEANING = (
+    "Under TCG every guest instruction is translated and run in software on the host, so the hypervisor's "
+    "vCPU time per I/O stands for the guest's whole I/O path (driver, interrupts, the controller's register "
+    "traffic) at many times its cost on hardware, and it is far above what KVM or ESXi would show. Controllers "
+    "can still be compared with one another here — a controller that needs fewer guest instructions and fewer "
+    "emulated register accesses per I/O costs less — but the absolute figures, and the size of the gaps, are "
+    "not those of a hardware-assisted hypervisor: re-run with accel = \"kvm\" on a machine where KVM works.")
 SPLIT = ("Hypervisor CPU per I/O by QEMU thread (medians over every window; µs): vCPU threads run the guest, I/O "
          "threads emulate the controller and run the storage initiator.")
 
@@ -24,9 +34,10 @@ class VmModel:
     rows: list[tuple[str, float, float, float]]  # configuration, vCPU, I/O threads, guest µs/IO
 
 
-class VmSection:
+class VmSection(Section[VmModel]):
     name = "vms"
     title = "Virtual machines as load hosts"
+    nav = "virtual machines as load hosts"
 
     def build(self, data: ReportData) -> VmModel | None:
         tb: dict[str, Any] = data.manifest.testbed or {}
@@ -55,7 +66,7 @@ class VmSection:
                     "|---|---:|---:|---:|", *(f"| {c} | {a:,.1f} | {b:,.1f} | {g:,.1f} |" for c, a, b, g in m.rows)]
         return out
 
-    def html(self, m: VmModel) -> Markup:
+    def html(self, m: VmModel, page: Page) -> Markup:
         guests = escape(m.guests).replace("**", "")
         tcg = f'<p class="note">{escape(TCG_MEANING)}</p>' if m.tcg else ""
         table = ""

@@ -1,0 +1,51 @@
+"""Where the run was measured: the machine and tools (the run's provenance), the run's status, and a warning when
+other work kept the machine busy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from ..model import ReportData
+from .base import Page, Section
+
+#: The provenance report.md names in one line (by its field names), and the rows of report.html's table.
+MD_FIELDS = ("kernel", "fio_version", "cpu_model", "cpus")
+TABLE_FIELDS = [("protolab", "protolab"), ("fio_version", "fio"), ("kernel", "kernel"), ("cpu_model", "CPU"),
+                ("cpus", "CPUs"), ("machine", "machine"), ("hostname", "host"), ("python", "Python")]
+
+
+@dataclass(frozen=True)
+class EnvironmentModel:
+    provenance: dict[str, str]  # field → value, the fields the run recorded
+    status: str
+    busy: str | None
+
+    def line(self) -> str:
+        """report.md's 'kernel 6.1, fio_version fio-3.33, …' ('' when none of them is known)."""
+        return ", ".join(f"{k} {self.provenance[k]}" for k in MD_FIELDS if k in self.provenance)
+
+    def table(self) -> list[tuple[str, str]]:
+        """report.html's (label, value) rows."""
+        return [(label, self.provenance[k]) for k, label in TABLE_FIELDS if k in self.provenance]
+
+
+class EnvironmentSection(Section[EnvironmentModel]):
+    name = "environment"
+    title = "Environment"
+    nav = "environment"
+
+    def build(self, data: ReportData) -> EnvironmentModel:
+        prov = data.manifest.provenance
+        known = {k: str(getattr(prov, k)) for k, _ in TABLE_FIELDS
+                 if prov is not None and getattr(prov, k, None) not in (None, "")}
+        return EnvironmentModel(known, data.manifest.status or "unknown", data.notes.get("busy"))
+
+    def markdown(self, m: EnvironmentModel) -> list[str]:
+        env = m.line()
+        out = ["", f"## {self.title}", "", f"Environment: {env}." if env else "", f"Status: {m.status}."]
+        return out + (["", f"Warning: {m.busy}."] if m.busy else [])
+
+    def html(self, m: EnvironmentModel, page: Page) -> Markup:
+        return page.render("environment", title=self.title, m=m)

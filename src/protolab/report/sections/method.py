@@ -1,0 +1,53 @@
+"""How the figures were made: the matrix and its interleaving, repeats, the baseline, when a difference is called
+(at the run's significance level and noise band), and what "limited by" means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from ..model import ReportData
+from .base import Page, Section
+
+LIMITED_BY = ("\"Limited by\": the wire at ≥ 90 % of its modelled ceiling, else a thread, job, process or the run at "
+              "≥ 90 % of the cores it can use (with its wait for one), else a role waiting for a CPU ≥ 25 % of the "
+              "window; \"none\": storage- or latency-bound (docs/report.md: The bottleneck, named).")
+
+
+@dataclass(frozen=True)
+class MethodModel:
+    text: str  # the plan's matrix and method in one sentence
+    baseline: str
+    alpha: float
+    noise_pct: str  # '2'
+
+    def rules(self) -> str:
+        """report.md's paragraph: when a difference is called, and how to read the tables."""
+        return (f"A difference is called only when a Holm-corrected Welch t-test on log values (≥ 3 repeats per side) "
+                f"gives p < {self.alpha:g} and the 95 % interval lies outside the ±{self.noise_pct} % noise band; "
+                "otherwise: no clear difference; with fewer than 3 repeats on a side: not tested. \"Within\" is "
+                "claimed only by an equivalence test (TOST at the noise band, Holm-corrected). Latency at fixed "
+                "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. " + LIMITED_BY)
+
+
+class MethodSection(Section[MethodModel]):
+    name = "method"
+    title = "Method"
+    nav = "method"
+
+    def build(self, data: ReportData) -> MethodModel:
+        plan = data.plan
+        if plan is None:
+            text = "The stored plan could not be read; the method is not known."
+        else:
+            text = (f"{len(plan.configurations)} configurations × {len(plan.workloads)} workloads × "
+                    f"{len(plan.load_points)} load points; {plan.method_summary()}; configurations interleaved at "
+                    "each load point so that drift of the machine does not masquerade as a difference.")
+        return MethodModel(text, data.baseline, data.alpha, f"{data.noise * 100:g}")
+
+    def markdown(self, m: MethodModel) -> list[str]:
+        return ["", f"## {self.title}", "", m.text, "", m.rules()]
+
+    def html(self, m: MethodModel, page: Page) -> Markup:
+        return page.render("method", title=self.title, m=m, limited_by=LIMITED_BY)
