@@ -193,3 +193,28 @@ def test_a_section_with_nothing_to_say_is_in_neither_format():
                        findings=[])
     # only the environment (its status) and the method are said of every run
     assert [s.name for s, _ in built(empty)] == ["environment", "method"]
+
+
+def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_them_as_json(tmp_path):
+    """exchange-quick (stored before claims) given today's exchange claims: the verdict table is report.md's first
+    section, report.html's first <section>, and `report --json` has one object per claim with its parts."""
+    from protolab.plan.load import load_builtin
+    from protolab.report.commands import report_json
+
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "exchange-quick" / "run", run)
+    m = json.loads((run / "manifest.json").read_text())
+    plan, _ = load_builtin("exchange", "quick")
+    m["plan"]["seed_findings"] = [json.loads(f.model_dump_json()) for f in plan.seed_findings]
+    (run / "manifest.json").write_text(json.dumps(m))
+    rd = RunDir.open(run)
+    path = write_report(rd, figures=False)
+    md = (run / "report.md").read_text()
+    assert md.splitlines()[2] == "## The seed's claims, tested"
+    assert (run / "report.html").read_text().split("<section")[1].startswith(' id="seed"')
+    doc = report_json(rd, path)
+    [claim] = doc["claims"]  # the second finding states no claim
+    assert claim["finding"] == 1 and claim["verdict"] in ("reproduced", "not reproduced", "opposite", "inconclusive")
+    assert {p["subject"] for p in claim["parts"]} == {"iscsi-4x1g"} and len(claim["parts"]) == 2
+    assert all(p["reference"] == "iscsi-1x1g" and p["metric"] in ("iops", "lat_p95_us") for p in claim["parts"])
+    assert f"| **{claim['verdict']}** | {claim['figures']} |" in md
