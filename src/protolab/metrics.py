@@ -75,7 +75,8 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
     Metric("mbps", "throughput", "MB/s", "MB/s", "throughput", "more", "less", "higher", "result", "mbps",
            compared=False),
     Metric("wire_bytes_per_io", "wire bytes per I/O", "B/I/O", "wire B/IO", "wire bytes per I/O", "more", "fewer",
-           "lower", "figures", "wire_bytes_per_io", compared=False, telemetry=True),    # the exchange study's percentile (its objective and its seed's figure); tabled, and a seed claim may test it
+           "lower", "figures", "wire_bytes_per_io", compared=False, telemetry=True),
+    # the exchange study's percentile (its objective and its seed's figure); tabled, and a seed claim may test it
     Metric("lat_p95_us", "p95 service time", "µs", "p95 µs", "p95 service time", "higher", "lower", "lower",
            "percentile", "p95", compared=False),
 ]}

@@ -69,6 +69,7 @@ class ClaimVerdict:
     parts: tuple[Part, ...]
     figures: str  # the changes and intervals, with the counts of each outcome
     reason: str  # where not reproduced: what the bottleneck analysis found ('' otherwise)
+    others: tuple[Part, ...] = ()  # a claim on any of several metrics: the parts of the metrics not decisive
 
 
 def _pct(v: float) -> str:
@@ -215,13 +216,14 @@ def _verdict(parts: list[Part]) -> str:
     return NOT_REPRODUCED
 
 
-def _figures(parts: list[Part], named: bool = False) -> str:
-    """'change −5.0 to −3.0 % (intervals −6.1 to −1.9 %) over 4 comparisons: 4 reproduced'; with ``named`` (a claim
-    on any of several metrics) the changes per metric, each with its title."""
+def _figures(parts: list[Part], every: list[Part] | None = None, named: bool = False) -> str:
+    """'change −5.0 to −3.0 % (intervals −6.1 to −1.9 %) over 4 comparisons: 4 reproduced' (counts of the decisive
+    ``parts``); with ``named`` (a claim on any of several metrics) the changes of ``every`` part per metric, each
+    with its title."""
     n = Counter(p.outcome for p in parts)
     counts = ", ".join(f"{n[o]} {o}" for o in OUTCOMES if n[o])
     over = f"{len(parts)} comparison{'s' if len(parts) != 1 else ''}: {counts}"
-    done = [p for p in parts if p.change is not None]
+    done = [p for p in (every if every is not None else parts) if p.change is not None]
     if not done:
         return over if parts else "no comparison"
     said = []
@@ -271,16 +273,18 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
         for claim in f.claims:
             metrics = f.claim_metrics(claim)
             if f.compare == "time":
-                parts = _time_parts(f, claim, trends or {}, metrics[0])
+                parts = every = _time_parts(f, claim, trends or {}, metrics[0])
             else:
-                parts = _compared_parts(f, claim, plan, samples, metrics, alpha=alpha, noise=noise)
+                parts, every = _compared_parts(f, claim, plan, samples, metrics, alpha=alpha, noise=noise)
             out.append(ClaimVerdict(i, f.said, describe(f, claim, plan.baseline), _verdict(parts), tuple(parts),
-                                    _figures(parts, len(metrics) > 1), _reason(parts, bottlenecks or {})))
+                                    _figures(parts, every, len(metrics) > 1), _reason(parts, bottlenecks or {}),
+                                    tuple(p for p in every if p not in parts)))
     return out
 
 
 def _compared_parts(f: SeedFinding, claim: Claim, plan: Any, samples: Mapping, metrics: list[str], *,
-                    alpha: float, noise: float) -> list[Part]:
+                    alpha: float, noise: float) -> tuple[list[Part], list[Part]]:
+    """The decisive part of each (subject, reference) pair (its best metric) and every metric's part."""
     keys, pairs = [], []
     for subj, ref in _pairs(f, claim, plan, samples):
         for m in metrics:
@@ -290,6 +294,7 @@ def _compared_parts(f: SeedFinding, claim: Claim, plan: Any, samples: Mapping, m
     comps = [compare(*pairs[i], seed=0, noise=noise) for i in testable]
     called = dict(zip(testable, decide(comps, alpha=alpha, noise=noise) if comps else []))
     best: dict[tuple, Part] = {}
+    every: list[Part] = []
     for i, (subj, ref, m) in enumerate(keys):
         v = called.get(i)
         if v is None:
@@ -301,7 +306,8 @@ def _compared_parts(f: SeedFinding, claim: Claim, plan: Any, samples: Mapping, m
             ch, lo, hi = ((v.ratio - 1) * 100, (v.ci_low - 1) * 100, (v.ci_high - 1) * 100) if ok else (None,) * 3
         label = subj[1].label if subj[1] == ref[1] else f"{subj[1].label} against {ref[1].label}"
         part = Part(subj[0], label, subj[2], ref[2], m, ch, lo, hi, out, why, (subj, ref))
+        every.append(part)
         key = (subj, ref)
         if key not in best or OUTCOMES.index(out) < OUTCOMES.index(best[key].outcome):
             best[key] = part
-    return list(best.values())
+    return list(best.values()), every

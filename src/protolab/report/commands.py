@@ -123,7 +123,8 @@ def report_json(rundir: RunDir, path: Path) -> dict:
                     "figures": v.figures, "reason": v.reason,
                     "parts": [{"workload": p.workload, "point": p.point, "subject": p.subject, "reference": p.reference,
                                "metric": p.metric, "change_pct": p.change, "low_pct": p.low, "high_pct": p.high,
-                               "verdict": p.outcome, "why": p.why} for p in v.parts]}
+                               "verdict": p.outcome, "why": p.why, "decisive": p in v.parts}
+                              for p in (*v.parts, *v.others)]}
                    for v in seed_verdicts(data)],
     }
 

@@ -215,6 +215,8 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     doc = report_json(rd, path)
     [claim] = doc["claims"]  # the second finding states no claim
     assert claim["finding"] == 1 and claim["verdict"] in ("reproduced", "not reproduced", "opposite", "inconclusive")
-    assert {p["subject"] for p in claim["parts"]} == {"iscsi-4x1g"} and len(claim["parts"]) == 2
+    # two workloads × two metrics; one part per workload decides (its best metric)
+    assert {p["subject"] for p in claim["parts"]} == {"iscsi-4x1g"} and len(claim["parts"]) == 4
+    assert sum(p["decisive"] for p in claim["parts"]) == 2
     assert all(p["reference"] == "iscsi-1x1g" and p["metric"] in ("iops", "lat_p95_us") for p in claim["parts"])
     assert f"| **{claim['verdict']}** | {claim['figures']} |" in md
