@@ -20,7 +20,7 @@ lint: test-deps
 	.venv/bin/ruff check src tests benchmarks
 
 test: lint
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=15
 
 test-unit: test-deps
 	$(PY) -m pytest -q tests/unit

@@ -69,9 +69,9 @@ def test_exchange_and_emc_are_the_seeds_own_numbers():
     assert {w.name for w in ex.workloads} == {"exchange-heavy", "exchange-double-heavy"}
     lab = LabSpec.model_validate(ex.lab)
     assert (lab.nics_per_host, lab.storage_ports, lab.link.rate) == (4, 4, "1GbE")
-    # quick: links the userspace servers can fill (100 Mbit/s), so one link can be the limit and four not
+    # quick: links the userspace servers can fill (50 Mbit/s), so one link can be the limit and four not
     quick = LabSpec.model_validate(load_builtin("exchange", "quick")[0].lab)
-    assert (quick.nics_per_host, quick.storage_ports, quick.link.rate) == (4, 4, "100mbit")
+    assert (quick.nics_per_host, quick.storage_ports, quick.link.rate) == (4, 4, "50mbit")
     assert {c.name: c.path_policy for c in ex.configurations if c.name.startswith("iscsi")} == \
         {"iscsi-1x1g": "fixed", "iscsi-4x1g": "round-robin"}
     emc, _ = load_builtin("emc-fill-aging", "full")
