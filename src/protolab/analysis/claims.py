@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..metrics import METRICS
-from ..plan.coordinates import Point, point_of
+from ..plan.coordinates import Point
 from ..plan.seed import Claim, SeedFinding
-from .metrics import GETTERS
 from .pairs import mtu_pairs
+from .relative import relative_rows
 from .stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare, decide
 
 REPRODUCED, NOT_REPRODUCED, OPPOSITE = "reproduced", "not reproduced", "opposite"
@@ -110,17 +110,6 @@ def describe(finding: SeedFinding, claim: Claim, baseline: str) -> str:
 
 def _matches(name: str, patterns: list[str]) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
-
-
-def _samples(records: Iterable[Any], metrics: set[str]) -> dict[tuple[str, Point, str], dict[str, list[float]]]:
-    out: dict[tuple[str, Point, str], dict[str, list[float]]] = {}
-    for r in records:
-        cell = out.setdefault((r.workload, point_of(r), r.configuration), {m: [] for m in metrics})
-        for m in metrics:
-            v = GETTERS[m](r)
-            if v is not None:
-                cell[m].append(v)
-    return out
 
 
 def _pairs(finding: SeedFinding, claim: Claim, plan: Any,
@@ -267,7 +256,8 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
         return []
     records = list(records)
     wanted = {m for f in plan.seed_findings for c in f.claims for m in f.claim_metrics(c)}
-    samples = _samples(records, wanted)
+    # each cell's values per repeat, grouped by workload, point and configuration as every table groups them
+    samples = {(r.workload, r.point, r.configuration): r.samples for r in relative_rows(records, plan.baseline, wanted)}
     out = []
     for i, f in enumerate(plan.seed_findings):
         for claim in f.claims:

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from ...analysis.claims import ClaimVerdict, claim_verdicts
+from ..markdown import md_table
 from ..model import ReportData
 from .base import Page, Section
 
 QUOTED = "quoted only (the study states no claim to test)"
+COLUMNS = ("#", "the seed said", "claim tested", "verdict", "figures")
 
 
 def seed_verdicts(data: ReportData) -> list[ClaimVerdict]:
@@ -60,10 +62,6 @@ class SeedModel:
         return sorted(out, key=lambda r: int(r[0]))
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 class SeedSection(Section[SeedModel]):
     name = "seed"
     title = "The seed's claims, tested"
@@ -79,9 +77,8 @@ class SeedSection(Section[SeedModel]):
         out = ["", f"## {self.title}", ""]
         if m.seed:
             out += [f"Seed: {m.seed}.", ""]
-        out += ["| # | the seed said | claim tested | verdict | figures |", "|---|---|---|---|---|"]
-        out += [f"| {n} | {_cell(said)} | {_cell(claim)} | **{verdict}** | {_cell(fig)} |"
-                for n, said, claim, verdict, fig in m.rows()]
+        out.append(md_table(list(COLUMNS), [[n, said.replace("\n", " "), claim, f"**{verdict}**", fig]
+                                            for n, said, claim, verdict, fig in m.rows()], left=list(COLUMNS[1:])))
         reasons = [(v.finding + 1, v.reason) for v in m.verdicts if v.reason]
         if reasons:
             out += [""] + [f"- Claim of finding {n}: {r}" for n, r in reasons]
@@ -94,8 +91,8 @@ class SeedSection(Section[SeedModel]):
         rows = "".join(f'<tr><td>{n}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
                        f'<td class="verdict {escape(verdict.replace(" ", "-"))}"><b>{escape(verdict)}</b></td>'
                        f"<td>{escape(fig)}</td></tr>" for n, said, claim, verdict, fig in m.rows())
-        table = ('<table class="seed"><thead><tr><th>#</th><th>the seed said</th><th>claim tested</th>'
-                 f"<th>verdict</th><th>figures</th></tr></thead><tbody>{rows}</tbody></table>")
+        head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
+        table = f'<table class="seed"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
         reasons = "".join(f"<li>Claim of finding {v.finding + 1}: {escape(v.reason)}</li>" for v in m.verdicts
                           if v.reason)
         reasons = f'<ul class="seed-reasons">{reasons}</ul>' if reasons else ""
