@@ -80,7 +80,7 @@ class FakeMachine:
 
     def roles(self, usage_usec: dict[str, int], wait_usec: dict[str, int], weighted: bool) -> None:
         """Each role's cpu.stat usage and PSI 'some' total (a role left out has no such file), and whether
-        the roles are at the highest weight (the group's harness child exists)."""
+        the roles are at the highest weight (the group's harness child exists and cpu.weight is the highest)."""
         group = self.cgroup_root / f"protolab-{self.group}"
         for role in ROLES:
             (group / role).mkdir(parents=True, exist_ok=True)
@@ -94,6 +94,7 @@ class FakeMachine:
                 elif f.exists():
                     f.unlink()
         harness = group / "harness"
+        (group / "cpu.weight").write_text("10000\n")
         if weighted:
             harness.mkdir(exist_ok=True)
         elif harness.exists():

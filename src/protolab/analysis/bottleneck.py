@@ -7,7 +7,8 @@ bottleneck, named"). On the medians of a cell's repeats, failed windows left out
    softirq) of one core; a server's threads or fio's jobs together of min(threads, cores) cores; this
    run's own CPU of the machine's cores. The role's only worker (one fio job; a thread with ≥ 90 % of its
    process's CPU) counts with its demand, per repeat: its CPU plus its role's wait for a CPU (PSI 'some').
-   Else a role that waited for a CPU ≥ WAIT_SHARE of the window: CPU time it did not get.
+   Else a role that waited for a CPU ≥ WAIT_SHARE of the window: CPU time it did not get. A role whose CPU
+   the configuration capped (cpu_limit) at ≥ CPU_SHARE of its limit comes first: the limit held it.
 3. none: neither, storage- or latency-bound. 4. unknown: no CPU telemetry, or an unmodelled wire.
 Other work is never named: it shows as a role's wait, and a busy machine (> derived.BUSY_OTHER_SHARE
 of it other work) is stated beside the verdict.
@@ -38,7 +39,7 @@ class Usage:
     """One CPU user's median share of one core over a cell's repeats, and where it saturates."""
 
     what: str  # 'tgtd', 'ganesha.nfsd', 'nbdkit', 'fio', 'QEMU', 'softirq', 'machine'
-    scope: str  # 'thread', 'job', 'job mean', 'process', 'core', 'threads', 'jobs', 'cores', 'wait'
+    scope: str  # 'thread', 'job', 'job mean', 'process', 'core', 'threads', 'jobs', 'cores', 'wait', 'limit'
     share: float  # cores busy (1.0 = one core); for 'wait', the share of the window spent waiting for a CPU
     limit: float  # cores at which it counts as saturated
     demand: float | None = None  # share + its role's wait for a CPU (median of the repeats' sums)
@@ -75,6 +76,8 @@ class Bottleneck:
             return f"wire {_pct(self.ceiling_share)} %"
         if self.kind == "cpu" and (h := self.held) is not None:
             waited = h.demand is not None and h.demand - h.share >= 0.005
+            if h.scope == "limit":
+                return f"{self.what} CPU {_pct(h.share / h.limit)} % of its {h.limit:g}-core limit"
             return f"{self.what} CPU{' wait' if h.scope == 'wait' else ''} " \
                 f"{_pct(max(h.share, h.demand or 0) / h.limit)} %{' incl. wait' if waited else ''}"
         return f"{self.kind} (machine busy)" if self.crowded else self.kind
@@ -155,10 +158,16 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
         if t.hypervisor_cpu_s and t.hypervisor_thread.threads > 1:
             out.append(Usage("QEMU", "threads", sum(t.hypervisor_cpu_s.values()) / win,
                              min(t.hypervisor_thread.threads, cores or 1)))
+    named = {k: v for k, v in t.servers_cpu_s.items() if v}
+
+    def who(role: str) -> str:
+        return ROLE_NAMES.get(role) or (max(named, key=lambda k: named[k]) if named else role)
+
+    for role, cap in t.roles_cpu_limit.items():  # a capped role: its CPU against its limit (cpu_limit)
+        if (used := t.roles_cpu_s.get(role)) is not None:
+            out.append(Usage(who(role), "limit", used / win, cap))
     for role, wait in waits.items():
-        named = {k: v for k, v in t.servers_cpu_s.items() if v}
-        who = ROLE_NAMES.get(role) or (max(named, key=lambda k: named[k]) if named else role)
-        out.append(Usage(who, "wait", wait, 1))
+        out.append(Usage(who(role), "wait", wait, 1))
     if t.cores_softirq_s:
         out.append(Usage("softirq", "core", max(t.cores_softirq_s) / win, 1))
     if cores and t.machine_total_s:  # this run's own CPU, and the rest of the machine's busy time (other work),
@@ -172,7 +181,7 @@ def _record_usages(r: CellRecord, untrusted: Collection[str] = ()) -> list[Usage
 
 
 def _rank(u: Usage) -> tuple[int, float]:
-    return ({"wait": 3, "cores": 2}.get(u.scope, 0 if u.scope in SINGLE else 1), -u.share / u.limit)
+    return ({"limit": -1, "wait": 3, "cores": 2}.get(u.scope, 0 if u.scope in SINGLE else 1), -u.share / u.limit)
 
 
 def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wire: bool = True) -> Bottleneck:

@@ -12,6 +12,8 @@ def _usage_text(us: list[Usage]) -> str:
         return f"this run used {pct_span(x.share / x.limit for x in us)} of its {u.limit:g} cores"
     if u.scope == "wait":
         return f"its tasks waited for a core {pct_span(x.share for x in us)} of the window"
+    if u.scope == "limit":
+        return f"{pct_span(x.share / x.limit for x in us)} of the {u.limit:g}-core limit its configuration set"
     if u.what == "softirq":
         return f"one core {pct_span(x.share for x in us)} in softirq"
     if u.scope in SPREAD:
@@ -38,7 +40,8 @@ def cause(group: list[Bottleneck]) -> str:
     if b.kind == "cpu" and b.held is not None:
         held = [x.held for x in group if x.held is not None]
         name = "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
-            else f"CPU time {b.what} did not get" if b.held.scope == "wait" else f"{b.what}'s CPU"
+            else f"CPU time {b.what} did not get" if b.held.scope == "wait" \
+            else f"{b.what}'s CPU limit" if b.held.scope == "limit" else f"{b.what}'s CPU"
         extra = [busiest] if busiest and (b.what == "machine" or b.held.scope == "wait") else []
         inner = "; ".join([_usage_text(held), *extra, *([busy_machine] if busy_machine else [])])
         return f"held by {name} ({inner})" + (f" at {share}" if share else "")

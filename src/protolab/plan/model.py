@@ -84,6 +84,9 @@ class Configuration(_Model):
     path_policy: Literal["fixed", "round-robin"] = Field(
         default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
     )
+    cpu_limit: dict[Literal["servers", "loadgen", "hypervisors"], Annotated[float, Field(gt=0, le=1024)]] = Field(
+        default_factory=dict, description="cap a role's CPU in cores for this configuration's cells (lab or VMs), "
+        "e.g. { servers = 0.5 }: a weaker array controller or load host")
 
     @field_validator("name", mode="before")
     @classmethod
@@ -302,6 +305,10 @@ class Plan(_Model):
         if self.age_steps > 1 and isinstance(self.method.repeats, AdaptiveRepeats):
             raise ValueError("stage.age with adaptive repeats: an aging sequence is one long measurement; "
                              "give method.repeats a number")
+        capped = [c.name for c in self.configurations if c.cpu_limit]
+        if capped and not self.uses_lab() and self.hypervisor is None:
+            raise ValueError(f"configurations {', '.join(capped)}: cpu_limit caps the CPU of the embedded lab's "
+                             "roles; use lab: targets or remove cpu_limit")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"

@@ -92,6 +92,10 @@ class Telemetry(_Record):
     roles_cpu_weight: Literal["highest"] | None = Field(default=None, description="'highest' when the roles (and "
                                                          "protolab) ran at the highest CPU weight the whole window "
                                                          "(method.cpu_priority); None: the machine's default")
+    roles_cpu_limit: dict[str, float] = Field(default_factory=dict, description="per capped role: its CPU limit "
+                                              "in cores the whole window (configuration cpu_limit)")
+    roles_cpu_throttled_s: dict[str, float] = Field(default_factory=dict, description="per capped role: seconds "
+                                                    "its tasks were held back by the limit (cpu.stat)")
     interfaces: dict[str, Traffic] = Field(default_factory=dict, description="'netns/ifname' → counters")
     offloads: dict[str, bool | None] = Field(default_factory=dict, description="segmentation offloads per port")
     storage_ports: list[str] = Field(default_factory=list, description="interfaces on the storage side of the wire")

@@ -230,6 +230,7 @@ class Study:
             if m.restore and not cell.continues:  # an aging sequence's later steps go on with the aged data
                 testbed.restore()
             testbed.set_link(cell.configuration)
+            testbed.set_cpu(cell.configuration)
             hosts = proc.hosts(cell)
             self._hook("ready", cell)
             win, warm = proc.window(cell, hosts, window, seq, session)

@@ -23,7 +23,7 @@ from ..engine.fio import Fio
 from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, check_overwrite, resolve
-from ..errors import ProtolabError
+from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, Plan
 from ..plan.targets import parse_target
 from ..proc import Runner
@@ -150,6 +150,21 @@ class Testbed:
 
     def set_link(self, c: Configuration) -> None:
         """Make the links what configuration ``c`` asks for (nothing to do on real hosts)."""
+
+    def set_cpu(self, c: Configuration) -> None:
+        """Cap the roles' CPU as configuration ``c`` asks (``cpu_limit``), lifting the last configuration's caps."""
+        want = dict(c.cpu_limit)
+        if want == getattr(self, "_cpu", {}):
+            return
+        if self.cgroups is None:
+            raise ToolError(f"configuration {c.name}: cpu_limit needs role cgroups, which this machine does not "
+                            "let protolab make; remove cpu_limit")
+        try:
+            self.cgroups.limit(want)
+        except OSError as e:
+            raise ToolError(f"configuration {c.name}: cpu_limit could not be set ({e.strerror or e}); this machine "
+                            "needs a writable cgroup cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us)") from e
+        self._cpu = want
 
     def snapshot(self) -> None:
         """Keep the targets' state to restore before each cell (only the lab can)."""

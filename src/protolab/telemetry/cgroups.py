@@ -83,15 +83,15 @@ class RoleCgroups:
         weight when it is raised."""
         if self.group is not None:
             (self.path(role) / "cgroup.procs").write_text(f"{pid}\n")
-            if self.priority.kind == "v1":
-                self.priority.join(pid, remember=False)
+            if self.priority.placed:
+                self.priority.join(pid, role, remember=False)
 
     def prioritise(self, harness_pid: int | None = None) -> bool:
         """Raise the roles to the highest CPU weight (telemetry.priority), with ``harness_pid`` (the
         process reading their counters) beside them until ``remove``; False where no weight can be set."""
         if not self.priority.available:
             return False
-        self.priority.raise_(self.pids())
+        self.priority.raise_(self.pids_by_role())
         if harness_pid is not None:
             self.priority.join(harness_pid)
         return True
@@ -107,8 +107,8 @@ class RoleCgroups:
         if self.group is None:
             return full
         procs = [self.path(role) / "cgroup.procs"]
-        if self.priority.kind == "v1" and self.priority.on:  # the weight's group is in another hierarchy
-            procs.append(self.priority.procs_file())
+        if self.priority.placed:  # the weight's and limits' group is in another hierarchy
+            procs.append(self.priority.procs_file(role))
         return ["sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
                 "sh", *map(str, procs), "--", *full]
 
@@ -146,15 +146,27 @@ class RoleCgroups:
 
     def pids(self) -> list[int]:
         """Processes still in any role's cgroup."""
-        found: list[int] = []
+        return [pid for ps in self.pids_by_role().values() for pid in ps]
+
+    def pids_by_role(self) -> dict[str, list[int]]:
+        """Processes still in each role's cgroup."""
+        found: dict[str, list[int]] = {}
         if self.group is None:
             return found
         for role in ROLES:
             try:
-                found += [int(x) for x in (self.path(role) / "cgroup.procs").read_text().split()]
+                found[role] = [int(x) for x in (self.path(role) / "cgroup.procs").read_text().split()]
             except OSError:
                 continue
         return found
+
+    def limit(self, caps: dict[str, float]) -> None:
+        """Cap each role named in ``caps`` at that many cores and lift the caps of the others (telemetry.priority);
+        an OSError where the machine has no cpu controller protolab can write."""
+        pids = self.pids_by_role()
+        for role in ROLES:
+            if caps.get(role) is not None or role in self.priority.limits(ROLES):
+                self.priority.limit(role, caps.get(role), pids)
 
     def remove(self, timeout: float = 2.0) -> list[str]:
         """Remove the role cgroups and the group; processes still inside go back to the root

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..proc import Runner
-from .cgroups import RoleCgroups, RoleCpu, RoleCpuWait
+from .cgroups import ROLES, RoleCgroups, RoleCpu, RoleCpuWait
 from .cpu import MachineCpu, ServerThreads, ServerTrees, Softirq
 from .net import InterfaceTraffic, Offloads, Port
-from .priority import RoleCpuWeight
+from .priority import CpuPriority, RoleCpuLimit, RoleCpuWeight
 from .source import Carries, Fields, Source, lerp
 
 
@@ -45,7 +45,7 @@ class Window:
            clock: Callable[[], float] = time.monotonic, proc: Path = Path("/proc")) -> Window:
         """The machine's CPU and softirq, the storage servers' processes and threads (``server_pids``), the
         interfaces (netns, ifname) and the offload state of ``offload_ports`` (every interface when None), and
-        with ``cgroups`` each role's CPU, its waits for a CPU and whether its weight held."""
+        with ``cgroups`` each role's CPU, its waits for a CPU, whether its weight held and its CPU limit."""
         pids, ifaces = dict(server_pids or {}), list(interfaces or [])
         instant: list[Source[Any]] = [MachineCpu(proc), InterfaceTraffic(runner, ifaces, offload_ports),
                                       ServerTrees(pids, proc)]
@@ -56,6 +56,8 @@ class Window:
             detail.insert(0, RoleCpuWait(cgroups))
             if getattr(cgroups, "priority", None) is not None:  # role cgroups without a weight to claim
                 detail.append(RoleCpuWeight(cgroups.priority))
+            if isinstance(getattr(cgroups, "priority", None), CpuPriority):
+                detail.append(RoleCpuLimit(cgroups.priority, ROLES))
         return cls(instant + detail, clock)
 
     def add(self, source: Source[Any]) -> None:

@@ -275,3 +275,25 @@ def test_findings_one_sentence_per_configuration_and_group_of_load_points():
         "w4k: nbd-1500 was held by the wire (91 % of its ceiling; busiest CPU: nbdkit's busiest thread at 20 % of "
         "a core), at 1×2×4=8."]
     assert {f.kind for f in bottleneck_findings(found, labels, [])} == {"bottleneck"}
+
+
+def test_a_role_at_the_cpu_limit_its_configuration_set_is_held_by_that_limit():
+    def capped(servers_share: float, limit: float = 0.25, **kw) -> CellRecord:
+        r = rec(3000, servers={"nbdkit": servers_share}, threads={"nbdkit": (servers_share, 4)},
+                roles={"servers": servers_share, "loadgen": 0.3}, **kw)
+        t = r.telemetry.model_copy(update={"roles_cpu_limit": {"servers": limit}})
+        return r.model_copy(update={"telemetry": t})
+
+    b = assess([capped(0.24)], CEIL)  # 96 % of its quarter of a core: held, though far from a whole core
+    assert b.kind == "cpu" and b.held == Usage("nbdkit", "limit", pytest.approx(0.24), 0.25)
+    assert b.label == "nbdkit CPU 96 % of its 0.25-core limit"
+    assert cause([b]) == ("held by nbdkit's CPU limit (96 % of the 0.25-core limit its configuration set) at 15 % "
+                          "of the wire's ceiling")
+    # the limit comes first, before a role's wait, and a role under 90 % of its limit holds nothing
+    assert assess([capped(0.24, waits={"loadgen": 0.5})], CEIL).held.scope == "limit"
+    assert assess([capped(0.2)], CEIL).kind == "none"
+    # the load generator's limit is fio's
+    r = rec(3000, job=0.49, jobs=1, roles={"loadgen": 0.49, "servers": 0.1}, servers={"nbdkit": 0.1})
+    r = r.model_copy(update={"telemetry": r.telemetry.model_copy(update={"roles_cpu_limit": {"loadgen": 0.5}})})
+    b = assess([r], CEIL)
+    assert b.held == Usage("fio", "limit", pytest.approx(0.49), 0.5) and b.label == "fio CPU 98 % of its 0.5-core limit"

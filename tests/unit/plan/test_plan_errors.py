@@ -45,6 +45,12 @@ CASES = {
                          ["baseline: missing", 'add baseline = "<configuration name>"', "a, b"]),
     "unknown baseline": (GOOD.replace('baseline = "a"', 'baseline = "fc"'),
                          ["baseline 'fc' is not a configuration", "choose one of: a, b"]),
+    "cpu limit on a path": (GOOD.replace('ioengine = "psync"', 'ioengine = "psync"\ncpu_limit = { servers = 0.5 }'),
+                            ["configurations b: cpu_limit caps the CPU of the embedded lab", "remove cpu_limit"]),
+    "cpu limit of no role": (GOOD.replace('ioengine = "psync"', 'ioengine = "psync"\ncpu_limit = { array = 0.5 }'),
+                             ["configurations[1].cpu_limit", "array", "servers", "loadgen"]),
+    "cpu limit zero": (GOOD.replace('ioengine = "psync"', 'ioengine = "psync"\ncpu_limit = { servers = 0 }'),
+                       ["configurations[1].cpu_limit.servers", "greater than 0"]),
     "invalid toml": (GOOD.replace('name = "a"', 'name = "a'),
                      ["invalid TOML", "line 6", "fix the syntax"]),
 }

@@ -278,3 +278,8 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(tmp_path, text, said):
     with pytest.raises(ProtolabError) as e:
         RunDir.open(tmp_path)
     assert said in str(e.value) and "the run directory is damaged" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_format_4_plan_gains_no_cpu_limit():
+    stored = {"configurations": [{"name": "a", "target": "lab:nbd"}]}
+    assert migrate(stored, 4) == {"configurations": [{"cpu_limit": {}, "name": "a", "target": "lab:nbd"}]}

@@ -38,7 +38,7 @@ def _weighted(cg: RoleCgroups) -> set[int]:
     pr = cg.priority
     if pr.kind == "v2":  # the roles are under the weighted group through their own cgroups
         return set(cg.pids()) | {int(x) for x in pr.procs_file().read_text().split()}
-    return {int(x) for x in pr.procs_file().read_text().split()}
+    return {int(x) for d in pr.group.iterdir() if d.is_dir() for x in (d / "cgroup.procs").read_text().split()}
 
 
 def test_prioritise_moves_the_roles_and_the_harness_and_remove_puts_everything_back():
@@ -197,3 +197,52 @@ def test_a_window_records_the_weight_only_when_it_held_at_both_ends():
     assert busy_note([busy]).endswith("come from their cgroups and hold (they ran at the highest CPU weight: "
                                       "that work had the CPU they left idle)")
     assert "highest" not in busy_note([derive(1000, 0.1, {**t, "roles_cpu_weight": None})])
+
+
+def test_a_v2_limit_sets_cpu_max_of_the_role_and_the_window_records_it_with_the_throttled_time(tmp_path):
+    from protolab.telemetry.priority import RoleCpuLimit
+
+    (tmp_path / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    group = tmp_path / "protolab-x"
+    (group / "servers").mkdir(parents=True)
+    (group / "loadgen").mkdir()
+    (group / "cgroup.subtree_control").write_text("\n")
+    pr = CpuPriority(group, "v2", sys_cgroup=tmp_path / "no-v1")
+    pr.limit("servers", 0.25, {})
+    assert (group / "cgroup.subtree_control").read_text() == "+cpu\n"  # the group enables cpu for its roles
+    assert (group / "servers" / "cpu.max").read_text() == "25000 100000\n"
+    (group / "loadgen" / "cpu.max").write_text("max 100000\n")
+    assert pr.limits(("servers", "loadgen")) == {"servers": 0.25}
+    src = RoleCpuLimit(pr, ("servers", "loadgen"))
+    (group / "servers" / "cpu.stat").write_text("usage_usec 5\nthrottled_usec 1000000\n")
+    a = src.sample()
+    (group / "servers" / "cpu.stat").write_text("usage_usec 9\nthrottled_usec 1750000\n")
+    b = src.sample()
+    assert src.delta(a, b) == {"roles_cpu_limit": {"servers": 0.25}, "roles_cpu_throttled_s": {"servers": 0.75}}
+    pr.limit("servers", None, {})  # lifted: nothing claimed for the next window
+    assert (group / "servers" / "cpu.max").read_text() == "max 100000\n" and src.delta(b, src.sample()) == {}
+    assert src.delta(a, ({"servers": 0.5}, b[1])) == {}  # changed inside the window: not claimed
+
+
+def test_a_real_limit_holds_a_burner_near_its_quota_and_remove_leaves_nothing():
+    cg = _real(f"unitcap{os.getpid()}")
+    cg.create()
+    burner = None
+    try:
+        burner = subprocess.Popen(cg.wrap("servers", ["sh", "-c", "while :; do :; done"]))
+        _wait_in(cg, burner, b"sh")
+        cg.limit({"servers": 0.2})
+        assert cg.priority.limits(("servers", "loadgen")) == {"servers": pytest.approx(0.2)}
+        assert not cg.priority.on  # a limit alone does not raise the weight
+        a = cg.read()["servers"]
+        time.sleep(1.0)
+        used = cg.read()["servers"] - a
+        assert used < 0.2 * 1.0 * 1.5  # a core's worth of spinning held to a fifth (CFS quota, one period's slack)
+        cg.limit({})  # lifted
+        assert cg.priority.limits(("servers",)) == {}
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
+        cg.remove()
+    assert not leftover_groups(f"unitcap{os.getpid()}")
