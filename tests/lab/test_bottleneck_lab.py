@@ -44,3 +44,35 @@ def test_lab_windows_carry_thread_wait_and_softirq_data(workdir, tmp_path):  # n
     assert {k[2] for k in data.bottlenecks} == {"iscsi", "nbd"}
     assert all(b.label for b in data.bottlenecks.values())
     assert len([f for f in data.findings if f.kind == "bottleneck"]) >= 2
+
+
+def test_each_cause_induced_on_purpose_is_the_one_the_report_names(workdir, tmp_path):  # noqa: F811
+    """The wire (a 10 Mbit/s link), the server's CPU (its cgroup capped at a tenth of a core) and the load
+    generator's CPU (capped likewise), each in its own configuration over one NBD export; the uncapped
+    configuration beside them is held by none of these."""
+    text = plan_text(config("free", "lab:nbd") + config("wire", "lab:nbd", 'link = { rate = "10mbit" }')
+                     + config("servers-capped", "lab:nbd", "cpu_limit = { servers = 0.1 }")
+                     + config("loadgen-capped", "lab:nbd", "cpu_limit = { loadgen = 0.1 }"),
+                     workload='"tr3808-4k"', load="streams = 1\noio = 4")
+    rundir = study(text, workdir, tmp_path).run()
+    by = {r.configuration: r for r in rundir.records()}
+    assert by["servers-capped"].telemetry.roles_cpu_limit == {"servers": pytest.approx(0.1)}
+    assert by["loadgen-capped"].telemetry.roles_cpu_limit == {"loadgen": pytest.approx(0.1)}
+    assert not by["free"].telemetry.roles_cpu_limit and not by["wire"].telemetry.roles_cpu_limit  # lifted again
+    assert by["servers-capped"].telemetry.roles_cpu_throttled_s["servers"] > 0
+    # the capped roles used about their tenth of a core: the limit held them, not the machine
+    for name, role in (("servers-capped", "servers"), ("loadgen-capped", "loadgen")):
+        t = by[name].telemetry
+        assert 0.08 <= t.roles_cpu_s[role] / t.elapsed_s <= 0.12, (name, t.roles_cpu_s, t.elapsed_s)
+    assert by["free"].result.iops > 2 * max(by[n].result.iops for n in ("wire", "servers-capped", "loadgen-capped"))
+    data = tables.build(rundir.manifest(), rundir.records())
+    held = {k[2]: b for k, b in data.bottlenecks.items()}
+    assert held["wire"].kind == "wire", held["wire"]
+    assert (held["servers-capped"].kind, held["servers-capped"].what, held["servers-capped"].held.scope) == \
+        ("cpu", "nbdkit", "limit"), held["servers-capped"]
+    assert (held["loadgen-capped"].kind, held["loadgen-capped"].what, held["loadgen-capped"].held.scope) == \
+        ("cpu", "fio", "limit"), held["loadgen-capped"]
+    assert held["free"].kind != "wire" and (held["free"].held is None or held["free"].held.scope != "limit")
+    said = {f.configurations[0]: f.text for f in data.findings if f.kind == "bottleneck"}
+    assert "held by nbdkit's CPU limit" in said["servers-capped"] and "0.1-core limit" in said["servers-capped"]
+    assert "held by fio's CPU limit" in said["loadgen-capped"] and "held by the wire" in said["wire"]
