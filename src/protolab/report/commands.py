@@ -115,7 +115,10 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     return {
         "run": str(rundir.path), "report": str(path), "baseline": data.baseline,
         "findings": [{"kind": f.kind, "text": f.text, "metric": f.metric, "workload": f.workload,
-                      "configurations": list(f.configurations)} for f in data.findings],
+                      "configurations": list(f.configurations),
+                      # beside a "no clear difference": the smallest difference it could have detected (80 % power)
+                      "detectable": [{"metric": k, "low_pct": lo, "high_pct": hi, "alpha_low": a_lo, "alpha_high": a_hi}
+                                     for k, lo, hi, a_lo, a_hi in f.detectable]} for f in data.findings],
         "rows": [{"workload": r.workload, "point": dict(r.point.coords), "load": r.load_label,
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],

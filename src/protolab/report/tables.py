@@ -283,9 +283,9 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 def write_csvs(data: ReportData, folder: Path) -> list[Path]:
     """tables/<chart id>.csv for every chart, summary.csv and findings.csv; returns the paths written."""
     written = []
-    for name, rows in [("summary", absolute_rows(data)),
-                       ("findings", [{"kind": f.kind, "metric": f.metric, "workload": f.workload, "text": f.text}
-                                     for f in data.findings])] + [(c.id, c.table) for c in data.charts]:
+    found = [{"kind": f.kind, "metric": f.metric, "workload": f.workload, "text": f.text,
+              "detectable %": f.detectable_pct} for f in data.findings]  # beside a "no clear difference"
+    for name, rows in [("summary", absolute_rows(data)), ("findings", found)] + [(c.id, c.table) for c in data.charts]:
         if rows:
             path = folder / f"{name}.csv"
             atomic_write(path, to_csv(rows))
