@@ -122,6 +122,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "rows": [{"workload": r.workload, "point": dict(r.point.coords), "load": r.load_label,
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],
+        "summary": summary_json(data),
         "claims": [{"finding": v.finding + 1, "said": v.said, "claim": v.claim, "verdict": v.verdict,
                     "figures": v.figures, "reason": v.reason,
                     "parts": [{"workload": p.workload, "point": p.point, "subject": p.subject, "reference": p.reference,
@@ -130,6 +131,20 @@ def report_json(rundir: RunDir, path: Path) -> dict:
                               for p in (*v.parts, *v.others)]}
                    for v in seed_verdicts(data)],
     }
+
+
+def summary_json(data) -> dict:
+    """The summary as data: per workload its matrix (every cell's state, figures and load points), and the
+    headlines with what each stands on."""
+    import dataclasses
+
+    def row(r) -> dict:
+        return {"configuration": r.configuration, "baseline": r.baseline, "held back by": r.bottleneck,
+                "cells": {k: dataclasses.asdict(c) for k, c in r.cells.items()}}
+
+    return {"matrix": [{"workload": m.workload, "baseline": m.baseline, "metrics": m.metrics, "loads": m.loads,
+                        "rows": [row(r) for r in m.rows]} for m in data.matrices],
+            "headlines": [dataclasses.asdict(h) for h in data.headlines]}
 
 
 def print_summary(rundir: RunDir, console: Console | None = None) -> None:

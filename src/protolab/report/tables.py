@@ -15,7 +15,9 @@ from ..analysis.bottleneck import bottlenecks
 from ..analysis.bottleneck_words import bottleneck_findings
 from ..analysis.derived import busy_note, figures
 from ..analysis.findings import METRICS, TABLE_ONLY, findings, measured_metrics, study_rows, verdicts
+from ..analysis.headlines import headlines
 from ..analysis.pairs import pair_findings
+from ..analysis.summary import matrices
 from ..analysis.wire import ceiling
 from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
@@ -241,6 +243,9 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
     data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.point): r.load_label
                                                             for r in data.rows}, data.configurations)
+    data.matrices = matrices(data.workloads, data.rows, data.verdicts, data.bottlenecks, baseline,
+                             data.configurations, rel_metrics)
+    data.headlines = headlines(data.matrices)
     busy = busy_note([figures(r) for r in records])
     if busy:
         data.notes["busy"] = busy
