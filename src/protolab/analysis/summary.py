@@ -134,7 +134,8 @@ def _baseline_cell(metric: str, rows: list[Row]) -> Cell:
     vals = [r.values.get(metric) for r in rows if r.values.get(metric) is not None]
     if not vals:
         return Cell(NONE, None)
-    return Cell(BASELINE, median(vals), min(vals) if len(vals) > 1 else None, max(vals) if len(vals) > 1 else None)
+    spread = min(vals) != max(vals)
+    return Cell(BASELINE, median(vals), min(vals) if spread else None, max(vals) if spread else None)
 
 
 def _bottleneck(found: dict[tuple[str, Point, str], Any], workload: str, configuration: str,
