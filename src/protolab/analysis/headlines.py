@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..metrics import METRICS
 from .findings import pct
 from .stats import HIGHER, LOWER
-from .summary import MIXED, SAME, Cell, Matrix, PointCall
+from .summary import MIXED, SAME, UNTESTED, Cell, Matrix, PointCall
 
 MOST = 10
 
@@ -128,7 +128,13 @@ def _held(m: Matrix) -> Headline | None:
 
 
 def _nothing_called(m: Matrix) -> Headline:
-    seen = [c.detectable for r in m.rows for c in r.cells.values() if c.state == SAME and c.detectable is not None]
+    cells = [c for r in m.rows if not r.baseline for c in r.cells.values()]
+    if not any(c.state == SAME for c in cells):  # nothing tested: never said as "no difference"
+        whys = list(dict.fromkeys(c.why for c in cells if c.state == UNTESTED and c.why))
+        return Headline(f"{m.workload}: no comparison with {m.baseline} could be tested"
+                        + (f" ({'; '.join(whys)})." if whys else "."), "none", (m.workload,),
+                        tuple(r.configuration for r in m.rows if not r.baseline))
+    seen = [c.detectable for c in cells if c.state == SAME and c.detectable is not None]
     could = (f" (the smallest difference it could have detected, 80 % power: {_span(min(seen), max(seen))})"
              if seen else "")
     return Headline(f"{m.workload}: no difference from {m.baseline} was called in any metric{could}.", "none",

@@ -95,3 +95,9 @@ def test_a_workload_where_nothing_was_called_says_so_with_what_it_could_have_see
     assert h.kind == "none"
     assert h.text == ("w: no difference from base was called in any metric (the smallest difference it could have "
                       "detected, 80 % power: 7.0–12 %).")
+
+
+def test_a_workload_where_nothing_could_be_tested_never_reads_as_no_difference():
+    rs, vs = study("w", {"a": [v(NOT_TESTED, 0.5, 0.4, 0.6)] * 3})
+    [h] = headlines([matrix("w", rs, vs, {}, "base", ["base", "a"], ["iops"])])
+    assert h.text == "w: no comparison with base could be tested (2 repeats; 3 needed)."
