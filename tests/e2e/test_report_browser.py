@@ -184,3 +184,37 @@ def test_page_reports_its_own_script_errors(real_run, tmp_path):
     assert dom.root_attrs.get("data-errors") == "1"
     assert "noSuchFunction is not defined" in dom_text
     assert any("Uncaught ReferenceError" in line for line in log.splitlines())
+
+
+_FIRST_SCREEN = """<script>
+window.addEventListener("load", function () {
+  var m = document.querySelector(".matrix"), r = m ? m.getBoundingClientRect() : null;
+  document.documentElement.setAttribute("data-matrix", r ? [r.top, r.bottom].join(",") : "none");
+  document.documentElement.setAttribute("data-height", String(window.innerHeight));
+});
+</script></body>"""
+
+
+def test_the_summary_matrix_is_on_the_first_screen_at_1280_by_800(real_run, tmp_path):
+    """report.html opens with the summary: laid out by Chromium at 1280×800 the matrix's top and bottom lie within
+    the first screen; a screenshot of that screen is kept in the test's folder."""
+    page = real_run / "report-1280.html"
+    page.write_text((real_run / "report.html").read_text().replace("</body>", _FIRST_SCREEN, 1))
+    try:
+        dom_text, _ = chromium_dom(page, tmp_path / "profile", "--window-size=1280,800")
+    finally:
+        page.unlink()
+    root = Dom()
+    root.feed(dom_text)
+    top, bottom = (float(x) for x in root.root_attrs["data-matrix"].split(","))
+    height = int(root.root_attrs["data-height"])
+    assert 0 < top < bottom <= height <= 800, (top, bottom, height)
+    assert dom_text.index('id="summary"') < dom_text.index('id="findings"')
+    shot = tmp_path / "first-screen.png"
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           f"--user-data-dir={tmp_path / 'profile2'}", "--window-size=1280,800",
+                           f"--screenshot={shot}", (real_run / "report.html").as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(shot.read_bytes()[16:20], "big") == 1280  # PNG width
+    assert int.from_bytes(shot.read_bytes()[20:24], "big") == 800  # and height: the first screen

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .detectable import welch_se_df
 from .stats import _BOOTSTRAP_RESAMPLES, MIN_REPEATS, Comparison, _as_array, _t_sf, test_p, tost_log_p
 
 
@@ -46,7 +47,7 @@ def compare_many(
         base = np.stack([arrays[i][0] for i in idx])
         other = np.stack([arrays[i][1] for i in idx])
         med_b, med_o = np.median(base, axis=1), np.median(other, axis=1)
-        p, p_eq = _tests(base, other, test, noise)
+        p, p_eq, se, df = _tests(base, other, test, noise)
         rng = np.random.default_rng(seed)
         # the draws of `compare` (positions in each sorted sample); a resample's median is the value at the
         # middle drawn position(s), so one sort of the draws serves every pair of these sizes
@@ -82,7 +83,8 @@ def compare_many(
             mb, mo = float(med_b[k]), float(med_o[k])
             if mb == 0.0:
                 nan = math.nan
-                out[i] = Comparison(nan, nan, nan, float(p[k]), nb, no, mb, mo, labels[i], test, float(p_eq[k]))
+                out[i] = Comparison(nan, nan, nan, float(p[k]), nb, no, mb, mo, labels[i], test, float(p_eq[k]),
+                                    float(se[k]), float(df[k]))
                 continue
             if finite[k]:
                 lo, hi = bounds[0][k], bounds[1][k]
@@ -93,17 +95,19 @@ def compare_many(
                     r = boot_o / boot_b
                 lo, hi = np.percentile(r[np.isfinite(r)], [tail, 100.0 - tail])
             out[i] = Comparison(mo / mb, float(lo), float(hi), float(p[k]), nb, no, mb, mo, labels[i], test,
-                                float(p_eq[k]))
+                                float(p_eq[k]), float(se[k]), float(df[k]))
     return out  # type: ignore[return-value]
 
 
-def _tests(base: np.ndarray, other: np.ndarray, test: str, noise: float) -> tuple[np.ndarray, np.ndarray]:
-    """(test p, TOST p) for each row of equal-sized samples; rows the vector path cannot take use the scalar one."""
+def _tests(base: np.ndarray, other: np.ndarray, test: str,
+           noise: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(test p, TOST p, Welch's log se and df) for each row of equal-sized samples; rows the vector path cannot
+    take use the scalar one (se and df: NaN where Welch on log values was not the test)."""
     k, nb = base.shape
     no = other.shape[1]
     p, p_eq = np.ones(k), np.ones(k)
     if min(nb, no) < MIN_REPEATS:
-        return p, p_eq
+        return p, p_eq, np.full(k, np.nan), np.full(k, np.nan)
     positive = (base > 0).all(axis=1) & (other > 0).all(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         lx, ly = np.log(np.where(positive[:, None], base, 1.0)), np.log(np.where(positive[:, None], other, 1.0))
@@ -126,4 +130,6 @@ def _tests(base: np.ndarray, other: np.ndarray, test: str, noise: float) -> tupl
             p_eq[i] = float(eq_vec[i])
         else:
             p_eq[i] = tost_log_p(base[i], other[i], noise)
-    return p, p_eq
+    w_se, w_df = welch_se_df(lx, ly)
+    welch = positive & (test == "welch")
+    return p, p_eq, np.where(welch, w_se, np.nan), np.where(welch, w_df, np.nan)

@@ -39,9 +39,7 @@ def cause(group: list[Bottleneck]) -> str:
                     "with other work") if crowd else ""
     if b.kind == "cpu" and b.held is not None:
         held = [x.held for x in group if x.held is not None]
-        name = "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
-            else f"CPU time {b.what} did not get" if b.held.scope == "wait" \
-            else f"{b.what}'s CPU limit" if b.held.scope == "limit" else f"{b.what}'s CPU"
+        name = held_by(b)
         extra = [busiest] if busiest and (b.what == "machine" or b.held.scope == "wait") else []
         inner = "; ".join([_usage_text(held), *extra, *([busy_machine] if busy_machine else [])])
         return f"held by {name} ({inner})" + (f" at {share}" if share else "")
@@ -51,6 +49,35 @@ def cause(group: list[Bottleneck]) -> str:
         return "held by neither the wire nor a CPU" + (f" ({context})" if context else "") + \
             ": storage- or latency-bound" + tail
     return f"held by something not known ({b.reason}" + (f"; {context})" if context else ")") + tail
+
+
+def held_by(b: Bottleneck) -> str:
+    """What held a cell, in the findings' words and without figures: 'the wire', "tgtd's CPU", 'kernel softirq',
+    'CPU time fio did not get', 'neither the wire nor a CPU', 'something not known'."""
+    if b.kind == "wire":
+        return "the wire"
+    if b.kind == "cpu" and b.held is not None:
+        return "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
+            else f"CPU time {b.what} did not get" if b.held.scope == "wait" \
+            else f"{b.what}'s CPU limit" if b.held.scope == "limit" else f"{b.what}'s CPU"
+    return "neither the wire nor a CPU" if b.kind == "none" else "something not known"
+
+
+def short_cause(group: list[Bottleneck]) -> str:
+    """One or several cells of one group (`group_key`) in a few words: 'the wire (93–97 % of its ceiling)',
+    "tgtd's CPU (95–97 %)", 'neither the wire nor a CPU', 'something not known (no CPU telemetry)'."""
+    b = group[0]
+    if b.kind == "wire":
+        ceils = [x.ceiling_share for x in group if x.ceiling_share is not None]
+        return f"the wire ({pct_span(ceils)} of its ceiling)" if ceils else "the wire"
+    if b.kind == "cpu" and b.held is not None:
+        held = [x.held for x in group if x.held is not None]
+        if b.held.scope == "wait":
+            return f"{held_by(b)} (waited {pct_span(u.share for u in held)} of the window)"
+        if b.held.scope == "limit":
+            return f"{held_by(b)} ({pct_span(u.share / u.limit for u in held)} of {b.held.limit:g} core)"
+        return f"{held_by(b)} ({pct_span(max(u.share, u.demand or 0) / u.limit for u in held)})"
+    return held_by(b) + (f" ({b.reason})" if b.kind == "unknown" and b.reason else "")
 
 
 def group_key(b: Bottleneck) -> tuple:

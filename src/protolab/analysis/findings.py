@@ -7,11 +7,13 @@ covers several load points, the headline is the median of their ratios and the
 interval in brackets spans all of their intervals (the most cautious reading).
 
 Corrections for multiple comparisons are made per metric, over the whole matrix of
-workloads × load points × configurations (one family per metric).
+workloads × load points × configurations (one family per metric). Beside every "no clear
+difference" stands the smallest difference this run could have detected (analysis.detectable).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Iterable
@@ -90,6 +92,32 @@ class Finding:
     metric: str = ""
     workload: str = ""
     configurations: tuple[str, ...] = field(default_factory=tuple)
+    #: beside a "no clear difference": per metric, (metric, smallest detectable % low, high, tested α low, high)
+    #: over the comparisons it covers (analysis.detectable)
+    detectable: tuple[tuple[str, float, float, float, float], ...] = ()
+
+    @property
+    def detectable_pct(self) -> float | None:
+        """The size every comparison of this finding could have detected with 80 % power (the largest of them)."""
+        return max((d[2] for d in self.detectable), default=None)
+
+
+def seen(metric: str, vs: Iterable[Verdict]) -> tuple[tuple[str, float, float, float, float], ...]:
+    """(metric, detectable % low, high, tested α low, high) of the "no clear difference" verdicts among ``vs``."""
+    got = [v for v in vs if v.verdict == NO_CLEAR_DIFFERENCE and math.isfinite(v.detectable)]
+    if not got:
+        return ()
+    return ((metric, 100 * min(v.detectable for v in got), 100 * max(v.detectable for v in got),
+             min(v.alpha_tested for v in got), max(v.alpha_tested for v in got)),)
+
+
+def detectable_words(entries: Iterable[tuple[str, float, float, float, float]], *, named: bool) -> str:
+    """'12 %', '12–15 %', or per metric 'IOPS 12 %, average service time 30–41 %' (``named``)."""
+    parts = []
+    for key, lo, hi, _, _ in entries:
+        span = f"{pct(lo)} %" if pct(lo) == pct(hi) else f"{pct(lo)}–{pct(hi)} %"
+        parts.append(f"{METRICS[key].noun} {span}" if named else span)
+    return ", ".join(parts)
 
 
 def pct(v: float) -> str:
@@ -139,15 +167,19 @@ def _difference_findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str,
                 quiet.append(c)
             continue
         rest = [li for li, v in mine.items() if v.verdict == NO_CLEAR_DIFFERENCE]
+        could = seen(m.key, [mine[li] for li in rest])
         tail = ("; no clear difference " + where_loads([labels[(workload, li)] for li in rest], len(loads))
+                + (f" (could have detected {detectable_words(could, named=False)})" if could else "")
                 if rest else "")
         skipped = [li for li, v in mine.items() if v.verdict == NOT_TESTED]
         tail += ("; not tested " + where_loads([labels[(workload, li)] for li in skipped], len(loads))
                  if skipped else "")
         out.append(Finding("difference", f"{workload}: {c} had " + "; and ".join(parts) + tail + ".",
-                           m.key, workload, (c,)))
-    if quiet:
-        out.append(Finding(_QUIET, "", m.key, workload, tuple(quiet)))  # merged across metrics later
+                           m.key, workload, (c,), could))
+    if quiet:  # merged across metrics later
+        out.append(Finding(_QUIET, "", m.key, workload, tuple(quiet),
+                           seen(m.key, [vs[(m.key, workload, li, c)] for c in quiet for li in loads
+                                        if (m.key, workload, li, c) in vs])))
     if untested:
         why = " (the baseline has no value to compare with)"
         sizes = [min(len(a), len(b)) for a, b in _sample_pairs(rows, baseline, m.key, workload, untested) if a and b]
@@ -213,17 +245,21 @@ def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: It
 def _merge_quiet(found: list[Finding], workload: str, baseline: str) -> list[Finding]:
     """One "no clear difference" sentence per workload and set of configurations, naming all its metrics."""
     keep = [f for f in found if f.kind not in (_QUIET, _UNTESTED)]
-    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+    groups: dict[tuple[str, tuple[str, ...], str], list[Finding]] = {}
     for f in found:
         if f.kind in (_QUIET, _UNTESTED):
-            groups.setdefault((f.kind, f.configurations, f.text), []).append(f.metric)
-    for (kind, configs, why), keys in groups.items():
+            groups.setdefault((f.kind, f.configurations, f.text), []).append(f)
+    for (kind, configs, why), fs in groups.items():
+        keys = [f.metric for f in fs]
         nouns = [METRICS[k].noun for k in keys]
         what = nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " or " + nouns[-1]
         if kind == _QUIET:
+            could = tuple(d for f in fs for d in f.detectable)
+            said = (f" (smallest difference this run could have detected with 80 % power: "
+                    f"{detectable_words(could, named=len(keys) > 1)})" if could else "")
             keep.append(Finding("no clear difference", f"{workload}: no clear difference in {what} between "
-                                f"{baseline} and {', '.join(configs)} at any load point.", ",".join(keys),
-                                workload, configs))
+                                f"{baseline} and {', '.join(configs)} at any load point{said}.", ",".join(keys),
+                                workload, configs, could))
         else:
             keep.append(Finding("not tested", f"{workload}: {what} of {', '.join(configs)} against {baseline}: "
                                 f"not tested{why}.", ",".join(keys), workload, configs))

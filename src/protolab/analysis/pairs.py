@@ -16,7 +16,16 @@ from typing import Any, Iterable
 
 from ..metrics import METRICS as REGISTRY
 from .batch import compare_many
-from .findings import MAX_NAMED_LOADS, METRICS, TABLE_ONLY, Finding, pct, where_loads  # noqa: F401
+from .findings import (  # noqa: F401
+    MAX_NAMED_LOADS,
+    METRICS,
+    TABLE_ONLY,
+    Finding,
+    detectable_words,
+    pct,
+    seen,
+    where_loads,
+)
 from .relative import Row
 from .stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 
@@ -78,18 +87,18 @@ def pair_findings(rows: list[Row], plan: Any, metrics: Iterable[str] = PAIR_METR
         comps = compare_many(samples, labels=[f"{k[1]} vs {k[0]}" for k in keys], noise=noise)
         if not comps:
             continue
-        more, less, noun = REGISTRY[metric].more, REGISTRY[metric].less, REGISTRY[metric].noun
         grouped: dict[tuple, list[tuple[int, str, Any]]] = {}
         for (a, b, ma, mb, w, li, label), v in zip(keys, decide(comps, alpha=alpha, noise=noise)):
             grouped.setdefault((a, b, ma, mb, w), []).append((li, label, v))
         for (a, b, ma, mb, w), found in grouped.items():
-            out.append(Finding("pair", _sentence(a, b, ma, mb, w, found, more, less, noun, noise), metric, w, (a, b)))
+            out.append(Finding("pair", _sentence(a, b, ma, mb, w, found, metric, noise), metric, w, (a, b),
+                               seen(metric, [v for _, _, v in found if not v.equivalent])))
     return out
 
 
-def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, less: str, noun: str,
-              noise: float) -> str:
+def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, metric: str, noise: float) -> str:
     """One sentence for a pair, workload and metric over all its load points."""
+    more, less, noun = REGISTRY[metric].more, REGISTRY[metric].less, REGISTRY[metric].noun
     total = len(found)
     head = (f"{w}: at {found[0][1]}, " if total == 1 else f"{w}: ") + f"MTU {mb} ({b}) against MTU {ma} ({a}):"
     parts, tails = [], []
@@ -108,6 +117,7 @@ def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, 
     untested = [(label, v) for _, label, v in found if v.verdict == NOT_TESTED and v.ratio == v.ratio]
     within = [label for _, label, v in found if v.verdict not in (HIGHER, LOWER, NOT_TESTED) and v.equivalent]
     quiet = [label for _, label, v in found if v.verdict not in (HIGHER, LOWER, NOT_TESTED) and not v.equivalent]
+    could = seen(metric, [v for _, _, v in found if not v.equivalent])
     single = total == 1
     if zero:
         tails.append(f"{noun} not tested (MTU {ma} has no value to compare with)" +
@@ -120,5 +130,6 @@ def _sentence(a: str, b: str, ma: int, mb: int, w: str, found: list, more: str, 
         tails.append(f"{noun} within ±{100 * noise:.0f} % (equivalence test)" +
                      ("" if single else f" {where_loads(within, total)}"))
     if quiet:
-        tails.append(f"no clear difference in {noun}" + ("" if single else f" {where_loads(quiet, total)}"))
+        tails.append(f"no clear difference in {noun}" + ("" if single else f" {where_loads(quiet, total)}")
+                     + (f" (could have detected {detectable_words(could, named=False)})" if could else ""))
     return f"{head} " + "; ".join(parts + tails) + "."

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from .detectable import as_percent, family_alpha, smallest_detectable, welch_se_df
+
 HIGHER = "higher"
 LOWER = "lower"
 NO_CLEAR_DIFFERENCE = "no clear difference"
@@ -76,6 +78,8 @@ class Comparison:
     label: str = ""
     test: str = "welch"
     p_equivalence: float = 1.0  # TOST p that the ratio lies within the noise band; 1 when not testable
+    log_se: float = math.nan  # Welch's standard error of the log medians' shift (analysis.detectable); NaN: no test
+    log_df: float = math.nan  # and its degrees of freedom
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,10 @@ class Verdict:
     reason: str
     equivalent: bool = False  # the equivalence test (TOST at the noise band, corrected) says "within the band"
     n_min: int = 0  # repeats on the smaller side
+    #: "no clear difference" only: the smallest difference (a fraction, never below the noise band) this test
+    #: could have called with 80 % power, and the corrected α it was tested at (analysis.detectable)
+    detectable: float = math.nan
+    alpha_tested: float = math.nan
 
     @property
     def interval_name(self) -> str:
@@ -246,9 +254,13 @@ def compare(
     med_b, med_o = float(np.median(base)), float(np.median(other))
     p = test_p(base, other, test)
     p_eq = tost_log_p(base, other, noise)
+    se = df = math.nan
+    if test == "welch" and min(base.size, other.size) >= MIN_REPEATS and (base > 0).all() and (other > 0).all():
+        se_, df_ = welch_se_df(np.log(base)[None, :], np.log(other)[None, :])
+        se, df = float(se_[0]), float(df_[0])
     if med_b == 0.0:
         nan = math.nan
-        return Comparison(nan, nan, nan, p, base.size, other.size, med_b, med_o, label, test, p_eq)
+        return Comparison(nan, nan, nan, p, base.size, other.size, med_b, med_o, label, test, p_eq, se, df)
     rng = np.random.default_rng(seed)
     # resampling a sorted copy is the same bootstrap; it lets `compare_many` read each resample's median
     # from the drawn positions alone, and so give exactly these numbers
@@ -260,7 +272,7 @@ def compare(
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(ratios, [tail, 100.0 - tail])
     return Comparison(med_o / med_b, float(lo), float(hi), p, base.size, other.size, med_b, med_o, label, test,
-                      p_eq)
+                      p_eq, se, df)
 
 
 def adjust_p(p_values: Sequence[float], method: str = "holm") -> list[float]:
@@ -301,9 +313,12 @@ def decide(
     """
     adjusted = adjust_p([c.p_value for c in comparisons], method)
     adjusted_eq = adjust_p([c.p_equivalence for c in comparisons], method)
+    tested_at = family_alpha(adjusted, alpha, method)
+    seen = as_percent(smallest_detectable([c.log_se for c in comparisons], [c.log_df for c in comparisons],
+                                          tested_at), noise) / 100.0
     band_lo, band_hi = 1.0 - noise, 1.0 + noise
     verdicts = []
-    for c, p_adj, p_eq in zip(comparisons, adjusted, adjusted_eq):
+    for c, p_adj, p_eq, mdd in zip(comparisons, adjusted, adjusted_eq, seen):
         where = f"ratio {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
         test = f"p = {c.p_value:.3g}, {method}-corrected {p_adj:.3g} over {len(comparisons)}"
         n_min = min(c.n_base, c.n_other)
@@ -327,8 +342,10 @@ def decide(
         else:
             call = NO_CLEAR_DIFFERENCE
             reason = f"{where} overlaps the ±{noise:.0%} noise band, although {test}"
+        quiet = call == NO_CLEAR_DIFFERENCE and math.isfinite(mdd)
         verdicts.append(Verdict(c.label, call, c.ratio, c.ci_low, c.ci_high, c.p_value, p_adj, reason,
-                                equivalent, n_min))
+                                equivalent, n_min, float(mdd) if quiet else math.nan,
+                                tested_at if quiet else math.nan))
     return verdicts
 
 

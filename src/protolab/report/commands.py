@@ -115,10 +115,14 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     return {
         "run": str(rundir.path), "report": str(path), "baseline": data.baseline,
         "findings": [{"kind": f.kind, "text": f.text, "metric": f.metric, "workload": f.workload,
-                      "configurations": list(f.configurations)} for f in data.findings],
+                      "configurations": list(f.configurations),
+                      # beside a "no clear difference": the smallest difference it could have detected (80 % power)
+                      "detectable": [{"metric": k, "low_pct": lo, "high_pct": hi, "alpha_low": a_lo, "alpha_high": a_hi}
+                                     for k, lo, hi, a_lo, a_hi in f.detectable]} for f in data.findings],
         "rows": [{"workload": r.workload, "point": dict(r.point.coords), "load": r.load_label,
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],
+        "summary": summary_json(data),
         "claims": [{"finding": v.finding + 1, "said": v.said, "claim": v.claim, "verdict": v.verdict,
                     "figures": v.figures, "reason": v.reason,
                     "parts": [{"workload": p.workload, "point": p.point, "subject": p.subject, "reference": p.reference,
@@ -127,6 +131,20 @@ def report_json(rundir: RunDir, path: Path) -> dict:
                               for p in (*v.parts, *v.others)]}
                    for v in seed_verdicts(data)],
     }
+
+
+def summary_json(data) -> dict:
+    """The summary as data: per workload its matrix (every cell's state, figures and load points), and the
+    headlines with what each stands on."""
+    import dataclasses
+
+    def row(r) -> dict:
+        return {"configuration": r.configuration, "baseline": r.baseline, "held back by": r.bottleneck,
+                "cells": {k: dataclasses.asdict(c) for k, c in r.cells.items()}}
+
+    return {"matrix": [{"workload": m.workload, "baseline": m.baseline, "metrics": m.metrics, "loads": m.loads,
+                        "rows": [row(r) for r in m.rows]} for m in data.matrices],
+            "headlines": [dataclasses.asdict(h) for h in data.headlines]}
 
 
 def print_summary(rundir: RunDir, console: Console | None = None) -> None:

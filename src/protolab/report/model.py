@@ -78,6 +78,8 @@ class ReportData:
     cells: dict[tuple[str, Point, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
     bottlenecks: dict[tuple[str, Point, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
     trends: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (w, config) → each long run's Trend
+    matrices: list[Any] = field(default_factory=list)  # analysis.summary.Matrix per workload
+    headlines: list[Any] = field(default_factory=list)  # analysis.headlines.Headline, best first
     alpha: float = 0.05  # the significance level and noise band the verdicts were called with
     noise: float = 0.02
 

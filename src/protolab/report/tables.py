@@ -15,7 +15,9 @@ from ..analysis.bottleneck import bottlenecks
 from ..analysis.bottleneck_words import bottleneck_findings
 from ..analysis.derived import busy_note, figures
 from ..analysis.findings import METRICS, TABLE_ONLY, findings, measured_metrics, study_rows, verdicts
+from ..analysis.headlines import headlines
 from ..analysis.pairs import pair_findings
+from ..analysis.summary import matrices
 from ..analysis.wire import ceiling
 from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
@@ -241,6 +243,9 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
     data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.point): r.load_label
                                                             for r in data.rows}, data.configurations)
+    data.matrices = matrices(data.workloads, data.rows, data.verdicts, data.bottlenecks, baseline,
+                             data.configurations, rel_metrics)
+    data.headlines = headlines(data.matrices)
     busy = busy_note([figures(r) for r in records])
     if busy:
         data.notes["busy"] = busy
@@ -283,9 +288,9 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 def write_csvs(data: ReportData, folder: Path) -> list[Path]:
     """tables/<chart id>.csv for every chart, summary.csv and findings.csv; returns the paths written."""
     written = []
-    for name, rows in [("summary", absolute_rows(data)),
-                       ("findings", [{"kind": f.kind, "metric": f.metric, "workload": f.workload, "text": f.text}
-                                     for f in data.findings])] + [(c.id, c.table) for c in data.charts]:
+    found = [{"kind": f.kind, "metric": f.metric, "workload": f.workload, "text": f.text,
+              "detectable %": f.detectable_pct} for f in data.findings]  # beside a "no clear difference"
+    for name, rows in [("summary", absolute_rows(data)), ("findings", found)] + [(c.id, c.table) for c in data.charts]:
         if rows:
             path = folder / f"{name}.csv"
             atomic_write(path, to_csv(rows))

@@ -90,6 +90,13 @@ def test_within_sentence_needs_the_equivalence_test():
     found = findings(rows, vs, "base", ["iops"])
     assert not [f for f in found if f.kind == "within"]
     assert [f.kind for f in found] == ["no clear difference"]
+    # it says what it could have seen: the verdict's smallest detectable difference at its corrected α
+    [v] = vs.values()
+    assert v.alpha_tested == 0.05 and 0.08 < v.detectable < 0.6  # one comparison: α itself; 8 % noise, 4 repeats
+    assert found[0].text.endswith(f"(smallest difference this run could have detected with 80 % power: "
+                                  f"{100 * v.detectable:.0f} %).")
+    assert found[0].detectable == (("iops", 100 * v.detectable, 100 * v.detectable, 0.05, 0.05),)
+    assert found[0].detectable_pct == 100 * v.detectable
 
 
 def test_two_repeats_are_not_tested_and_say_so():
@@ -122,7 +129,8 @@ def test_mixed_load_points_name_where_the_difference_was_called():
     assert vs[("iops", "w4k", at(0), "x")].verdict == NO_CLEAR_DIFFERENCE
     assert vs[("iops", "w4k", at(1), "x")].verdict == HIGHER
     text = next(f.text for f in findings(rows, vs, "base", ["iops"]) if f.kind == "difference")
-    assert "more IOPS than base at 1×2×4=8; no clear difference at 1×1×4=4." in text
+    # beside the "no clear difference": identical repeats, so only the ±2 % noise band limits what could be seen
+    assert "more IOPS than base at 1×2×4=8; no clear difference at 1×1×4=4 (could have detected 2.0 %)." in text
     assert "every load point" not in text
 
 

@@ -10,7 +10,8 @@ import pytest
 from protolab.analysis.batch import compare_many
 from protolab.analysis.stats import compare
 
-FIELDS = ("ratio", "ci_low", "ci_high", "p_value", "p_equivalence", "median_base", "median_other", "n_base", "n_other")
+FIELDS = ("ratio", "ci_low", "ci_high", "p_value", "p_equivalence", "median_base", "median_other", "n_base", "n_other",
+          "log_se", "log_df")
 
 
 def _same(a: float, b: float) -> bool:

@@ -21,6 +21,7 @@ GOLDEN = DATA / "golden"
 
 #: A figure of each section's model that both formats must show (a new section adds its own here).
 FIGURE = {
+    "summary": lambda m: m.tables[0].rows[1][1].text,  # the first configuration's IOPS cell after the baseline
     "plan": lambda m: m.workloads[0].loads,
     "environment": lambda m: m.provenance["kernel"],
     "errors": lambda m: m.named[0].text(),
@@ -210,8 +211,11 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     rd = RunDir.open(run)
     path = write_report(rd, figures=False)
     md = (run / "report.md").read_text()
-    assert md.splitlines()[2] == "## The seed's claims, tested"
-    assert (run / "report.html").read_text().split("<section")[1].startswith(' id="seed"')
+    # the summary first, then the seed's claims
+    heads = [line for line in md.splitlines() if line.startswith("## ")]
+    assert heads[:2] == ["## Summary", "## The seed's claims, tested"]
+    sections = (run / "report.html").read_text().split("<section")
+    assert sections[1].startswith(' id="summary"') and sections[2].startswith(' id="seed"')
     doc = report_json(rd, path)
     [claim] = doc["claims"]  # the second finding states no claim
     assert claim["finding"] == 1 and claim["verdict"] in ("reproduced", "not reproduced", "opposite", "inconclusive")

@@ -27,13 +27,15 @@ from .seed import SeedSection
 from .series import SeriesSection
 from .sessions import SessionsSection
 from .stages import StagesSection
+from .summary import SummarySection
 from .vms import VmSection
 from .workloads import WorkloadsSection
 
-#: The seed's claims open a built-in study's report: what the seed found, and whether this run reproduced it.
+#: The summary opens every report (the matrix and headlines: the whole picture first); the seed's claims follow in a
+#: built-in study's report: what the seed found, and whether this run reproduced it.
 SECTIONS: list[Section[Any]] = [
-    SeedSection(), PlanSection(), EnvironmentSection(), ErrorsSection(), FindingsSection(), WorkloadsSection(),
-    NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
+    SummarySection(), SeedSection(), PlanSection(), EnvironmentSection(), ErrorsSection(), FindingsSection(),
+    WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
     SeriesSection(), CeilingSection(), MethodSection(),
 ]
 
