@@ -103,7 +103,7 @@ def pooled_trend(trends: Sequence[Trend]) -> PooledTrend | None:
     if slopes.size >= MIN_POOLED:
         from scipy import stats
 
-        half = float(stats.t.ppf(0.975, slopes.size - 1)) * float(slopes.std(ddof=1)) / np.sqrt(slopes.size)
+        half = float(stats.t.ppf(0.975, slopes.size - 1)) * float(slopes.std(ddof=1)) / float(np.sqrt(slopes.size))
         lo, hi = mean - half, mean + half
     return PooledTrend(mean, lo, hi, float(slopes.min()), float(slopes.max()), int(slopes.size))
 
