@@ -88,7 +88,8 @@ FIGURES: dict[str, bool] = {
     "loadgen_cpu_s_fio": False, "cpu_us_per_io_role": False, "machine_other_cpu_s": False,
     "machine_other_share": False, "machine_busy_other_work": True, "packets_counted_as": True,
     "frames_per_io": False, "segments_per_io": False, "hypervisor_cpu_s": True, "cpu_us_per_io_hv_vcpu": True,
-    "cpu_us_per_io_hv_io": True, "bytes_by_port": False, "share_by_port": False,
+    "cpu_us_per_io_hv_io": True, "bytes_by_port": False,
+    "share_by_port": True,  # in cells.csv as each storage port's % of the bytes, in port order: '25.1/24.9/…'
 }
 
 

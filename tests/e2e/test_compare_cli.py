@@ -2,6 +2,7 @@
 
 import csv
 import math
+import os
 import re
 import subprocess
 import sys
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 def protolab(*args, cwd):
     return subprocess.run([*PROTOLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(sys.path),
+                               **({"PROTOLAB_FIO": os.environ["PROTOLAB_FIO"]} if "PROTOLAB_FIO" in os.environ else {})})
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +64,47 @@ def test_compare_prints_and_writes_the_relative_table(runs):
         assert {"psync", "io_uring"} <= set(re.findall(r'data-series="([^"]+)"', block))
         assert (root / "ab" / "figures" / f"{cid}.png").stat().st_size > 1000
     assert "not tested (fewer than 3 repeats on a side)" in page and "default-src 'none'" in page
+    _fetches_nothing(page)
+    _figures_match_compare_csv(root / "ab", page, charts, rows)
     for row in rows:
         # with 2 + 2 repeats nothing can be tested: the honest verdict, never "no clear difference"
         assert row["verdict"] == "not tested"
         lo, mid, hi = float(row["CI low %"]), float(row["B % of A"]), float(row["CI high %"])
         assert lo <= mid <= hi or math.isnan(lo)  # NaN: a metric whose A median is zero has no ratio
         assert (float(row["median A"]) > 0 and float(row["median B"]) > 0) or math.isnan(lo)
+
+
+def _fetches_nothing(page: str) -> None:
+    """compare.html is self-contained: no script, style, image or frame from anywhere, only links beside it."""
+    assert not re.search(r"<(link|iframe|object|embed|img)\b", page, re.I)
+    assert not re.search(r"\bsrc\s*=", page, re.I)  # every picture is inline SVG
+    assert not re.search(r"url\((?!#)|@import", page, re.I)  # the SVGs' url(#clip) point inside the page
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs and all(h.startswith(("#", "figures/", "tables/", "compare.")) for h in hrefs), hrefs
+
+
+def _figures_match_compare_csv(folder, page: str, charts: list[str], rows: list[dict]) -> None:
+    """Each chart's table (on the page and in tables/<id>.csv) holds compare.csv's figures of its metric; the
+    page's comparison table has one row per comparison."""
+    from protolab.report.htmlkit import fmt_number
+
+    for cid in charts:
+        metric = cid.removeprefix("compare-").removesuffix("-tr3808-4k")
+        want = [r for r in rows if r["metric"] == metric]
+        with open(folder / "tables" / f"{cid}.csv") as f:
+            table = list(csv.DictReader(f))
+        assert len(table) == len(want) == 4  # 2 load points × 2 configurations
+        cols = ("load point", "configuration", "verdict", "B % of A", "CI low %", "CI high %", "median A",
+                "median B")
+        assert [{c: t[c] for c in cols} for t in table] == [{c: w[c] for c in cols} for w in want]
+        block = page.split(f'data-chart="{cid}"')[1].split("</table>")[0]
+        cells = [re.findall(r"<td[^>]*>([^<]*)</td>", tr) for tr in block.split("<tr>")[2:]]
+        assert len(cells) == 4
+        for got, w in zip(cells, want):  # columns: load point, configuration, verdict, B % of A, CI low, CI high
+            assert got[:3] == [w["load point"], w["configuration"], w["verdict"]]
+            assert got[3:6] == [fmt_number(float(w[c])) for c in ("B % of A", "CI low %", "CI high %")]
+    whole = page.split('<section id="table">')[1]
+    assert whole.count("<tr>") == len(rows) + 1
 
 
 def test_compare_refuses_mismatched_load_points_and_says_what_differs(runs):

@@ -138,9 +138,12 @@ class Figures(BaseModel):
     share_by_port: dict[str, float] = {}
 
     def csv_fields(self) -> dict[str, Any]:
-        """The figures cells.csv carries."""
-        return self.model_dump(exclude={"server_cpu_s_by_process", "role_cpu_s", "cpu_us_per_io_role",
-                                        "bytes_by_port", "share_by_port"})
+        """The figures cells.csv carries; the share of bytes per storage port as one field, '25.1/24.9/25.0/25.0'
+        (% in port order; None without traffic)."""
+        out = self.model_dump(exclude={"server_cpu_s_by_process", "role_cpu_s", "cpu_us_per_io_role",
+                                       "bytes_by_port", "share_by_port"})
+        out["share_by_port"] = "/".join(f"{100 * v:.1f}" for v in self.share_by_port.values()) or None
+        return out
 
 
 _CACHE: dict[int, tuple[Any, Figures]] = {}

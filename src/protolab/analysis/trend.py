@@ -49,6 +49,65 @@ class Trend:
         return f"no clear change ({f(self.pct_per_h)} %/h, {f(self.lo)} to {f(self.hi)})"
 
 
+#: Repeats needed for an interval across repeats (below: their mean and spread, not tested), as for the report's
+#: comparisons.
+MIN_POOLED = 3
+
+
+@dataclass(frozen=True)
+class PooledTrend:
+    """The repeats' changes per hour pooled: their mean, a 95 % interval across repeats (Student's t over the
+    repeats' slopes, the unit of replication being the whole window; None below MIN_POOLED repeats) and their
+    spread (the lowest and highest repeat)."""
+
+    pct_per_h: float
+    lo: float | None
+    hi: float | None
+    lowest: float
+    highest: float
+    repeats: int
+
+    @property
+    def tested(self) -> bool:
+        """Whether there were repeats enough for an interval."""
+        return self.lo is not None and self.hi is not None
+
+    @property
+    def clear(self) -> bool:
+        """Whether the interval across repeats excludes zero (a change is called)."""
+        return self.lo is not None and self.hi is not None and (self.lo > 0 or self.hi < 0)
+
+    def sentence(self) -> str:
+        """'−1.2 %/h over 3 repeats (95 % interval across repeats −1.5 to −0.9; repeats from −1.4 to −1.0)',
+        'no clear change over 3 repeats (…)' or, below MIN_POOLED repeats, the mean and each repeat, not tested."""
+        lo, hi = self.lo, self.hi
+        width = hi - lo if lo is not None and hi is not None else self.highest - self.lowest
+        f = lambda v: f"{v:+.{_digits(width)}f}".replace("-", "−")  # noqa: E731
+        spread = f"repeats from {f(self.lowest)} to {f(self.highest)}"
+        if lo is None or hi is None:
+            return (f"{f(self.pct_per_h)} %/h, the mean of {self.repeats} repeats ({spread}; not tested: fewer than "
+                    f"{MIN_POOLED} repeats)")
+        ci = f"95 % interval across repeats {f(lo)} to {f(hi)}"
+        if self.clear:
+            return f"{f(self.pct_per_h)} %/h over {self.repeats} repeats ({ci}; {spread})"
+        return f"no clear change over {self.repeats} repeats ({f(self.pct_per_h)} %/h, {ci}; {spread})"
+
+
+def pooled_trend(trends: Sequence[Trend]) -> PooledTrend | None:
+    """The trends of one cell's repeats as one figure (see PooledTrend); None without any trend."""
+    slopes = np.array([t.pct_per_h for t in trends], dtype=float)
+    if slopes.size == 0:
+        return None
+    mean = float(slopes.mean())
+    lo = hi = None
+    if slopes.size >= MIN_POOLED:
+        from scipy import stats
+
+        half = float(stats.t.ppf(0.975, slopes.size - 1)) * float(slopes.std(ddof=1)) / float(np.sqrt(slopes.size))
+        lo, hi = mean - half, mean + half
+    return PooledTrend(mean, lo, hi, float(slopes.min()), float(slopes.max()), int(slopes.size))
+
+
 def _digits(width: float) -> int:
     """Decimals that show an interval of ``width`` without false precision (at least one)."""
     return 1 if not np.isfinite(width) or width >= 1 else min(3, 1 + int(-np.floor(np.log10(max(width, 1e-9)))))

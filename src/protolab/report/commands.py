@@ -220,11 +220,12 @@ def compare_command(
 
 def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
                 out: Path | None = None) -> tuple[Path, list, str]:
-    """Compare two run directories and write compare.md and compare.csv; returns (md path, rows, md text)."""
+    """Compare two run directories and write compare.md, compare.csv, compare.html (with figures/ and tables/);
+    returns (md path, rows, md text)."""
     from ..analysis.compare import check_comparable, compare_runs, differences, unmatched
     from ..results.rundir import RunDir, atomic_write
     from . import tables
-    from .markdown import compare_markdown, verdict_tally
+    from .markdown import compare_markdown
     a, b = RunDir.open(run_a, write=False), RunDir.open(run_b, write=False)
     ma, mb = a.manifest(), b.manifest()
     ra, rb = a.records(), b.records()
@@ -246,16 +247,17 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
         check_workdir(Path(folder))
     path = Path(folder) / "compare.md"
     atomic_write(path, text)
+    from .comparepage import chart_tables, compare_page, render_compare
     from .figures import draw_all
-    from .html import compare_charts, render_compare
 
-    charts = compare_charts(rows)
-    drawn = draw_all(charts, Path(folder) / "figures", [r.configuration for r in rows])
-    atomic_write(Path(folder) / "compare.html", render_compare(
-        a.run_id, b.run_id, [d.text() for d in diffs], verdict_tally(rows), charts, drawn))
+    page = compare_page(a.run_id, b.run_id, diffs, rows, force, only_a, only_b)
+    drawn = draw_all(page.charts, Path(folder) / "figures", list(dict.fromkeys(r.configuration for r in rows)))
+    for chart_id, table in chart_tables(page):
+        atomic_write(Path(folder) / "tables" / f"{chart_id}.csv", tables.to_csv(table))
     atomic_write(Path(folder) / "compare.csv", tables.to_csv([
         {"workload": r.workload, "load point": r.load_label, "configuration": r.configuration, "metric": r.metric,
          "n A": r.n_a, "n B": r.n_b, "median A": r.median_a, "median B": r.median_b, "B % of A": r.relative,
          "CI low %": r.ci_low, "CI high %": r.ci_high, "p": r.p_value, "p (corrected)": r.p_adjusted,
          "verdict": r.verdict} for r in rows]))
+    atomic_write(Path(folder) / "compare.html", render_compare(page, drawn))
     return path, rows, text

@@ -5,7 +5,8 @@ latency objective, any window of ``MIN_SLO_INTERVALS`` intervals: the objective 
 the window's length), or an aging sequence (``[stage.age]``: its steps' windows one after the other, on the time
 axis of the aging). An ordinary window of a few minutes is read by the steady-state test, not as a long run. For each:
 when it first held steady (SNIA rule), its change per hour with a 95 % interval
-(`analysis.trend`, batch means), and with ``method.slo`` the share of intervals over the objective.
+(`analysis.trend`, batch means), and with ``method.slo`` the share of intervals over the objective. The findings
+give one sentence per workload, load point and configuration: its repeats pooled (`pooled_sentence`).
 Runs of an hour or more get a log-scaled time axis in hours.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..analysis.findings import Finding
-from ..analysis.trend import SloShare, Trend, onset_s, slo_share, trend
+from ..analysis.trend import SloShare, Trend, onset_s, pooled_trend, slo_share, trend
 from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
 from .model import Chart, ReportData, Series, slug
@@ -69,12 +70,67 @@ class LongRun:
         return head + "; ".join(parts)
 
 
-def _span(s: float) -> str:
-    if s >= 7200:
+def _range(values: list[float], fmt: Callable[[float, float], str]) -> str:
+    """'10–13 s' ('10 s' when the repeats agree); ``fmt(value, largest)`` shows every value as the largest's."""
+    top = max(values)
+    lo, hi = fmt(min(values), top), fmt(top, top)
+    if lo == hi:
+        return lo
+    unit = lo.rsplit(" ", 1)
+    return f"{unit[0]}–{hi}" if len(unit) == 2 and hi.endswith(" " + unit[1]) else f"{lo}–{hi}"
+
+
+def pooled_sentence(runs: list[LongRun], window: int) -> str:
+    """One cell's long runs (its repeats, at one workload, load point and configuration) in one sentence: the
+    repeats' intervals and span, in how many IOPS held steady and from when, their change per hour pooled
+    (analysis.trend.pooled_trend: an interval across repeats, and their spread), the objective's misses summed.
+    One repeat: its own sentence."""
+    if len(runs) == 1:
+        return runs[0].sentence(window)
+    first, n = runs[0], len(runs)
+    what = "aging of " if first.aging else "long run of "
+    counts = _range([float(len(r.rows)) for r in runs], lambda v, _: f"{v:.0f}")
+    spans = _range([r.rows[-1].t_s for r in runs], _span)
+    head = f"{first.workload}, {what}{first.configuration} at {first.load_label} ({n} repeats of {counts} " \
+           f"intervals over {spans}): "
+    steady = [r.onset for r in runs if r.onset is not None]
+    rule = f"SNIA rule over {window} intervals"
+    if not steady:
+        parts = [f"IOPS never steady by the {rule} in any repeat"]
+    else:
+        where = "every repeat" if len(steady) == n else f"{len(steady)} of {n} repeats"
+        parts = [f"IOPS steady from {_range(steady, _span)} in {where} ({rule})"]
+    having = [r for r in runs if r.trend is not None]
+    short = f" ({n - len(having)} of {n} repeats too short to estimate it)" if len(having) < n else ""
+    pooled = pooled_trend([r.trend for r in having if r.trend is not None])
+    if pooled is None:
+        parts.append("too few intervals to estimate a change over time")
+    elif len(having) == 1 and having[0].trend is not None:
+        t = having[0].trend
+        parts.append(f"IOPS{' change ' if t.clear else ': '}{t.sentence()} in repeat {having[0].repeat}, 95 % "
+                     f"interval by batch means of {t.blocks} blocks{short}")
+    else:
+        parts.append(f"IOPS{' change ' if pooled.clear else ': '}{pooled.sentence()}{short}")
+    shares = [r.slo for r in runs if r.slo is not None]
+    if shares:
+        total = SloShare(shares[0].metric, shares[0].limit_us, sum(x.missed for x in shares),
+                         sum(x.intervals for x in shares))
+        pcts = [x.pct for x in shares if x.intervals]
+        spread = _range(pcts, lambda v, _: f"{v:.1f} %") if pcts else ""
+        spread = f"; per repeat {spread}" if "–" in spread else ""
+        said = total.sentence().replace(" intervals (", f" intervals of the {len(shares)} repeats (")
+        parts.append(f"{said[:-1]}{spread})")
+    return head + "; ".join(parts)
+
+
+def _span(s: float, like: float | None = None) -> str:
+    """'20 s', '12.5 min', '8.5 h'; ``like``: in the unit and precision that value would have."""
+    ref = s if like is None else like
+    if ref >= 7200:
         return f"{s / 3600:.1f} h"
-    if s >= 120:
+    if ref >= 120:
         return f"{s / 60:.1f} min"
-    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"  # the jobs' I/O time: 19.999 s reads as 20 s
+    return f"{s:.0f} s" if ref >= 10 else f"{s:.1f} s"  # the jobs' I/O time: 19.999 s reads as 20 s
 
 
 def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
@@ -139,7 +195,7 @@ def _chart(runs: list[LongRun], workload: str, label: str, metric: str, limit: f
 
 def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
     """IOPS and latency over time per workload and load point (p95, or the metric of ``method.slo`` with its
-    limit dashed), and one finding per long run."""
+    limit dashed), and one finding per workload, load point and configuration (its repeats pooled)."""
     runs = long_runs(data, read)
     for r in runs:
         data.trends.setdefault((r.workload, r.configuration), []).append(r.trend)
@@ -154,7 +210,11 @@ def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
         charts.append(_chart(group, w, group[0].load_label, "iops", None))
         if any(getattr(row, lat) is not None for r in group for row in r.rows):
             charts.append(_chart(group, w, group[0].load_label, lat, limit))
-    data.findings += [Finding("long run", r.sentence(window), "iops", r.workload, (r.configuration,)) for r in runs]
+    cells: dict[tuple, list[LongRun]] = {}
+    for r in runs:
+        cells.setdefault((r.workload, r.load, r.configuration, r.aging), []).append(r)
+    data.findings += [Finding("long run", pooled_sentence(group, window), "iops", group[0].workload,
+                              (group[0].configuration,)) for group in cells.values()]
     if any(r.aging for r in runs):  # until the tables know stages, say what their numbers pool
         data.findings.append(Finding("note", "the tables pool the steps of each aging sequence as windows of its cell "
                                      "(steps of one aging are not independent repeats): read the aging from its "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.compare import CompareRow, Difference
+from ..analysis.paths import path_share
 from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
 from ..metrics import METRICS as REGISTRY
 from .htmlkit import fmt_number
@@ -43,7 +44,8 @@ def shown_loads(data: ReportData, workload: str, most: int | None) -> tuple[set[
 
 def summary_table(data: ReportData, workload: str,
                   most_loads: int | None = None) -> tuple[str, list[str], list[list[str]]]:
-    """(title, headers, rows) for one workload: per load point and configuration, each metric's median and %.
+    """(title, headers, rows) for one workload: per load point and configuration, each metric's median and %, what
+    limited it and, when a configuration spread its traffic over several storage ports, each one's share of bytes.
 
     ``most_loads``: show at most that many load points (the terminal's summary of a long ladder).
     """
@@ -54,13 +56,20 @@ def summary_table(data: ReportData, workload: str,
     headers.append("limited by")
     rows = []
     shown, total = shown_loads(data, workload, most_loads)
-    for r in (r for r in data.rows if r.workload == workload and r.point in shown):
+    mine = [r for r in data.rows if r.workload == workload and r.point in shown]
+    paths = {(r.point, r.configuration): path_share(data.cells.get((workload, r.point, r.configuration), []))
+             for r in mine}
+    multipath = any(p is not None and p.paths > 1 for p in paths.values())
+    if multipath:  # a configuration spread its traffic over several storage ports: how evenly
+        headers.append("paths")
+    for r in mine:
         cells = [r.load_label, r.configuration + (" *" if r.baseline else ""), str(r.repeats)]
         for m in data.metrics:
             cells += [fmt_number(r.values.get(m)),
                       rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.point, r.configuration)))]
         b = data.bottlenecks.get((workload, r.point, r.configuration))
-        rows.append(cells + [b.label if b else "–"])
+        p = paths[(r.point, r.configuration)]
+        rows.append(cells + [b.label if b else "–"] + ([p.label() if p else "–"] if multipath else []))
     lat = "service time" if closed else "latency"
     title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI (with fewer than "
              f"3 repeats on a side: [the repeats' range, not tested]), ↑↓ = called "
@@ -74,7 +83,7 @@ def md_table(headers: list[str], rows: list[list[str]], left: list[str] | None =
     """A GitHub-flavoured Markdown table; numbers right-aligned, the columns of words (or ``left``) not."""
     def esc(s: str) -> str:
         return str(s).replace("|", "\\|")
-    words = left or ["load point", "configuration", "metric", "verdict", "workload", "limited by"]
+    words = left or ["load point", "configuration", "metric", "verdict", "workload", "limited by", "paths"]
     right = {i for i, h in enumerate(headers) if h not in words}
     lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
              "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]

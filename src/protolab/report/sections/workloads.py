@@ -13,7 +13,7 @@ from ..model import Chart, ReportData
 from .base import Heading, Page, Section
 
 #: Summary columns that hold words, not numbers (left-aligned on the page).
-WORDS = ("load point", "configuration", "limited by")
+WORDS = ("load point", "configuration", "limited by", "paths")
 
 
 @dataclass(frozen=True)
