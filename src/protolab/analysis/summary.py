@@ -185,3 +185,24 @@ def matrices(workloads: list[str], rows: list[Row], verdicts: dict, bottlenecks:
              configurations: list[str], metrics: list[str]) -> list[Matrix]:
     """One `matrix` per workload, in report order."""
     return [matrix(w, rows, verdicts, bottlenecks, baseline, configurations, metrics) for w in workloads]
+
+
+def compare_matrices(rows: list[Any], reference: str) -> list[Matrix]:
+    """`protolab compare`'s matrices (analysis.compare's CompareRows: run B's % of run A, A = 100): per workload, a
+    configuration per row and a metric per column, each cell summing up its load points as the report's cells do;
+    no baseline row (run A, ``reference``, is the reference of every row) and no bottleneck column."""
+    out = []
+    for w in dict.fromkeys(r.workload for r in rows):
+        mine = [r for r in rows if r.workload == w]
+        metrics = [m for m in METRICS if any(r.metric == m for r in mine)]
+        loads = list(dict.fromkeys(r.load_label for r in mine))
+        mrows = []
+        for c in dict.fromkeys(r.configuration for r in mine):
+            cells = {}
+            for m in metrics:
+                calls = [PointCall(r.load_label, r.verdict, r.relative, r.ci_low, r.ci_high)
+                         for r in mine if r.configuration == c and r.metric == m]
+                cells[m] = cell(m, calls, bool(calls)) if calls else Cell(NONE, None)
+            mrows.append(MatrixRow(c, False, cells, ""))
+        out.append(Matrix(w, reference, metrics, mrows, loads))
+    return out

@@ -39,8 +39,8 @@ class ComparePage:
     table: list[list[str]]
     charts: list[Chart]
     noise: float = 0.02
-    #: The summary matrix (configurations × metrics, B as % of A) once analysis.summary exists: rendered markup
-    #: shown between the tally and the charts. None: the page has no matrix.
+    #: The summary matrix (configurations × metrics, B as % of A; analysis.summary.compare_matrices): rendered
+    #: markup shown between the tally and the charts. None: the page has no matrix.
     summary_matrix: Markup | None = field(default=None)
 
 
@@ -79,7 +79,18 @@ def compare_page(name_a: str, name_b: str, diffs: list[Difference], rows: list[C
                 for label, cells in (("only in A", only_a), ("only in B", only_b)) if cells]
     headers, table = compare_rows(rows)
     return ComparePage(name_a, name_b, [d.text() for d in diffs], forced and any(d.blocking for d in diffs),
-                       left_out, verdict_tally(rows), headers, table, compare_charts(rows), noise)
+                       left_out, verdict_tally(rows), headers, table, compare_charts(rows), noise,
+                       summary_html(rows))
+
+
+def summary_html(rows: list[CompareRow]) -> Markup | None:
+    """The summary matrix of the comparison (report.sections.summary's, run A = 100), as the report draws it."""
+    from ..analysis.summary import compare_matrices
+    from .sections.base import Page
+    from .sections.summary import SummarySection, compare_summary
+
+    model = compare_summary(compare_matrices(rows, "A"))
+    return SummarySection().html(model, Page(chart=lambda c: Markup(""))) if model is not None else None
 
 
 def render_compare(page: ComparePage, drawn: dict) -> str:

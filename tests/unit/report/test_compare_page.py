@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 
 import numpy as np
 import pytest
@@ -67,7 +68,7 @@ def test_the_page_draws_each_chart_and_shows_the_table_and_what_differs(compared
     assert "environment kernel (A: 6.1; B: 6.12)" in html and page.tally in html
     table = html.split('<section id="table">')[1]
     assert table.count("<tr>") == len(rows) + 1 and "not tested" in table
-    assert 'id="summary-matrix"' not in html  # no matrix given: no empty section
+    assert html.count('id="summary-matrix"') == 1  # the matrix of B against A (test below)
 
 
 def test_the_summary_matrix_has_its_place_between_the_tally_and_the_charts(compared):
@@ -78,3 +79,22 @@ def test_the_summary_matrix_has_its_place_between_the_tally_and_the_charts(compa
                           draw_all(page.charts, None, ["base", "x"]))
     assert html.index(page.tally) < html.index('<section id="summary-matrix">') < html.index('id="charts"')
     assert "<table id='m'><tr><td>x 120 ↑</td></tr></table>" in html
+
+
+def test_the_page_has_the_summary_matrix_of_b_against_a(compared):
+    from protolab.analysis.summary import compare_matrices
+
+    _, rows, page = compared
+    assert page.summary_matrix is not None and 'data-matrix="' in page.summary_matrix
+    ms = compare_matrices(rows, "A")
+    assert [m.workload for m in ms] == list(dict.fromkeys(r.workload for r in rows))
+    for m in ms:
+        for row in m.rows:
+            for metric, c in row.cells.items():
+                mine = [r for r in rows if (r.workload, r.configuration, r.metric) == (m.workload, row.configuration,
+                                                                                      metric)]
+                assert c.value == pytest.approx(statistics.median(r.relative for r in mine))
+                called = {r.verdict for r in mine}
+                assert (c.state in ("higher", "lower")) == (len(called) == 1 and called <= {"higher", "lower"})
+    html = render_compare(page, {c.id: type("D", (), {"svg": "<svg></svg>"})() for c in page.charts})
+    assert html.index('id="summary-matrix"') < html.index('id="charts"') and "run A = 100" in html

@@ -113,3 +113,20 @@ class SummarySection(Section[SummaryModel]):
 
     def html(self, m: SummaryModel, page: Page) -> Markup:
         return page.render("summary", title=self.title, m=m)
+
+
+COMPARE_LEGEND = ("run A = 100: a cell is the median over load points of run B's % of run A, and the interval "
+                  "spanning the load points' 95 % intervals. ↑ ↓ (coloured: green better, red worse): a difference "
+                  "called at every load point; mixed: called at some; ≈: no clear difference at any load point.")
+
+
+def compare_summary(matrices: list[Matrix]) -> SummaryModel | None:
+    """`protolab compare`'s summary (analysis.summary.compare_matrices), without headlines; None when empty."""
+    tables = []
+    for m in matrices:
+        if not m.metrics or not m.rows:
+            continue
+        t = _table(m)
+        tables.append(Table(t.workload, f"{m.workload} — run A = 100", t.headers[:-1], [r[:-1] for r in t.rows],
+                            t.notes))
+    return SummaryModel(tables, [], COMPARE_LEGEND) if tables else None
