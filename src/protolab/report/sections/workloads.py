@@ -27,7 +27,7 @@ class WorkloadPart:
 
 class WorkloadsSection(Section[list[WorkloadPart]]):
     name = "w"
-    title = "Summary per workload"
+    title = "Per workload and load point"
     nav = ""
 
     def build(self, data: ReportData) -> list[WorkloadPart] | None:
