@@ -7,8 +7,9 @@
  *   - service time drawn uniformly from [mean - spread, mean + spread] (spread 0: fixed);
  *   - an optional throughput cap: the transfer (bytes / rate) follows service on one shared channel;
  *   - an optional LRU read cache of 4 KiB blocks: a read whose blocks are all cached skips the model.
- * "overhead" is the time the rest of the stack (fio, btrfs, loop, FUSE) adds to a request; it is taken off each
- * service time, so the host sees the model's figure (measured by protolab at start-up; 0 by default).
+ * "overhead" is the time the rest of the stack (fio, btrfs, loop, FUSE) adds to a request (measured by protolab at
+ * start-up): each request counts as issued that much before it arrived here, so the host sees the model's service
+ * time at 1 outstanding I/O while each server is still held for the whole service time (saturation unchanged).
  *
  * One thread reads /dev/fuse (libfuse's single-threaded loop); one thread answers requests when they are due.
  * max_background is raised at INIT so that the kernel keeps many asynchronous (loop direct-I/O) requests in
@@ -31,8 +32,9 @@
 #include <unistd.h>
 
 #define DISK_INO 2
-#define DISK_NAME "disk"
 #define CACHE_BLOCK 4096ULL
+
+static const char *disk_name;
 
 static struct {
 	int fd;
@@ -172,10 +174,8 @@ static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit)
 	double s = dev.service_ns;
 	if (dev.spread_ns > 0)
 		s += (2.0 * uniform01() - 1.0) * dev.spread_ns;
-	s -= dev.overhead_ns;
-	if (s < 0)
-		s = 0;
-	uint64_t start = dev.free_at[best] > arrival ? dev.free_at[best] : arrival;
+	uint64_t issued = arrival > (uint64_t)dev.overhead_ns ? arrival - (uint64_t)dev.overhead_ns : 0;
+	uint64_t start = dev.free_at[best] > issued ? dev.free_at[best] : issued;
 	uint64_t done = start + (uint64_t)s;
 	dev.free_at[best] = done;
 	if (dev.rate_bps > 0) {
@@ -276,7 +276,6 @@ static void *answerer(void *arg)
 			continue;
 		}
 		struct pending p = heap_pop();
-		if (getenv("PBD_DEBUG")) { static uint64_t n; static double sum; n++; sum += (double)now_ns() - (double)p.due; if (n % 200 == 0) fprintf(stderr, "n=%llu late=%.1fus lead=%.1fus\n", (unsigned long long)n, sum / n / 1000, late_ns/1000); }
 		pthread_mutex_unlock(&dev.lock);
 		answer(p);
 		pthread_mutex_lock(&dev.lock);
@@ -328,7 +327,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	if (parent != FUSE_ROOT_ID || strcmp(name, DISK_NAME) != 0) {
+	if (parent != FUSE_ROOT_ID || strcmp(name, disk_name) != 0) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -358,7 +357,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	}
 	char buf[512];
 	size_t n = 0;
-	const char *names[] = {".", "..", DISK_NAME};
+	const char *names[] = {".", "..", disk_name};
 	fuse_ino_t inos[] = {FUSE_ROOT_ID, FUSE_ROOT_ID, DISK_INO};
 	for (off_t i = off; i < 3; i++) {
 		struct stat st = {.st_ino = inos[i], .st_mode = i == 2 ? S_IFREG : S_IFDIR};
@@ -432,23 +431,26 @@ static const struct fuse_lowlevel_ops ops = {
 
 static int usage(const char *why)
 {
-	fprintf(stderr, "protolab-blockdev: %s\nusage: protolab-blockdev MOUNTPOINT BACKING SERVICE_NS SPREAD_NS "
+	fprintf(stderr, "protolab-blockdev: %s\nusage: protolab-blockdev MOUNTPOINT BACKING DISK_NAME SERVICE_NS SPREAD_NS "
 			"PARALLELISM RATE_BYTES_PER_S CACHE_BYTES OVERHEAD_NS\n", why);
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 9)
+	if (argc != 10)
 		return usage("wrong number of arguments");
 	const char *mnt = argv[1], *backing = argv[2];
+	disk_name = argv[3];
 	char *end;
-	dev.service_ns = strtod(argv[3], &end);
-	dev.spread_ns = strtod(argv[4], &end);
-	dev.parallelism = atoi(argv[5]);
-	dev.rate_bps = strtod(argv[6], &end);
-	double cache_bytes = strtod(argv[7], &end);
-	dev.overhead_ns = strtod(argv[8], &end);
+	dev.service_ns = strtod(argv[4], &end);
+	dev.spread_ns = strtod(argv[5], &end);
+	dev.parallelism = atoi(argv[6]);
+	dev.rate_bps = strtod(argv[7], &end);
+	double cache_bytes = strtod(argv[8], &end);
+	dev.overhead_ns = strtod(argv[9], &end);
+	if (!*disk_name || strchr(disk_name, '/'))
+		return usage("the disk name must be one file name");
 	if (dev.service_ns < 0 || dev.spread_ns < 0 || dev.spread_ns > dev.service_ns || dev.parallelism < 1
 	    || dev.rate_bps < 0 || cache_bytes < 0 || dev.overhead_ns < 0)
 		return usage("a model figure is out of range");
@@ -484,7 +486,7 @@ int main(int argc, char **argv)
 	pthread_create(&t, NULL, answerer, NULL);
 	real_time();
 	fprintf(stderr, "protolab-blockdev: serving %s (%llu bytes) at %s/%s\n", backing,
-		(unsigned long long)dev.size, mnt, DISK_NAME);
+		(unsigned long long)dev.size, mnt, disk_name);
 	int rc = fuse_session_loop(se);
 	pthread_mutex_lock(&dev.lock);
 	dev.stopping = 1;
