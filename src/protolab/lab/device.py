@@ -7,9 +7,9 @@ daemon raises FUSE's max_background at INIT (the default, 12, would cap the mode
 request from a timer thread at the time the model gives it, and learns how late its timer wakes.
 
 At start-up the rest of the stack's own time per request (FUSE, loop, the kernel's wake-ups on this machine) is
-measured at 1 outstanding I/O through the loop device and handed to the daemon, which counts each request as
-issued that much earlier: the host then sees the model's service time, and parallelism / service time at
-saturation. Nothing else is changed by it.
+measured at 1 outstanding I/O through the loop device, with the daemon answering at once, and handed to the
+daemon, which counts each request as issued that much earlier: the host then sees the model's service time, and
+parallelism / service time at saturation. Nothing else is changed by it.
 """
 
 from __future__ import annotations
@@ -99,8 +99,9 @@ class BlockDevice:
         """The file the loop device is attached to."""
         return self.mountpoint / self.disk
 
-    def start(self, overhead_us: float = 0.0) -> Resource:
-        """Mount the model (recorded first: the FUSE mount, then the daemon's process)."""
+    def start(self, overhead_us: float = 0.0, probe: bool = False) -> Resource:
+        """Mount the model (recorded first: the FUSE mount, then the daemon's process); ``probe``: with no service
+        time at all, to measure what the rest of the stack adds."""
         binary, _ = find_blockdev()
         if binary is None:
             raise ToolError(f"lab.storage: {BINARY} is not built; run 'make deps' (it needs libfuse3-dev), or use "
@@ -108,7 +109,8 @@ class BlockDevice:
         if not self.procs.record.find("mount", str(self.mountpoint)):
             self.procs.record.add("mount", str(self.mountpoint))
         self.mountpoint.mkdir(parents=True, exist_ok=True)
-        res = self.procs.start(BINARY, daemon_argv(binary, self.mountpoint, self.image, self.disk, self.spec,
+        spec = StorageSpec(service_time="0us", parallelism=self.spec.servers) if probe else self.spec
+        res = self.procs.start(BINARY, daemon_argv(binary, self.mountpoint, self.image, self.disk, spec,
                                                    overhead_us), None, cgroup=False)
         wait_until(BINARY, self.served.exists, TIMEOUT, lambda: self.procs.running(res),
                    lambda: self.procs.log_tail(BINARY))
@@ -139,6 +141,6 @@ class BlockDevice:
         return 1e6 * sum(times[5:]) / max(1, len(times) - 5)  # the first few warm the path up
 
     def overhead_us(self, measured_us: float) -> float:
-        """The stack's own time per request: what the probe saw beyond the model (never negative, at most half
-        the service time, so a busy machine at start-up cannot make the model twice as fast)."""
-        return min(max(0.0, measured_us - self.spec.latency_us(PROBE_BLOCK)), self.spec.service_us / 2)
+        """The stack's own time per request: what the probe saw with no service time (at most the service time:
+        the model can take off no more than it adds)."""
+        return min(max(0.0, measured_us), self.spec.service_us)

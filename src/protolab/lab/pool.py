@@ -75,19 +75,19 @@ class Pool:
         return dev
 
     def _attach_device(self) -> str:
-        """The image through the device model: the daemon, the loop device on its file (direct I/O: no page
-        cache between the loop and the model), the stack's overhead measured, then the daemon again with it."""
+        """The image through the device model: the daemon answering at once, the loop device on its file (direct
+        I/O: no page cache between the loop and the model), the stack's overhead measured, then the daemon with
+        the model and that overhead."""
         device = self.device
         assert device is not None
-        daemon = device.start()
+        daemon = device.start(probe=True)
         dev = self._loop(device.served, direct=True)
         self.overhead_us = device.overhead_us(device.probe_us(dev, self.size))
-        if self.overhead_us > 0:
-            self._run(["losetup", "--detach", dev])
-            self.record.drop(self.record.find("loop", str(device.served))[-1])
-            device.stop(daemon)
-            device.start(self.overhead_us)
-            dev = self._loop(device.served, direct=True)
+        self._run(["losetup", "--detach", dev])
+        self.record.drop(self.record.find("loop", str(device.served))[-1])
+        device.stop(daemon)
+        device.start(self.overhead_us)
+        dev = self._loop(device.served, direct=True)
         self.record.set_state(device_overhead_us=round(self.overhead_us, 1))
         return dev
 
