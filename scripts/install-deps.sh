@@ -20,6 +20,8 @@ APT_PACKAGES=(
   iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-server openssh-client
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
   build-essential dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
+  # the pool's device model: a FUSE daemon built here (src/protolab/lab/blockdev)
+  libfuse3-dev
   # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers, the guest's kernel and tools
   qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio
   # python
@@ -93,6 +95,19 @@ build_fio() {
   say "fio: $("$fio" --version) built into $DEPS/fio"
 }
 
+# The device model's FUSE daemon (lab.storage); rebuilt when its source changes.
+build_blockdev() {
+  local src=src/protolab/lab/blockdev/protolab-blockdev.c out="$DEPS/blockdev/bin/protolab-blockdev"
+  local stamp="$DEPS/blockdev/.source"
+  if [ -x "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$(sha256sum < "$src" | cut -d' ' -f1)" ]; then
+    say "protolab-blockdev: up to date"; return
+  fi
+  mkdir -p "$DEPS/blockdev/bin"
+  gcc -O2 -Wall -Wextra -o "$out" "$src" $(pkg-config --cflags --libs fuse3)
+  sha256sum < "$src" | cut -d' ' -f1 > "$stamp"
+  say "protolab-blockdev: built into $out"
+}
+
 make_venv() {
   local stamp=.venv/.installed
   if [ -f "$stamp" ] && [ "$stamp" -nt requirements.lock ] && [ "$stamp" -nt pyproject.toml ]; then
@@ -113,6 +128,7 @@ fi
 # usage: install-deps.sh [test]   ('test' adds what only the test suite needs)
 install_apt "${1:-}"
 build_fio
+build_blockdev
 # idempotent: the guest image for VM load hosts; optional — without it the VM tests skip and doctor says why
 scripts/build-guest.sh "$DEPS/guest" || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
 make_venv

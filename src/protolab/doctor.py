@@ -75,7 +75,32 @@ def lab_checks(runner: Runner) -> list[Check]:
             (p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}", f"/usr/bin/{tool}") if os.path.exists(p)), None)
         checks.append(Check(tool, bool(found), found or "not found",
                             f"apt-get install {pkg} (or 'make deps'), needed for {what}"))
-    return checks
+    return checks + device_checks()
+
+
+def device_checks() -> list[Check]:
+    """One row per device model preset ([lab.storage]): ram always; the others need FUSE and protolab-blockdev."""
+    from .lab.device import find_blockdev, fuse_available
+    from .plan.storage import PRESETS, StorageSpec
+
+    try:
+        binary, origin = find_blockdev()
+        built = f"protolab-blockdev at {binary} ({origin})" if binary else "protolab-blockdev is not built"
+    except ProtolabError as e:
+        binary, built = None, str(e)
+    fuse = fuse_available()
+    out = []
+    for name in PRESETS:
+        spec = StorageSpec(model=name)
+        if spec.is_ram:
+            out.append(Check(f"device model {name}", True, "always: the pool answers from RAM (no device model)"))
+            continue
+        ok = fuse and binary is not None
+        seen = f"{spec.summary()}; " + ("/dev/fuse present" if fuse else "/dev/fuse missing") + f", {built}"
+        fix = ("run 'make deps' (builds protolab-blockdev with libfuse3-dev)" if fuse
+               else "load the fuse module (modprobe fuse) or allow /dev/fuse in the container")
+        out.append(Check(f"device model {name}", ok, seen, fix))
+    return out
 
 
 def lab_blocker(runner: Runner | None = None) -> str | None:

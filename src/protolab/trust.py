@@ -138,6 +138,15 @@ def check_file(path: Path, what: str = "file") -> Path:
     return path
 
 
+def project_deps() -> Path:
+    """The installed project's .deps (scripts/install-deps.sh's output): beside the package's source tree."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "src" / "protolab").is_dir():
+            return parent / ".deps"
+    return here.parents[2] / ".deps"
+
+
 def check_program(path: str | Path, what: str = "program") -> Path:
     """An executable protolab may run as root: an absolute path to a root-owned file nobody else can change,
     under directories only root can change (a symlink is followed once, and its target checked)."""

@@ -36,7 +36,7 @@ PREFIX = os.environ.get("PROTOLAB_TEST_LAB_PREFIX") or f"plt{os.getpid() % 1000:
 LABTEST_ROOT = Path("/var/tmp/protolab-labtest")
 TOOLS = ["ip", "tc", "ethtool", "losetup", "mkfs.btrfs", "tgtd", "tgtadm", "ganesha.nfsd", "rpcbind",
          "rpcinfo", "nbdkit", "nbdinfo", "nbdcopy", "iscsi-inq", "nfs-ls", "nfs-cat", "unshare", "ss"]
-FIO = Path(__file__).resolve().parents[2] / ".deps/fio/bin/fio"
+FIO = Path(os.environ.get("PROTOLAB_FIO") or Path(__file__).resolve().parents[2] / ".deps/fio/bin/fio")
 
 
 def sh(argv: list[str], netns: str | None = None, timeout: float = 30, check: bool = False,
@@ -59,11 +59,12 @@ def leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = ()) -> list[str]:
               if ln.split(":")[1].strip().split("@")[0].startswith(prefix)]
     for line in Path("/proc/mounts").read_text().splitlines():
         mnt = line.split()[1]
-        if Path(mnt).name.startswith((f"{prefix}-pool", f"{prefix}-mnt")):
+        if Path(mnt).name.startswith((f"{prefix}-pool", f"{prefix}-mnt", f"{prefix}-dev")):  # -dev: FUSE
             found.append(f"mount {mnt}")
     loops = json.loads(sh(["losetup", "--list", "--json"]).stdout or b'{"loopdevices": []}')
     for dev in loops.get("loopdevices", []):
-        if Path((dev.get("back-file") or "").removesuffix(" (deleted)")).name == f"{prefix}-pool.img":
+        if Path((dev.get("back-file") or "").removesuffix(" (deleted)")).name in (f"{prefix}-pool.img",
+                                                                                   f"{prefix}-disk"):
             found.append(f"loop device {dev['name']}")
     from protolab.telemetry.cgroups import leftover_groups  # the lab's role cgroups (CPU per role)
     # exact name, or the name's run-… groups would match other prefixes that extend this one

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import ToolError
 from ..plan.protocols import engines
 from ..proc import Runner, SubprocessRunner
+from ..trust import project_deps  # noqa: F401  (also vm.image's)
 
 if TYPE_CHECKING:  # only for annotations: telemetry is not needed to run fio
     from ..telemetry.cgroups import RoleCgroups
@@ -46,15 +47,6 @@ def find_fio() -> tuple[str | None, str]:
     if found:
         return str(check_program(found, "fio (from PATH)")), "PATH"
     return None, "not found"
-
-
-def project_deps() -> Path:
-    """The installed project's .deps (scripts/install-deps.sh's output): beside the package's source tree."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").is_file() and (parent / "src" / "protolab").is_dir():
-            return parent / ".deps"
-    return here.parents[3] / ".deps"
 
 
 def parse_eta_iops(line: str) -> float | None:

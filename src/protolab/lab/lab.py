@@ -16,6 +16,8 @@ from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
 from ..trust import check_dir, check_workdir, secure_dir
 from . import holder
+from .device import BlockDevice
+from .device import describe as describe_device
 from .ganesha import Ganesha
 from .names import ISCSI_PORT, LAB_ROOT, NBD_PORT, Names, default_workdir  # noqa: F401 (re-exported)
 from .nbdkit import Nbdkit
@@ -181,8 +183,12 @@ class Lab:
         self._record = record
         self._attached = True
         self._procs = Processes(self.runner, record, self.workdir / "logs")
+        device = None
+        if not self.spec.device.is_ram:
+            device = BlockDevice(self.runner, self._procs, self.spec.device, self.workdir / self.names.pool_image,
+                                 self._mounts / self.names.device_mount, self.names.device_disk)
         self._pool = Pool(self.runner, record, self.workdir / self.names.pool_image,
-                          self._mounts / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow)
+                          self._mounts / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow, device)
 
     @property
     def _mounts(self) -> Path:
@@ -214,15 +220,17 @@ class Lab:
         self._pool.create()
         files = {p: self._pool.add_volume(p, self.spec.export_bytes) for p in sorted(self.protocols)}
         st = names.storage_ns
+        modelled = not self.spec.device.is_ram  # servers past the page cache where they can (path_caches)
         if "iscsi" in files:
             Tgt(self.runner, self._procs, st, self.spec.prefix).start(
-                names.iqn, files["iscsi"], self._granted_addresses("iscsi"))
+                names.iqn, files["iscsi"], self._granted_addresses("iscsi"), direct=modelled)
         if "nfs" in files:
             export = self._pool.mount_volume("nfs", self._mounts / names.nfs_mount)
             Ganesha(self.runner, self._procs, st, self.workdir).start(export, self._granted_addresses("nfs"))
         if "nbd" in files:
             ports = [names.storage_link(p).near.ifname for p in range(self.spec.storage_ports)]
-            Nbdkit(self.runner, self._procs, st).start(files["nbd"], self._granted_addresses("nbd"), ports)
+            Nbdkit(self.runner, self._procs, st).start(files["nbd"], self._granted_addresses("nbd"), ports,
+                                                       uncached=modelled)
         rec.set_state(up=True)
 
     def _granted_addresses(self, protocol: str) -> list[str]:
@@ -304,6 +312,13 @@ class Lab:
         return [f"{r.name} (pid {r.extra.get('pid')})" for r in self._record.find("process")
                 if not r.name.endswith("-parent") and not self._procs.running(r)]
 
+    def device(self) -> dict:
+        """The pool's device model, its figures, the cache each path had above it and the stack's measured
+        overhead (lab.device)."""
+        overhead = self._record.state.get("device_overhead_us") if self._record is not None else None
+        return describe_device(self.spec.device, {p: PROTOCOLS[p].server for p in sorted(self.protocols)},
+                               overhead)
+
     def interfaces(self) -> list[tuple[str, str]]:
         """(namespace, interface) of every link end."""
         return [(e.netns, e.ifname) for l in self.names.links() for e in (l.near, l.switch)]
@@ -327,6 +342,7 @@ class Lab:
                              f"-> storage port {s.port_of(h, nic)}")
         lines.append(f"  pool     btrfs {s.pool_size} at {self._mounts / n.pool_mount}, "
                      f"exports of {s.export_size}, {'copy-on-write' if s.cow else 'no copy-on-write'}")
+        lines.append(f"  device   {s.device.name}: {s.device.summary()}")
         pids = self.server_pids()
         for proto in sorted(self.protocols):
             hosts = s.access(proto).hosts

@@ -135,6 +135,16 @@ class Names:
         return f"{self.prefix}-pool"
 
     @property
+    def device_mount(self) -> str:
+        """Directory name (in the shared mount directory) of the device model's FUSE mount."""
+        return f"{self.prefix}-dev"
+
+    @property
+    def device_disk(self) -> str:
+        """The one file the device model serves (the loop device's backing file; found by name by ``down_all``)."""
+        return f"{self.prefix}-disk"
+
+    @property
     def nfs_mount(self) -> str:
         """Directory name of the NFS volume's own mount point inside the workdir."""
         return f"{self.prefix}-pool-nfs"

@@ -24,10 +24,12 @@ from .record import Resource
 TIMEOUT = 20.0
 
 
-def nbdkit_argv(data_file: Path, pidfile: Path, port: int = NBD_PORT) -> list[str]:
+def nbdkit_argv(data_file: Path, pidfile: Path, port: int = NBD_PORT, uncached: bool = False) -> list[str]:
     """The nbdkit command line: the file plugin on ``port`` of every storage-namespace address,
-    under a shell that waits for it (see the module's docstring)."""
-    server = ["nbdkit", "--foreground", "--pidfile", str(pidfile), "-p", str(port), "file", str(data_file)]
+    under a shell that waits for it (see the module's docstring). ``uncached``: the plugin's cache=none, which
+    drops what it read or wrote from the page cache, so the pool's device model answers the next access."""
+    server = ["nbdkit", "--foreground", "--pidfile", str(pidfile), "-p", str(port), "file", str(data_file),
+              *(["cache=none"] if uncached else [])]
     return ["sh", "-c", 'nbdkit "$@" & wait $!', "sh", *server[1:]]
 
 
@@ -39,12 +41,12 @@ class Nbdkit:
     procs: Processes
     netns: str
 
-    def start(self, data_file: Path, allowed: list[str], storage_ports: list[str]) -> Resource:
+    def start(self, data_file: Path, allowed: list[str], storage_ports: list[str], uncached: bool = False) -> Resource:
         """Start nbdkit in the storage namespace, serving ``data_file`` to ``allowed`` addresses only."""
         Net(self.runner).guard(self.netns, storage_ports, NBD_PORT, allowed)
         pidfile = self.procs.logdir / "nbdkit.pid"
         pidfile.unlink(missing_ok=True)
-        res = self.procs.start("nbdkit-parent", nbdkit_argv(data_file, pidfile), self.netns)
+        res = self.procs.start("nbdkit-parent", nbdkit_argv(data_file, pidfile, uncached=uncached), self.netns)
         wait_until("nbdkit", lambda: pidfile.exists() and listening(self.runner, self.netns, NBD_PORT),
                    TIMEOUT, lambda: self.procs.running(res), lambda: self.procs.log_tail("nbdkit-parent"))
         return self.procs.adopt("nbdkit", int(pidfile.read_text().split()[0]), self.netns)

@@ -15,6 +15,7 @@ from ..conventions import DATA_FILE  # noqa: F401  (re-exported for lab.py)
 from ..errors import ProtolabError
 from ..proc import Runner
 from ..trust import open_nofollow
+from .device import BlockDevice
 from .record import Record
 
 TIMEOUT = 120.0
@@ -31,6 +32,8 @@ class Pool:
     mount: Path
     size: int
     cow: bool = False
+    device: BlockDevice | None = None  # the device model under the loop device; None: ram (today's pool)
+    overhead_us: float = 0.0  # the stack's own time per request, measured when the model came up
 
     def _run(self, argv: list[str], check: bool = True):
         return self.runner.run(argv, check=check, timeout=TIMEOUT)
@@ -53,13 +56,40 @@ class Pool:
         # a new file, never one that was there (a planted symlink would make losetup and mkfs destroy its target)
         with os.fdopen(open_nofollow(self.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.truncate(self.size)
-        loop = self.record.add("loop", str(self.image))
-        dev = self._run(["losetup", "--find", "--show", str(self.image)]).stdout.strip()
-        self.record.update(loop, device=dev)
-        self._run(["mkfs.btrfs", "-q", "-f", dev])
+        dev = self._attach_device() if self.device is not None else self._loop(self.image)
+        # no discard: the device model's file has no hole punching, and ram's pool never needed it
+        self._run(["mkfs.btrfs", "-q", "-f", "--nodiscard", dev])
         self.record.add("mount", str(self.mount))
         self.mount.mkdir(parents=True, exist_ok=True)
-        self._run(["mount", "-t", "btrfs", dev, str(self.mount)])
+        self._run(["mount", "-t", "btrfs", "-o", self._options, dev, str(self.mount)])
+
+    @property
+    def _options(self) -> str:
+        return "nodiscard" if self.device is not None else "defaults"
+
+    def _loop(self, backing: Path, direct: bool = False) -> str:
+        loop = self.record.add("loop", str(backing))
+        dev = self._run(["losetup", "--find", "--show", *(["--direct-io=on"] if direct else []),
+                         str(backing)]).stdout.strip()
+        self.record.update(loop, device=dev)
+        return dev
+
+    def _attach_device(self) -> str:
+        """The image through the device model: the daemon answering at once, the loop device on its file (direct
+        I/O: no page cache between the loop and the model), the stack's overhead measured, then the daemon with
+        the model and that overhead."""
+        device = self.device
+        assert device is not None
+        daemon = device.start(probe=True)
+        dev = self._loop(device.served, direct=True)
+        self.overhead_us = device.overhead_us(device.probe_us(dev, self.size))
+        self._run(["losetup", "--detach", dev])
+        self.record.drop(self.record.find("loop", str(device.served))[-1])
+        device.stop(daemon)
+        device.start(self.overhead_us)
+        dev = self._loop(device.served, direct=True)
+        self.record.set_state(device_overhead_us=round(self.overhead_us, 1))
+        return dev
 
     def volume(self, name: str) -> Path:
         """The path of volume ``name``."""
@@ -84,7 +114,7 @@ class Pool:
         self.record.add("mount", str(where))
         where.mkdir(parents=True, exist_ok=True)
         dev = self.record.find("loop")[0].extra["device"]
-        self._run(["mount", "-t", "btrfs", "-o", f"subvol={name}", dev, str(where)])
+        self._run(["mount", "-t", "btrfs", "-o", f"subvol={name},{self._options}", dev, str(where)])
         return where
 
     def volumes(self) -> list[str]:

@@ -87,11 +87,12 @@ class Processes:
     handles: dict[int, subprocess.Popen] = field(default_factory=dict)
     cgroups: RoleCgroups | None = None  # servers run in its "servers" cgroup: CPU per role
 
-    def start(self, name: str, argv: list[str], netns: str, **extra) -> Resource:
-        """Spawn ``argv`` in ``netns`` with output in ``<logdir>/<name>.log``; recorded with pid."""
+    def start(self, name: str, argv: list[str], netns: str | None, cgroup: bool = True, **extra) -> Resource:
+        """Spawn ``argv`` in ``netns`` with output in ``<logdir>/<name>.log``; recorded with pid. ``cgroup``: in the
+        servers' role cgroup (False for the device model, whose CPU is the array's, not a server's)."""
         res = self.record.add("process", name, netns=netns, **extra)
         self.logdir.mkdir(parents=True, exist_ok=True)
-        if self.cgroups is not None:  # the shell execs ip netns exec, which execs the server: one pid
+        if self.cgroups is not None and cgroup:  # the shell execs ip netns exec, which execs the server: one pid
             argv, netns = self.cgroups.wrap("servers", argv, netns), None
         with os.fdopen(open_nofollow(self.logdir / f"{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640),
                        "ab") as log:

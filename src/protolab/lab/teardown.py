@@ -33,6 +33,22 @@ def loop_devices(runner: Runner, backing: str) -> list[str]:
     return [w for w in out.split() if w.startswith("/dev/")]
 
 
+def device_daemons(prefix: str) -> list[int]:
+    """Pids of device-model daemons (protolab-blockdev) whose FUSE mount belongs to ``prefix``'s lab."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 2 and Path(argv[0].decode(errors="replace")).name == "protolab-blockdev" \
+                and Path(argv[1].decode(errors="replace")).name == f"{prefix}-dev":
+            found.append(int(proc.name))
+    return found
+
+
 def undo(resource: Resource, runner: Runner, procs: Processes) -> str | None:
     """Remove one recorded resource; returns a description of what was removed, or None."""
     kind, name, extra = resource.kind, resource.name, resource.extra
@@ -136,15 +152,23 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
     image, mountname = f"{prefix}-pool.img", f"{prefix}-pool"
     for line in reversed(Path("/proc/mounts").read_text().splitlines()):
         mnt = line.split()[1]
-        if Path(mnt).name in (mountname, f"{mountname}-nfs", f"{prefix}-mnt"):
+        if Path(mnt).name in (mountname, f"{mountname}-nfs"):
             runner.run(["umount", "-l", mnt], check=False, timeout=TIMEOUT)
             removed.append(f"mount {mnt}")
     out = runner.run(["losetup", "--list", "--json"], check=False, timeout=TIMEOUT).stdout
     for dev in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
         backing = (dev.get("back-file") or "").removesuffix(" (deleted)")
-        if Path(backing).name == image:
+        if Path(backing).name in (image, f"{prefix}-disk"):  # the pool's image, or the device model's file
             runner.run(["losetup", "--detach", dev["name"]], check=False, timeout=TIMEOUT)
             removed.append(f"loop device {dev['name']} ({backing})")
+    for pid in device_daemons(prefix):  # the device model's FUSE daemon: it unmounts its own mount
+        terminate(pid, 2.0)
+        removed.append(f"process {pid} (protolab-blockdev)")
+    for line in reversed(Path("/proc/mounts").read_text().splitlines()):
+        mnt = line.split()[1]
+        if Path(mnt).name in (f"{prefix}-dev", f"{prefix}-mnt"):
+            runner.run(["umount", "-l", mnt], check=False, timeout=TIMEOUT)
+            removed.append(f"mount {mnt}")
     cg = RoleCgroups(prefix)  # exactly this prefix's role cgroups, never another prefix's
     removed += [f"cgroup {p}" for p in cg.remove()]  # the role groups and the CPU weight's, whichever exist
     return removed

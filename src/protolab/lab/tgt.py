@@ -45,12 +45,14 @@ def tgtadm(port: int, *args: str) -> list[str]:
     return ["tgtadm", "-C", str(port), "--lld", "iscsi", *args]
 
 
-def setup_commands(port: int, iqn: str, lun_file: Path, initiators: list[str]) -> list[list[str]]:
-    """The tgtadm commands for the lab's target: the target, its LUN, then one bind per admitted address."""
+def setup_commands(port: int, iqn: str, lun_file: Path, initiators: list[str],
+                   direct: bool = False) -> list[list[str]]:
+    """The tgtadm commands for the lab's target: the target, its LUN (``direct``: opened O_DIRECT, past the page
+    cache, so that the pool's device model answers every read), then one bind per admitted address."""
     cmds = [
         tgtadm(port, "--op", "new", "--mode", "target", "--tid", str(TID), "-T", iqn),
         tgtadm(port, "--op", "new", "--mode", "logicalunit", "--tid", str(TID), "--lun", str(LUN),
-               "-b", str(lun_file)),
+               "-b", str(lun_file), *(["--bsoflags", "direct"] if direct else [])),
     ]
     cmds += [tgtadm(port, "--op", "bind", "--mode", "target", "--tid", str(TID), "-I", a) for a in initiators]
     return cmds
@@ -65,7 +67,7 @@ class Tgt:
     netns: str
     prefix: str
 
-    def start(self, iqn: str, lun_file: Path, initiators: list[str]) -> Resource:
+    def start(self, iqn: str, lun_file: Path, initiators: list[str], direct: bool = False) -> Resource:
         """Start tgtd in the storage namespace and export ``lun_file`` to ``initiators`` only."""
         port = choose_control_port(self.prefix)
         self.procs.record.add("tgtd-socket", str(port), port=port)
@@ -78,7 +80,7 @@ class Tgt:
             return ok.returncode == 0 and listening(self.runner, self.netns, ISCSI_PORT)
 
         wait_until("tgtd", ready, TIMEOUT, lambda: self.procs.running(res), lambda: self.procs.log_tail("tgtd"))
-        for cmd in setup_commands(port, iqn, lun_file, initiators):
+        for cmd in setup_commands(port, iqn, lun_file, initiators, direct):
             self.runner.run(cmd, timeout=TIMEOUT)
         return res
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from .links import LinkError, parse_link
+from .storage import StorageSpec
 from .units import parse_size
 
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$", re.IGNORECASE)
@@ -167,6 +168,20 @@ class LabSpec(BaseModel):
     cow: bool = False
     exports: dict[str, ExportAccess] = Field(default_factory=dict)
     paths: tuple[PathSpec, ...] = ()
+    storage: StorageSpec | None = None  # the pool's device model (plan.storage); None: ram, today's pool
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # a lab without [lab.storage] dumps as before it existed: stored plans compare equal (no format bump)
+        out = handler(self)
+        if self.storage is None:
+            out.pop("storage", None)
+        return out
+
+    @property
+    def device(self) -> StorageSpec:
+        """The pool's device model (ram when the plan has no [lab.storage])."""
+        return self.storage if self.storage is not None else StorageSpec()
 
     @field_validator("exports", mode="before")
     @classmethod

@@ -58,10 +58,17 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
 
 def _configuration_columns(plan) -> dict[str, dict[str, str]]:
     """cells.csv's columns that come from the plan, per configuration: its protocol (plan.protocols; '' for a
-    path) and the VMs' virtual disk controller ('' without VMs)."""
+    path), the VMs' virtual disk controller ('' without VMs) and the lab pool's device model (plan.storage; ''
+    for a target outside the lab)."""
     if plan is None:
         return {}
-    from ..plan.targets import protocol_named
+    from ..plan.targets import is_lab_target, protocol_named
+    from ..plan.topology import LabSpec
+
+    lab = getattr(plan, "lab", None)
+    if isinstance(lab, dict):  # a plan read back from a manifest keeps its [lab] as data
+        lab = LabSpec.model_validate(lab)
+    device = lab.device.name if lab is not None else ""
 
     hv = getattr(plan, "hypervisor", None)
     if isinstance(hv, dict):  # a plan read back from a manifest keeps its [hypervisor] as data
@@ -70,7 +77,8 @@ def _configuration_columns(plan) -> dict[str, dict[str, str]]:
         hv = Hypervisor.model_validate(hv)
     default = hv.controller if hv is not None else None
     return {c.name: {"protocol": protocol_named(plan.target_of(c).url) or "",
-                     "controller": (c.controller or default or "") if default is not None else ""}
+                     "controller": (c.controller or default or "") if default is not None else "",
+                     "device_model": device if is_lab_target(plan.target_of(c).url) else ""}
             for c in plan.configurations}
 
 

@@ -34,7 +34,8 @@ from .trusted import check_tree, one_line_error
 
 #: cells.csv, one row per record (documented in docs/rundir.md); then one column per extra dimension.
 _CSV_HEAD = [
-    "run_id", "seq", "session", "status", "workload", "configuration", "protocol", "controller", "baseline",
+    "run_id", "seq", "session", "status", "workload", "configuration", "protocol", "controller", "device_model",
+    "baseline",
     "load_index", "hosts",
     "streams_per_host", "oio_per_stream", "total_oio", "repeat", "iops", "read_iops", "write_iops", "mbps",
     "read_mbps", "write_mbps", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us",

@@ -64,7 +64,8 @@ class LabTestbed(Testbed):
     def describe(self) -> dict[str, Any]:
         spec = self.plan.lab
         return {"kind": "lab", "prefix": spec.prefix, "hosts": spec.hosts, "nics_per_host": spec.nics_per_host,
-                "topology": self.lab.describe() if self.lab is not None else None}
+                "topology": self.lab.describe() if self.lab is not None else None,
+                "device": self.lab.device() if self.lab is not None else None}
 
     def down(self, keep_logs_in: Path | None = None) -> None:
         cgroups, lab = self.cgroups, self.lab

@@ -21,6 +21,23 @@ class EnvironmentModel:
     provenance: dict[str, str]  # field → value, the fields the run recorded
     status: str
     busy: str | None
+    device: dict | None = None  # the lab's device model as its testbed described it (lab.device)
+
+    def device_rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows of the pool's device model: name, figures, source, the cache of each path above
+        it, and the stack's overhead measured at start-up ([] without a lab)."""
+        d = self.device
+        if not d:
+            return []
+        rows = [("device model", f"{d.get('model')}: {d.get('figures')}")]
+        if d.get("source"):
+            rows.append(("device model source", str(d["source"])))
+        for proto, cache in sorted((d.get("caches") or {}).items()):
+            rows.append((f"cache above the model ({proto})", str(cache)))
+        if d.get("overhead_us") is not None:
+            rows.append(("stack overhead", f"{d['overhead_us']:g} µs per request at 1 outstanding I/O, measured "
+                         "when the lab came up and counted inside the model's service time"))
+        return rows
 
     def line(self) -> str:
         """report.md's 'kernel 6.1, fio_version fio-3.33, …' ('' when none of them is known)."""
@@ -40,11 +57,14 @@ class EnvironmentSection(Section[EnvironmentModel]):
         prov = data.manifest.provenance
         known = {k: str(getattr(prov, k)) for k, _ in TABLE_FIELDS
                  if prov is not None and getattr(prov, k, None) not in (None, "")}
-        return EnvironmentModel(known, data.manifest.status or "unknown", data.notes.get("busy"))
+        testbed = data.manifest.testbed or {}
+        device = testbed.get("device") if isinstance(testbed.get("device"), dict) else None
+        return EnvironmentModel(known, data.manifest.status or "unknown", data.notes.get("busy"), device)
 
     def markdown(self, m: EnvironmentModel) -> list[str]:
         env = m.line()
         out = ["", f"## {self.title}", "", f"Environment: {env}." if env else "", f"Status: {m.status}."]
+        out += [f"{label[0].upper()}{label[1:]}: {value}." for label, value in m.device_rows()]
         return out + (["", f"Warning: {m.busy}."] if m.busy else [])
 
     def html(self, m: EnvironmentModel, page: Page) -> Markup:

@@ -1,0 +1,76 @@
+"""The pool's device model with real fio on the local path: the service time at 1 outstanding I/O and the IOPS at
+saturation are within 5 % of what each preset says, and teardown leaves no FUSE mount or daemon behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import FIO, leftovers, spec
+from protolab.lab.device import find_blockdev, fuse_available
+from protolab.plan.storage import StorageSpec
+
+pytestmark = pytest.mark.lab
+
+BLOCK = 4096
+SECONDS = 3
+
+
+def _need_the_daemon() -> None:
+    if not fuse_available():
+        pytest.skip("the device model needs FUSE (/dev/fuse)")
+    if find_blockdev()[0] is None:
+        pytest.skip("protolab-blockdev is not built; run 'make deps'")
+
+
+def fio_randread(path: str, iodepth: int) -> tuple[float, float]:
+    """(IOPS, mean completion latency in µs) of 4 KiB direct random reads at ``iodepth`` for SECONDS."""
+    out = subprocess.run([str(FIO), "--name=device", f"--filename={path}", "--rw=randread", f"--bs={BLOCK}",
+                          "--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}", "--time_based",
+                          f"--runtime={SECONDS}", "--ramp_time=0.5", "--output-format=json"],
+                         capture_output=True, timeout=60, check=True).stdout
+    read = json.loads(out)["jobs"][0]["read"]
+    return read["iops"], read["lat_ns"]["mean"] / 1000
+
+
+def fill(path: str, size: int) -> None:
+    """Write every block once: btrfs answers reads of preallocated, never-written extents without the device."""
+    done = subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size // 2**20}",
+                           "oflag=direct", "conv=notrunc"], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("preset, saturating_oio", [("flash", 16), ("hdd-array", 256)])
+def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_path(make_lab, preset, saturating_oio):
+    _need_the_daemon()
+    if not FIO.exists():
+        pytest.skip("fio is not built; run 'make deps'")
+    model = StorageSpec(model=preset)
+    lab = make_lab(spec(export_size="64M", storage={"model": preset}), {"local"})
+    path = lab.endpoint("local").url
+    fill(path, 64 * 2**20)
+    assert any(f"{lab.names.prefix}-dev" in line.split()[1] for line in open("/proc/mounts"))  # FUSE under the pool
+    iops_1, latency_1 = fio_randread(path, 1)
+    iops_n, latency_n = fio_randread(path, saturating_oio)
+    said_latency, said_iops = model.latency_us(BLOCK), model.saturation_iops(BLOCK)
+    figures = (f"{preset}: 1 OIO {latency_1:.1f} µs (model {said_latency:.1f}), {saturating_oio} OIO "
+               f"{iops_n:.0f} IOPS (model {said_iops:.0f}); overhead {lab.device().get('overhead_us')} µs; "
+               f"load {os.getloadavg()[0]:.1f}")
+    assert abs(latency_1 / said_latency - 1) <= 0.05, figures
+    assert abs(iops_n / said_iops - 1) <= 0.05, figures
+    assert latency_n > 2 * latency_1, figures  # beyond its parallelism, requests queue
+
+
+def test_teardown_leaves_no_fuse_mount_or_daemon(make_lab):
+    _need_the_daemon()
+    lab = make_lab(spec(storage={"model": "hdd-array"}), {"local"})
+    daemons = [r.extra["pid"] for r in lab._record.find("process") if r.name == "protolab-blockdev"]
+    assert len(daemons) == 1 and os.path.exists(f"/proc/{daemons[0]}")
+    described = lab.device()
+    assert described["model"] == "hdd-array" and described["caches"]["local"].startswith("none")
+    lab.down()
+    assert not os.path.exists(f"/proc/{daemons[0]}/cmdline") or not open(f"/proc/{daemons[0]}/cmdline").read()
+    assert leftovers(lab.spec.prefix) == []
