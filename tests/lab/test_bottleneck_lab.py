@@ -76,3 +76,29 @@ def test_each_cause_induced_on_purpose_is_the_one_the_report_names(workdir, tmp_
     said = {f.configurations[0]: f.text for f in data.findings if f.kind == "bottleneck"}
     assert "held by nbdkit's CPU limit" in said["servers-capped"] and "0.1-core limit" in said["servers-capped"]
     assert "held by fio's CPU limit" in said["loadgen-capped"] and "held by the wire" in said["wire"]
+
+
+def test_a_saturated_device_model_is_named_as_the_array(workdir, tmp_path):  # noqa: F811
+    """The storage induced on purpose: a device model of 2 servers × 2 ms (1,000 IOPS with both busy) under the
+    pool, 8 I/Os in flight on the direct path and over NBD: both are held by the array; at 1 I/O in flight
+    neither is (the array then answers one I/O at a time, at half its saturation)."""
+    from protolab.lab.device import find_blockdev, fuse_available
+
+    if not fuse_available() or find_blockdev()[0] is None:
+        pytest.skip("the device model needs FUSE and protolab-blockdev ('make deps')")
+    text = plan_text(config("local", "lab:local") + config("nbd", "lab:nbd"),
+                     lab='[lab.storage]\nservice_time = "2ms"\nparallelism = 2',
+                     workload='{ name = "tr3808-4k", read_pct = 100 }',
+                     load="streams = 1\noio = 8\n[[load_points]]\nstreams = 1\noio = 1")
+    rundir = study(text, workdir, tmp_path).run()
+    data = tables.build(rundir.manifest(), rundir.records())
+    held = [(k[2], b) for k, b in data.bottlenecks.items()]
+    by_oio = {(r.configuration, r.oio_per_stream): r.result.iops for r in rundir.records()}
+    for c in ("local", "nbd"):
+        saturated = [b for cc, b in held if cc == c and b.device_share and b.device_share > 0.7]
+        quiet = [b for cc, b in held if cc == c and b.device_share and b.device_share < 0.7]
+        assert saturated and all(b.kind == "storage" and b.label.startswith("array ") for b in saturated), held
+        assert quiet and all(b.kind != "storage" for b in quiet), held
+        assert 900 <= by_oio[(c, 8)] <= 1100, by_oio  # the model's 1,000 IOPS, within 10 %
+    said = [f.text for f in data.findings if f.kind == "bottleneck"]
+    assert any("held by the array" in t for t in said), said

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from statistics import median
 
 import pytest
 
@@ -26,14 +27,16 @@ def _need_the_daemon() -> None:
         pytest.skip("protolab-blockdev is not built; run 'make deps'")
 
 
-def fio_randread(path: str, iodepth: int) -> tuple[float, float]:
-    """(IOPS, mean completion latency in µs) of 4 KiB direct random reads at ``iodepth`` for SECONDS."""
-    out = subprocess.run([str(FIO), "--name=device", f"--filename={path}", "--rw=randread", f"--bs={BLOCK}",
-                          "--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}", "--time_based",
-                          f"--runtime={SECONDS}", "--ramp_time=0.5", "--output-format=json"],
+def fio_randread(path: str, iodepth: int, rw: str = "randread", jobs: int = 1) -> tuple[float, float]:
+    """(IOPS, mean completion latency in µs) of 4 KiB direct random reads (or ``rw``) at ``iodepth`` per job, from
+    ``jobs`` fio jobs, for SECONDS."""
+    out = subprocess.run([str(FIO), "--name=device", f"--filename={path}", f"--rw={rw}", f"--bs={BLOCK}",
+                          "--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}", f"--numjobs={jobs}",
+                          "--group_reporting", "--time_based", f"--runtime={SECONDS}", "--ramp_time=0.5",
+                          "--output-format=json"],
                          capture_output=True, timeout=60, check=True).stdout
-    read = json.loads(out)["jobs"][0]["read"]
-    return read["iops"], read["lat_ns"]["mean"] / 1000
+    done = json.loads(out)["jobs"][0]["write" if "write" in rw else "read"]
+    return done["iops"], done["lat_ns"]["mean"] / 1000
 
 
 def fill(path: str, size: int) -> None:
@@ -43,8 +46,11 @@ def fill(path: str, size: int) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("preset, saturating_oio", [("flash", 16), ("hdd-array", 256)])
-def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_path(make_lab, preset, saturating_oio):
+# Saturation: more I/Os in flight than the model's parallelism. One fio thread reaping and resubmitting ~10,000
+# completions a second leaves slots idle (measured 2026-11-26: 1 job × 96 OIO gave 10,400 IOPS of hdd-array's
+# 12,727, 8 jobs × 16 OIO 12,400), so the 70-spindle preset is driven by 8 jobs.
+@pytest.mark.parametrize("preset, jobs, oio", [("flash", 1, 16), ("hdd-array", 8, 16)])
+def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_path(make_lab, preset, jobs, oio):
     _need_the_daemon()
     if not FIO.exists():
         pytest.skip("fio is not built; run 'make deps'")
@@ -53,15 +59,24 @@ def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_pat
     path = lab.endpoint("local").url
     fill(path, 64 * 2**20)
     assert any(f"{lab.names.prefix}-dev" in line.split()[1] for line in open("/proc/mounts"))  # FUSE under the pool
-    iops_1, latency_1 = fio_randread(path, 1)
-    iops_n, latency_n = fio_randread(path, saturating_oio)
+    # the median of 3 windows at 1 OIO: a shared machine's one slow window is not the model's figure
+    latency_1 = median(fio_randread(path, 1)[1] for _ in range(3))
+    iops_n, latency_n = fio_randread(path, oio, jobs=jobs)
     said_latency, said_iops = model.latency_us(BLOCK), model.saturation_iops(BLOCK)
-    figures = (f"{preset}: 1 OIO {latency_1:.1f} µs (model {said_latency:.1f}), {saturating_oio} OIO "
+    figures = (f"{preset}: 1 OIO {latency_1:.1f} µs (model {said_latency:.1f}), {jobs} × {oio} OIO "
                f"{iops_n:.0f} IOPS (model {said_iops:.0f}); overhead {lab.device().get('overhead_us')} µs; "
                f"load {os.getloadavg()[0]:.1f}")
     assert abs(latency_1 / said_latency - 1) <= 0.05, figures
     assert abs(iops_n / said_iops - 1) <= 0.05, figures
-    assert latency_n > 2 * latency_1, figures  # beyond its parallelism, requests queue
+    assert latency_n > 1.5 * latency_1, figures  # beyond its parallelism, requests queue
+    if model.write_us:  # the write-back cache: a write is acknowledged in write_time and holds no spindle
+        write_1 = median(fio_randread(path, 1, "randwrite")[1] for _ in range(3))
+        write_n, _ = fio_randread(path, oio, "randwrite", jobs)
+        figures += f"; writes: 1 OIO {write_1:.1f} µs (model {model.write_us:.1f}), {jobs} × {oio} OIO {write_n:.0f} IOPS"
+        # within 15 %: the overhead the model takes off is a read's through the loop device; a btrfs O_DIRECT
+        # overwrite costs ~50 µs more on this machine (measured 553 µs of 500, 2026-11-26), not compensated
+        assert abs(write_1 / model.write_us - 1) <= 0.15, figures
+        assert write_n > 1.5 * said_iops, figures  # beyond the spindles' saturation
 
 
 def test_teardown_leaves_no_fuse_mount_or_daemon(make_lab):

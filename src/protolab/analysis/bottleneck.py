@@ -9,7 +9,10 @@ bottleneck, named"). On the medians of a cell's repeats, failed windows left out
    process's CPU) counts with its demand, per repeat: its CPU plus its role's wait for a CPU (PSI 'some').
    Else a role that waited for a CPU ≥ WAIT_SHARE of the window: CPU time it did not get. A role whose CPU
    the configuration capped (cpu_limit) at ≥ CPU_SHARE of its limit comes first: the limit held it.
-3. none: neither, storage- or latency-bound. 4. unknown: no CPU telemetry, or an unmodelled wire.
+3. storage: with a device model under the pool ([lab.storage]), measured IOPS ≥ STORAGE_SHARE of what the model
+   gives with every one of its servers busy (plan.storage: parallelism / service time, capped by throughput).
+4. none: neither, latency-bound (or held by the storage, where no device model says what it can do).
+5. unknown: no CPU telemetry, or an unmodelled wire.
 Other work is never named: it shows as a role's wait, and a busy machine (> derived.BUSY_OTHER_SHARE
 of it other work) is stated beside the verdict.
 """
@@ -25,13 +28,14 @@ from ..results.records import BusiestThread, CellRecord
 from .derived import BUSY_OTHER_SHARE
 
 WIRE_SHARE = 0.90
+STORAGE_SHARE = 0.90
 CPU_SHARE = 0.90
 WAIT_SHARE = 0.25
 ROLE_NAMES = {"loadgen": "fio", "hypervisors": "QEMU"}  # 'servers': the server that used the most CPU
 #: scopes of one thread-like CPU user (saturated at one core), then aggregates, then the machine
 SINGLE, SPREAD = ("thread", "job", "job mean", "process", "core"), ("threads", "jobs")
 
-Kind = Literal["wire", "cpu", "none", "unknown"]
+Kind = Literal["wire", "storage", "cpu", "none", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -62,18 +66,21 @@ class Bottleneck:
     """What held one cell (workload × configuration × load point) back, and the figures that say so."""
 
     kind: Kind
-    what: str  # 'wire', the held CPU user's name, or ''
+    what: str  # 'wire', 'array', the held CPU user's name, or ''
     ceiling_share: float | None  # median measured IOPS / the wire model's ceiling IOPS
     held: Usage | None  # the saturated CPU user (kind 'cpu')
     busiest: Usage | None  # the busiest single thread, job or process, for context
     reason: str = ""  # why 'unknown'
     crowded: tuple[float, float] | None = None  # (machine busy, other work's part), shares of its cores
+    device_share: float | None = None  # median measured IOPS / the device model's saturation IOPS
 
     @property
     def label(self) -> str:
         """The table's 'limited by' cell: 'wire 93 %', 'tgtd CPU 97 %', 'machine CPU 95 %', 'none', 'unknown'."""
         if self.kind == "wire" and self.ceiling_share is not None:
             return f"wire {_pct(self.ceiling_share)} %"
+        if self.kind == "storage" and self.device_share is not None:
+            return f"array {_pct(self.device_share)} %"
         if self.kind == "cpu" and (h := self.held) is not None:
             waited = h.demand is not None and h.demand - h.share >= 0.005
             if h.scope == "limit":
@@ -184,17 +191,22 @@ def _rank(u: Usage) -> tuple[int, float]:
     return ({"limit": -1, "wait": 3, "cores": 2}.get(u.scope, 0 if u.scope in SINGLE else 1), -u.share / u.limit)
 
 
-def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wire: bool = True) -> Bottleneck:
-    """What held one cell back, from its repeats and the wire model's ceiling (None: no model or no wire)."""
+def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wire: bool = True,
+           device_iops: float | None = None) -> Bottleneck:
+    """What held one cell back, from its repeats, the wire model's ceiling (None: no model or no wire) and the
+    device model's saturation IOPS (None: no device model under the pool)."""
     recs = list(records)
     recs = [r for r in recs if not r.failed] or recs
     shares = [r.result.iops / ceiling_iops for r in recs if ceiling_iops]
     ceil = median(shares) if shares else None
+    dev = median(r.result.iops / device_iops for r in recs) if device_iops else None
     us = usages(recs)
     singles = [u for u in us if u.scope in SINGLE and u.what != "softirq"]
     busiest = max(singles, key=lambda u: u.share) if singles else None
     if ceil is not None and reaches(ceil, WIRE_SHARE):
-        return Bottleneck("wire", "wire", ceil, None, busiest)
+        return Bottleneck("wire", "wire", ceil, None, busiest, device_share=dev)
+    if dev is not None and reaches(dev, STORAGE_SHARE):
+        return Bottleneck("storage", "array", ceil, None, busiest, device_share=dev)
     mine, other = (next((u for u in us if u.what == w), None) for w in ("machine", "other work"))
     crowded = None
     if mine and other and (mine.share + other.share) >= CPU_SHARE * mine.limit \
@@ -202,23 +214,26 @@ def assess(records: Iterable[CellRecord], ceiling_iops: float | None, *, has_wir
         crowded = ((mine.share + other.share) / mine.limit, other.share / other.limit)
     hot = sorted((u for u in us if u.saturated and u.what != "other work"), key=_rank)
     if hot:
-        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest, "", crowded)
+        return Bottleneck("cpu", hot[0].what, ceil, hot[0], busiest, "", crowded, dev)
     if not any(u.what not in ("fio", "machine") for u in us):
         return Bottleneck("unknown", "", ceil, None, busiest, "no CPU telemetry of the servers or the machine",
-                          crowded)
+                          crowded, dev)
     if has_wire and ceil is None:
-        return Bottleneck("unknown", "", ceil, None, busiest, "no wire model for this link", crowded)
-    return Bottleneck("none", "", ceil, None, busiest, "", crowded)
+        return Bottleneck("unknown", "", ceil, None, busiest, "no wire model for this link", crowded, dev)
+    return Bottleneck("none", "", ceil, None, busiest, "", crowded, dev)
 
 
 Cell = tuple[str, Point, str]  # workload, point, configuration
 
 
 def bottlenecks(records: Iterable[CellRecord], ceilings: dict[tuple[str, str], float | None],
-                wired: dict[str, bool]) -> dict[Cell, Bottleneck]:
+                wired: dict[str, bool], devices: dict[tuple[str, str], float] | None = None) -> dict[Cell, Bottleneck]:
     """Each cell's bottleneck; ``ceilings`` maps (workload, configuration) to the wire's ceiling IOPS,
-    ``wired`` a configuration to whether a wire lies between load and storage (unknown: True)."""
+    ``wired`` a configuration to whether a wire lies between load and storage (unknown: True), ``devices``
+    (workload, configuration) to the device model's saturation IOPS (none: no device model)."""
     cells: dict[Cell, list[CellRecord]] = {}
     for r in records:
         cells.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
-    return {k: assess(v, ceilings.get((k[0], k[2])), has_wire=wired.get(k[2], True)) for k, v in cells.items()}
+    devices = devices or {}
+    return {k: assess(v, ceilings.get((k[0], k[2])), has_wire=wired.get(k[2], True),
+                      device_iops=devices.get((k[0], k[2]))) for k, v in cells.items()}

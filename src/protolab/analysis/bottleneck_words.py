@@ -33,6 +33,10 @@ def cause(group: list[Bottleneck]) -> str:
     busiest = f"busiest CPU: {busy[0].who()} at {pct_span(u.share for u in busy)} of a core" if busy else ""
     if b.kind == "wire":
         return f"held by the wire ({pct_span(ceils)} of its ceiling" + (f"; {busiest})" if busiest else ")")
+    if b.kind == "storage":
+        devs = [x.device_share for x in group if x.device_share is not None]
+        return f"held by the array ({pct_span(devs)} of the IOPS its device model gives with every server busy" + \
+            (f"; {busiest})" if busiest else ")")
     share = f"{pct_span(ceils)} of the wire's ceiling" if ceils else ""
     crowd = [x.crowded for x in group if x.crowded]
     busy_machine = (f"the machine was {pct_span(c[0] for c in crowd)} busy, {pct_span(c[1] for c in crowd)} of it "
@@ -56,6 +60,8 @@ def held_by(b: Bottleneck) -> str:
     'CPU time fio did not get', 'neither the wire nor a CPU', 'something not known'."""
     if b.kind == "wire":
         return "the wire"
+    if b.kind == "storage":
+        return "the array"
     if b.kind == "cpu" and b.held is not None:
         return "kernel softirq" if b.what == "softirq" else "the machine's CPU" if b.what == "machine" \
             else f"CPU time {b.what} did not get" if b.held.scope == "wait" \
@@ -70,6 +76,8 @@ def short_cause(group: list[Bottleneck]) -> str:
     if b.kind == "wire":
         ceils = [x.ceiling_share for x in group if x.ceiling_share is not None]
         return f"the wire ({pct_span(ceils)} of its ceiling)" if ceils else "the wire"
+    if b.kind == "storage":
+        return f"the array ({pct_span(x.device_share for x in group if x.device_share is not None)} of its saturation)"
     if b.kind == "cpu" and b.held is not None:
         held = [x.held for x in group if x.held is not None]
         if b.held.scope == "wait":
@@ -84,7 +92,7 @@ def group_key(b: Bottleneck) -> tuple:
     """Cells with the same key read as one sentence (their numbers as ranges)."""
     held = (b.held.what, b.held.scope, b.held.limit) if b.held else None
     return (b.kind, b.what, held, b.busiest.who() if b.busiest else None, b.reason, b.ceiling_share is None,
-            b.crowded is None)
+            b.crowded is None, b.device_share is None)
 
 
 def bottleneck_findings(found: dict[Cell, Bottleneck], labels: dict[tuple[str, int], str],

@@ -234,8 +234,9 @@ def _reason(parts: list[Part], bottlenecks: Mapping[tuple[str, Any, str], Any]) 
             continue
         for cell in dict.fromkeys(p.cells):
             b = bottlenecks.get(cell)
-            what = ("unknown" if b is None else "the wire" if b.kind == "wire" else f"{b.what} CPU"
-                    if b.kind == "cpu" else "neither a CPU nor the wire" if b.kind == "none" else "unknown")
+            what = ("unknown" if b is None else "the wire" if b.kind == "wire" else "the array"
+                    if b.kind == "storage" else f"{b.what} CPU" if b.kind == "cpu"
+                    else "neither a CPU nor the wire" if b.kind == "none" else "unknown")
             held.setdefault(cell[2], Counter())[what] += 1
     if not held:
         return ""

@@ -80,7 +80,7 @@ def daemon_argv(binary: str, mountpoint: Path, backing: Path, disk: str, spec: S
     """The daemon's command line: where, what, and the model's figures in ns, bytes and bytes/s."""
     return [binary, str(mountpoint), str(backing), disk, f"{spec.service_us * 1000:.0f}",
             f"{spec.spread_us * 1000:.0f}", str(spec.servers), f"{spec.throughput_bps or 0:.0f}",
-            str(spec.cache_bytes), f"{overhead_us * 1000:.0f}"]
+            str(spec.cache_bytes), f"{overhead_us * 1000:.0f}", f"{spec.write_us * 1000:.0f}"]
 
 
 @dataclass

@@ -1,13 +1,16 @@
 """The pool's device model (`[lab.storage]`): the array under every path alike, and its presets with their sources.
 
 A model is a service time (fixed, or a mean with a spread: uniform over mean ± spread), a parallelism (spindles or
-queues: requests beyond it wait, so IOPS saturate and latency grows with queueing), an optional throughput cap and
-a read cache (none, or a size). `ram` is no model at all: today's pool, a btrfs file on a loop device in RAM.
+queues: requests beyond it wait, so IOPS saturate and latency grows with queueing), an optional throughput cap,
+a read cache (none, or a size) and an optional write-back cache (`write_time`: writes acknowledged after that time,
+as an array with NVRAM does, without holding a spindle; none: writes are served like reads). `ram` is no model at
+all: today's pool, a btrfs file on a loop device in RAM.
 
     [lab.storage]
     model = "hdd-array"          # a preset ...
     parallelism = 8              # ... overridden field by field
-    # or explicit:  service_time = "5ms", spread = "1ms", parallelism = 16, throughput = "400MB/s", cache = "256MiB"
+    # or explicit:  service_time = "5ms", spread = "1ms", parallelism = 16, throughput = "400MB/s", cache = "256MiB",
+    #               write_time = "0.5ms"
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from ..errors import PlanError
 from .units import format_size, parse_size
 
 
@@ -30,34 +34,41 @@ class Preset:
     parallelism: int | None
     throughput: str | None
     cache: str | None
+    write_time: str | None
     source: str
 
 
 PRESETS: dict[str, Preset] = {
     # Today's pool: a btrfs file on a loop device on a RAM-backed image; ~46 µs per 4 KiB read at 1 OIO (issue 24).
-    "ram": Preset(None, None, None, None, None, "no device model: the pool answers from RAM"),
+    "ram": Preset(None, None, None, None, None, None, "no device model: the pool answers from RAM"),
     # A SATA SSD of the seeds' era (Intel X25-E, 2009 datasheet: 4 KiB random read latency 75 µs at the device,
     # 35,000 read IOPS, 250 MB/s sequential read); 150 µs ± 50 µs is that latency seen through a controller and
     # driver, inside the 100-200 µs of issue 24. Parallelism 2 keeps saturation (13,300 IOPS) within what this
     # 2-core machine drives through FUSE and a loop device (~36,000 IOPS at zero service time, measured); the
     # X25-E itself would need 5.
-    "flash": Preset("150us", "50us", 2, "250MB/s", "none",
+    "flash": Preset("150us", "50us", 2, "250MB/s", "none", "none",
                     "Intel X25-E datasheet (2009): 75 µs device read latency, 250 MB/s; +controller and driver"),
     # TR-3808's array (seed S1, table "Storage System FAS3170A": 140 × 144 GB 15K rpm FC drives; per controller
     # 80 drives in 5 RAID-DP groups of 16). A 15K rpm drive turns in 4 ms (2 ms average rotational latency) and
     # seeks in ~3.5 ms on average (Seagate Cheetah 15K.6 data sheet: 3.4 ms read, 3.9 ms write): ~5.5 ms per
     # random 4-8 KiB I/O, ±1.5 ms over short and long seeks. The seed sized its working set (160 GB per
     # controller) so that it was "not served from the cache": cache none. Parallelism is one controller's data
-    # spindles (5 groups × 14 data disks = 70): 12,700 IOPS at saturation.
-    "hdd-array": Preset("5.5ms", "1.5ms", 70, None, "none",
-                        "TR-3808 (S1): FAS3170, 15K rpm FC drives, 70 data spindles per controller; Cheetah 15K.6"),
+    # spindles (5 groups × 14 data disks = 70): 12,700 IOPS at saturation. Writes: a FAS logs every write in NVRAM
+    # and acknowledges it from there; WAFL writes the data to disk later, in full stripes at a consistency point
+    # (Hitz, Lau, Malcolm, "File System Design for an NFS File Server Appliance", USENIX 1994), so a random write
+    # does not wait for, or hold, a spindle. The seed gives no write latency; 0.5 ms is our assumption for an
+    # NVRAM-logged write mirrored to the HA partner (FAS3170A) — it keeps NFS's synchronous writes (the server's
+    # fsync) from costing two spindle visits the seed's array never made.
+    "hdd-array": Preset("5.5ms", "1.5ms", 70, None, "none", "0.5ms",
+                        "TR-3808 (S1): FAS3170, 15K rpm FC drives, 70 data spindles per controller; Cheetah 15K.6; "
+                        "writes acknowledged from NVRAM (WAFL, Hitz et al. 1994), 0.5 ms assumed"),
 }
 
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)\s*$", re.IGNORECASE)
 _TIME_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?)b/s\s*$", re.IGNORECASE)
 _RATE_POW = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
-FIELDS = ("service_time", "spread", "parallelism", "throughput", "cache")
+FIELDS = ("service_time", "spread", "parallelism", "throughput", "cache", "write_time")
 MAX_PARALLELISM = 1024  # the daemon answers from one table of servers; the kernel keeps at most 1024 in flight
 
 
@@ -88,6 +99,7 @@ class StorageSpec(BaseModel):
     parallelism: int | None = None
     throughput: str | None = None
     cache: str | None = None
+    write_time: str | None = None
 
     @field_validator("model")
     @classmethod
@@ -104,6 +116,13 @@ class StorageSpec(BaseModel):
             us = parse_time_us(v, info.field_name)
             if us > 10_000_000:
                 raise ValueError(f"{info.field_name} must be at most 10s, got {v!r}")
+        return v
+
+    @field_validator("write_time")
+    @classmethod
+    def _write_time(cls, v: str | None) -> str | None:
+        if v is not None and v.strip().lower() != "none" and parse_time_us(v, "write_time") > 10_000_000:
+            raise ValueError(f"write_time must be at most 10s (or 'none'), got {v!r}")
         return v
 
     @field_validator("parallelism")
@@ -171,6 +190,12 @@ class StorageSpec(BaseModel):
         return 0.0 if v is None else parse_time_us(v, "spread")
 
     @property
+    def write_us(self) -> float:
+        """Time to acknowledge a write from the write-back cache, in microseconds (0: writes served like reads)."""
+        v = self._get("write_time")
+        return 0.0 if v is None or v.strip().lower() == "none" else parse_time_us(v, "write_time")
+
+    @property
     def servers(self) -> int:
         """Requests served at once (spindles or queues)."""
         return self._get("parallelism") or 1
@@ -205,7 +230,8 @@ class StorageSpec(BaseModel):
         spread = f"±{_time(self.spread_us)}" if self.spread_us else ""
         cap = f"{self.throughput_bps / 1e6:g}MB/s" if self.throughput_bps else "no throughput cap"
         cache = f"cache {format_size(self.cache_bytes)}" if self.cache_bytes else "no cache"
-        return f"{_time(self.service_us)}{spread} ×{self.servers}, {cap}, {cache}"
+        writes = f", writes acknowledged in {_time(self.write_us)} (write-back)" if self.write_us else ""
+        return f"{_time(self.service_us)}{spread} ×{self.servers}, {cap}, {cache}{writes}"
 
     @property
     def source(self) -> str:
@@ -214,13 +240,32 @@ class StorageSpec(BaseModel):
 
     # what the model says (the lab test checks fio against these)
     def latency_us(self, block_size: int) -> float:
-        """Mean time of one request at 1 outstanding I/O: service, then the transfer at the throughput cap."""
+        """Mean time of one read at 1 outstanding I/O: service, then the transfer at the throughput cap."""
         return self.service_us + (1e6 * block_size / self.throughput_bps if self.throughput_bps else 0.0)
 
-    def saturation_iops(self, block_size: int) -> float:
-        """IOPS with every server busy: parallelism / service time, capped by throughput / block size."""
+    def saturation_iops(self, block_size: int, read_pct: float = 100) -> float:
+        """IOPS with every server busy: parallelism / service time, capped by throughput / block size. With a
+        write-back cache writes hold no server and no channel, so a mix of ``read_pct`` % reads saturates when its
+        reads do: that figure / the read share (no limit for writes alone)."""
         iops = self.servers * 1e6 / self.service_us if self.service_us else float("inf")
-        return min(iops, self.throughput_bps / block_size) if self.throughput_bps else iops
+        iops = min(iops, self.throughput_bps / block_size) if self.throughput_bps else iops
+        if not self.write_us:
+            return iops
+        return iops / (read_pct / 100) if read_pct > 0 else float("inf")
+
+
+def with_device_model(data: dict[str, Any], model: str | None, source: str) -> dict[str, Any]:
+    """Plan data whose [lab.storage] is the preset ``model`` in place of the plan's own (None: as written);
+    PlanError in one line for a plan without the embedded lab or a name that is not a preset."""
+    if model is None:
+        return data
+    if model not in PRESETS:
+        raise PlanError(f"--device-model {model}: not a preset; choose one of {', '.join(PRESETS)}")
+    lab = data.get("lab")
+    if not isinstance(lab, dict):
+        raise PlanError(f"{source}: --device-model {model}: this plan has no embedded lab ([lab]); a device model "
+                        "goes under the lab's pool only — run it without --device-model")
+    return {**data, "lab": {**lab, "storage": {"model": model}}}
 
 
 def _time(us: float) -> str:

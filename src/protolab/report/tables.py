@@ -23,7 +23,7 @@ from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
 from ..plan.model import Plan
 from ..plan.protocols import PROTOCOLS
-from ..plan.targets import protocol_named
+from ..plan.targets import is_lab_target, protocol_named
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
@@ -191,6 +191,23 @@ def wire_ceilings(data: ReportData) -> tuple[dict[tuple[str, str], float | None]
     return ceilings, {c: protocols.get(c) is not None for c in data.configurations if c in protocols}
 
 
+def device_saturation(data: ReportData) -> dict[tuple[str, str], float]:
+    """The device model's saturation IOPS per (workload, configuration) for configurations on the lab's pool
+    (plan.storage; none with the ram pool or without a readable plan)."""
+    plan = data.plan
+    lab = getattr(plan, "lab", None) if plan is not None else None
+    if isinstance(lab, dict):  # a plan read back from a manifest keeps its [lab] as data
+        from ..plan.topology import LabSpec
+
+        lab = LabSpec.model_validate(lab)
+    if lab is None or lab.device.is_ram:
+        return {}
+    device = lab.device
+    return {(w.name, c.name): device.saturation_iops(w.block_size, w.read_pct) for w in plan.workloads
+            if w.name in data.workloads for c in plan.configurations
+            if c.name in data.configurations and is_lab_target(plan.target_of(c).url)}
+
+
 def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
           method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None,
           intervals: Callable | None = None) -> ReportData:
@@ -240,7 +257,7 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
         data.notes["percentiles"] = "latency histograms not stored in this run"
     if note:
         data.notes["ceiling"] = note
-    data.bottlenecks = bottlenecks(records, *wire_ceilings(data))
+    data.bottlenecks = bottlenecks(records, *wire_ceilings(data), device_saturation(data))
     data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.point): r.load_label
                                                             for r in data.rows}, data.configurations)
     data.matrices = matrices(data.workloads, data.rows, data.verdicts, data.bottlenecks, baseline,

@@ -297,3 +297,15 @@ def test_a_role_at_the_cpu_limit_its_configuration_set_is_held_by_that_limit():
     r = r.model_copy(update={"telemetry": r.telemetry.model_copy(update={"roles_cpu_limit": {"loadgen": 0.5}})})
     b = assess([r], CEIL)
     assert b.held == Usage("fio", "limit", pytest.approx(0.49), 0.5) and b.label == "fio CPU 98 % of its 0.5-core limit"
+
+
+def test_the_array_when_the_device_model_is_saturated():
+    # a device model of 8 servers × 5.5 ms: 1,454.5 IOPS with every server busy
+    b = assess([rec(1400, servers={"tgtd": 0.2}, threads={"tgtd": (0.2, 2)})], CEIL, device_iops=8 / 0.0055)
+    assert (b.kind, b.what, b.label) == ("storage", "array", "array 96 %")
+    assert cause([b]).startswith("held by the array (96 % of the IOPS its device model gives with every server busy")
+    # below 90 % of it, and without a device model, the array is not named
+    assert assess([rec(1200, servers={"tgtd": 0.2})], CEIL, device_iops=8 / 0.0055).kind == "none"
+    assert assess([rec(1400, servers={"tgtd": 0.2})], CEIL).kind == "none"
+    # the wire comes first
+    assert assess([rec(19000, servers={"tgtd": 0.2})], CEIL, device_iops=19500).kind == "wire"

@@ -77,7 +77,7 @@ def test_bad_values_are_one_line_naming_the_field(storage, message):
 def test_the_daemon_gets_the_figures_in_ns_bytes_and_bytes_per_second(tmp_path):
     spec = StorageSpec(model="flash", cache="1MiB")
     argv = daemon_argv("/bin/bd", tmp_path / "pdm-dev", tmp_path / "pdm-pool.img", "pdm-disk", spec, 42.5)
-    assert argv[3:] == ["pdm-disk", "150000", "50000", "2", "250000000", "1048576", "42500"]
+    assert argv[3:] == ["pdm-disk", "150000", "50000", "2", "250000000", "1048576", "42500", "0"]
 
 
 def test_each_path_says_what_cache_it_had_above_the_model():
@@ -107,3 +107,29 @@ def test_the_environment_section_names_the_model_its_caches_and_the_overhead():
     assert rows["device model"] == "flash: 150us±50us ×2" and rows["device model source"] == "X25-E"
     assert rows["cache above the model (nfs)"] == "the host's page cache" and rows["stack overhead"].startswith("48 µs")
     assert EnvironmentModel({}, "complete", None, None).device_rows() == []
+
+
+def test_run_device_model_puts_a_preset_under_the_pool_and_resume_keeps_it(tmp_path, cli):
+    """`run --device-model ram` runs a study over another array than its [lab.storage] says; the stored plan names
+    it and resume loads the same; a plan without the lab, or a name that is not a preset, is refused in one line."""
+    from protolab.plan.load import load_builtin
+    from protolab.plan.migrate import PLAN_FORMAT
+    from protolab.results.manifest import Provenance, RunStart
+    from protolab.results.rundir import RunDir
+    from protolab.run.resume import differences, resumable
+
+    plan, text = load_builtin("tr3808", "quick")
+    assert plan.lab.device.name == "hdd-array"
+    over, _ = load_builtin("tr3808", "quick", "ram")
+    assert over.lab.device.is_ram and over.configurations == plan.configurations
+    rd = RunDir.create(tmp_path, "tr3808", RunStart(plan=over.model_dump(mode="json"), plan_text=text,
+                                                     plan_format=PLAN_FORMAT, provenance=Provenance()))
+    rd.events.session_ended(130, "interrupted")
+    again, _, _ = resumable(RunDir.open(rd.path))
+    assert again.lab.device.is_ram and [d for d in differences(rd, again, "", {}) if d.startswith("plan")] == []
+    for argv, said in ((["--builtin", "demo", "--device-model", "flash"], "this plan has no embedded lab"),
+                       (["--builtin", "tr3808", "--device-model", "floppy"], "not a preset; choose one of ram, "
+                                                                              "flash, hdd-array")):
+        p = cli("run", *argv, "--results", tmp_path / "r", cwd=tmp_path, timeout=60)
+        assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "r").exists()

@@ -6,7 +6,9 @@
  *   - parallelism N servers, FIFO: a request starts when the earliest-free server is free (queueing);
  *   - service time drawn uniformly from [mean - spread, mean + spread] (spread 0: fixed);
  *   - an optional throughput cap: the transfer (bytes / rate) follows service on one shared channel;
- *   - an optional LRU read cache of 4 KiB blocks: a read whose blocks are all cached skips the model.
+ *   - an optional LRU read cache of 4 KiB blocks: a read whose blocks are all cached skips the model;
+ *   - an optional write-back cache (an array's NVRAM): a write is acknowledged after WRITE_NS and holds no server
+ *     and no channel (destaged later in full stripes); WRITE_NS 0: writes are served like reads.
  * "overhead" is the time the rest of the stack (fio, btrfs, loop, FUSE) adds to a request (measured by protolab at
  * start-up): each request counts as issued that much before it arrived here, so the host sees the model's service
  * time at 1 outstanding I/O while each server is still held for the whole service time (saturation unchanged).
@@ -40,6 +42,7 @@ static struct {
 	int fd;
 	uint64_t size;
 	double service_ns, spread_ns, overhead_ns, rate_bps; /* rate in bytes per second, 0: none */
+	double write_ns; /* write-back acknowledgement time, 0: none */
 	int parallelism;
 	uint64_t *free_at; /* per server: when it is next free (ns) */
 	uint64_t channel_free;
@@ -163,10 +166,15 @@ static int cache_init(uint64_t bytes)
 }
 
 /* ---- the model: when a request that arrives now is answered ---- */
-static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit)
+static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_write)
 {
 	if (hit)
 		return arrival;
+	if (is_write && dev.write_ns > 0) {
+		uint64_t issued = arrival > (uint64_t)dev.overhead_ns ? arrival - (uint64_t)dev.overhead_ns : 0;
+		uint64_t done = issued + (uint64_t)dev.write_ns;
+		return done > arrival ? done : arrival;
+	}
 	int best = 0;
 	for (int i = 1; i < dev.parallelism; i++)
 		if (dev.free_at[i] < dev.free_at[best])
@@ -289,7 +297,7 @@ static void schedule(fuse_req_t req, char *buf, size_t len, int err, uint64_t of
 	uint64_t arrival = now_ns();
 	pthread_mutex_lock(&dev.lock);
 	int hit = err ? 1 : cache_access(off, len, 1) && is_read;
-	struct pending p = {.due = completion(arrival, len, hit), .req = req, .buf = buf, .len = len, .err = err};
+	struct pending p = {.due = completion(arrival, len, hit, !is_read), .req = req, .buf = buf, .len = len, .err = err};
 	int earliest = heap_n == 0 || p.due < heap[0].due;
 	heap_push(p);
 	if (earliest)
@@ -432,13 +440,13 @@ static const struct fuse_lowlevel_ops ops = {
 static int usage(const char *why)
 {
 	fprintf(stderr, "protolab-blockdev: %s\nusage: protolab-blockdev MOUNTPOINT BACKING DISK_NAME SERVICE_NS SPREAD_NS "
-			"PARALLELISM RATE_BYTES_PER_S CACHE_BYTES OVERHEAD_NS\n", why);
+			"PARALLELISM RATE_BYTES_PER_S CACHE_BYTES OVERHEAD_NS WRITE_NS\n", why);
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 10)
+	if (argc != 11)
 		return usage("wrong number of arguments");
 	const char *mnt = argv[1], *backing = argv[2];
 	disk_name = argv[3];
@@ -449,10 +457,11 @@ int main(int argc, char **argv)
 	dev.rate_bps = strtod(argv[7], &end);
 	double cache_bytes = strtod(argv[8], &end);
 	dev.overhead_ns = strtod(argv[9], &end);
+	dev.write_ns = strtod(argv[10], &end);
 	if (!*disk_name || strchr(disk_name, '/'))
 		return usage("the disk name must be one file name");
 	if (dev.service_ns < 0 || dev.spread_ns < 0 || dev.spread_ns > dev.service_ns || dev.parallelism < 1
-	    || dev.rate_bps < 0 || cache_bytes < 0 || dev.overhead_ns < 0)
+	    || dev.rate_bps < 0 || cache_bytes < 0 || dev.overhead_ns < 0 || dev.write_ns < 0)
 		return usage("a model figure is out of range");
 	dev.free_at = calloc((size_t)dev.parallelism, sizeof *dev.free_at);
 	if (!dev.free_at || cache_init((uint64_t)cache_bytes) != 0)

@@ -39,7 +39,9 @@ def machine_line(data: ReportData) -> str:
         parts.append(f"{kinds['cpu']} by CPU (" + ", ".join(f"{w} {n}" for w, n in cpu.most_common()) + ")")
     if kinds.get("wire"):
         parts.append(f"{kinds['wire']} by the wire (at ≥ 90 % of the modelled ceiling)")
-    rest = len(found) - kinds.get("cpu", 0) - kinds.get("wire", 0)
+    if kinds.get("storage"):
+        parts.append(f"{kinds['storage']} by the array (at ≥ 90 % of its device model's saturation)")
+    rest = len(found) - kinds.get("cpu", 0) - kinds.get("wire", 0) - kinds.get("storage", 0)
     if rest:
         parts.append(f"{rest} by neither (storage- or latency-bound, or unknown)")
     prov = data.manifest.provenance
