@@ -69,16 +69,17 @@ class RichProgress:
         self.bar.stop()
 
 
-def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = None):
+def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = None,
+          device_model: Optional[str] = None):
     from .plan.load import load_builtin, load_plan_text, read_plan_file
 
     if (plan is None) == (builtin is None):
         raise ProtolabError("give a plan file or --builtin NAME (one of them); see 'protolab plans'")
     if builtin:
-        p, text = load_builtin(builtin, scale)
+        p, text = load_builtin(builtin, scale, device_model)
         return p, text, f"builtin:{builtin}"
     text = read_plan_file(plan)  # once: the text checked is the text stored with the run
-    return load_plan_text(text, source=str(plan), scale=scale), text, str(plan)
+    return load_plan_text(text, source=str(plan), scale=scale, device_model=device_model), text, str(plan)
 
 
 SCALE_HELP = ("The plan's \\[scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the "
@@ -163,6 +164,10 @@ def run(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
         "(default /var/lib/protolab/PREFIX; it must be root's alone)."),
     scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
+    device_model: Optional[str] = typer.Option(
+        None, "--device-model", help="Run the lab's pool over this device model (a preset: ram, flash, hdd-array) "
+        "in place of the plan's [lab.storage]; the run records it, resume keeps it, and 'protolab compare' of two "
+        "runs shows how the figures and the seed's verdicts depend on it."),
 ):
     """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report.
 
@@ -171,7 +176,7 @@ def run(
     """
     from .run import Study
 
-    p, text, source = _load(plan, builtin, scale)
+    p, text, source = _load(plan, builtin, scale, device_model)
     _lab_allowed(p, source)
     if p.scale:
         out.print(f"{source}: scale {p.scale}", highlight=False)

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from ..errors import ProtolabError
 from ..plan.coordinates import point_of
 from ..plan.migrate import migrate
+from ..plan.storage import StorageSpec
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from .batch import compare_many
@@ -72,6 +73,18 @@ def _fmt_points(points: dict[str, list[str]], workloads: Iterable[str]) -> str:
     return "; ".join(f"{w}: {', '.join(points.get(w, [])) or 'none'}" for w in workloads)
 
 
+def _device(plan: dict[str, Any]) -> str:
+    """The lab pool's device model in words ('hdd-array: 5.5ms±1.5ms ×70, …'); '' without the embedded lab."""
+    lab = plan.get("lab")
+    if not isinstance(lab, dict):
+        return ""
+    try:
+        spec = StorageSpec.model_validate(lab.get("storage") or {})
+    except ValueError:
+        return "unreadable"
+    return spec.summary() if spec.is_ram else f"{spec.name}: {spec.summary()}"
+
+
 def differences(manifest_a: Manifest, records_a: list[CellRecord],
                 manifest_b: Manifest, records_b: list[CellRecord]) -> list[Difference]:
     """Everything that differs between two runs, blocking differences (workloads, load points) first."""
@@ -95,6 +108,9 @@ def differences(manifest_a: Manifest, records_a: list[CellRecord],
     for f in sorted(set(ma) | set(mb)):
         if ma.get(f) != mb.get(f):
             out.append(Difference(f"method {f}", str(ma.get(f)), str(mb.get(f)), False))
+    da, db = _device(plan_a), _device(plan_b)
+    if da != db:
+        out.append(Difference("lab device model", da, db, False))
     env_a, env_b = manifest_a.provenance, manifest_b.provenance
     for f in ENVIRONMENT_FIELDS:
         va, vb = getattr(env_a, f, None), getattr(env_b, f, None)

@@ -63,32 +63,37 @@ def load_plan(path: str | Path) -> Plan:
     return load_plan_text(read_plan_file(path), source=str(Path(path)))
 
 
-def load_builtin(name: str, scale: str | None = None) -> tuple[Plan, str]:
-    """A built-in study by name (at ``scale``), and its TOML text."""
+def load_builtin(name: str, scale: str | None = None, device_model: str | None = None) -> tuple[Plan, str]:
+    """A built-in study by name (at ``scale``, over ``device_model``), and its TOML text."""
     studies = builtin_studies()
     if name not in studies:
         raise PlanError(
             f"--builtin {name}: no such built-in study; choose one of: {', '.join(studies)} (see 'protolab plans')"
         )
-    return load_plan_text(studies[name], source=f"<builtin:{name}>", scale=scale), studies[name]
+    return load_plan_text(studies[name], source=f"<builtin:{name}>", scale=scale,
+                          device_model=device_model), studies[name]
 
 
-def load_plan_text(text: str, *, source: str = "<plan>", scale: str | None = None) -> Plan:
-    """Parse and validate plan TOML ``text`` at ``scale`` (see plan.scales); ``source`` names it in errors."""
+def load_plan_text(text: str, *, source: str = "<plan>", scale: str | None = None,
+                   device_model: str | None = None) -> Plan:
+    """Parse and validate plan TOML ``text`` at ``scale`` (see plan.scales), over ``device_model`` (a preset in
+    place of the plan's [lab.storage]: `run --device-model`); ``source`` names it in errors."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{source}: invalid TOML: {e}; fix the syntax at that line") from None
     except RecursionError:
         raise PlanError(f"{source}: invalid TOML: nested too deeply; a plan is a few flat tables") from None
-    return load_plan_data(data, source=source, text=text, scale=scale)
+    return load_plan_data(data, source=source, text=text, scale=scale, device_model=device_model)
 
 
-def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "", scale: str | None = None) -> Plan:
+def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = "", scale: str | None = None,
+                   device_model: str | None = None) -> Plan:
     """Validate parsed plan data (a TOML document as a dict) at ``scale``; any problem is a one-line PlanError."""
     from .scales import apply_scale
+    from .storage import with_device_model
 
-    data = apply_scale(data, scale, source)
+    data = with_device_model(apply_scale(data, scale, source), device_model, source)
     workloads = _resolve_workloads(data.get("workloads"), source, text)
     data = {**data, "workloads": workloads} if workloads is not None else data
     if "baseline" not in data:

@@ -207,13 +207,16 @@ def compare_command(
     from .markdown import compare_rows, verdict_tally
     from .terminal import make_console, plain_table, print_table
     console = make_console()
-    path, rows, text = run_compare(run_a, run_b, force=force, out=out)
+    path, rows, text, pairs = run_compare(run_a, run_b, force=force, out=out)
     if as_json:
         import dataclasses
         import json
 
+        from .compareclaims import claims_csv
+
         print(json.dumps({"a": str(run_a), "b": str(run_b), "written": str(path),
-                          "rows": [dataclasses.asdict(r) for r in rows]}, indent=2, default=str))
+                          "rows": [dataclasses.asdict(r) for r in rows], "claims": claims_csv(pairs)},
+                         indent=2, default=str))
         return
     headers, table = compare_rows(rows)
     console.print(f"A = {run_a}\nB = {run_b}\nWhat differs:", highlight=False, markup=False)
@@ -222,14 +225,18 @@ def compare_command(
             console.print(line, highlight=False, markup=False)
     print_table(console, plain_table(f"B relative to A (A = 100): {Path(run_a).name} → {Path(run_b).name}", headers,
                                      table))
+    if pairs:
+        from .compareclaims import tally
+
+        console.print(tally(pairs), highlight=False, markup=False)
     console.print(f"{verdict_tally(rows)} Written: {path}, compare.html and compare.csv beside it",
                   highlight=False, markup=False)
 
 
 def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
-                out: Path | None = None) -> tuple[Path, list, str]:
-    """Compare two run directories and write compare.md, compare.csv, compare.html (with figures/ and tables/);
-    returns (md path, rows, md text)."""
+                out: Path | None = None) -> tuple[Path, list, str, list]:
+    """Compare two run directories and write compare.md, compare.csv, compare.html (with figures/ and tables/) and,
+    when their plans state seed claims, claims.csv; returns (md path, rows, md text, claim pairs)."""
     from ..analysis.compare import check_comparable, compare_runs, differences, unmatched
     from ..results.rundir import RunDir, atomic_write
     from . import tables
@@ -247,7 +254,10 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
         raise ProtolabError(f"compare {a.path} {b.path}: the runs share no cell (workload, load point and "
                             "configuration); nothing to compare")
     only_a, only_b = unmatched(ra, rb)
-    text = compare_markdown(a.run_id, b.run_id, diffs, rows, force, only_a, only_b)
+    from .compareclaims import claim_pairs, claims_csv, claims_html, claims_markdown, verdicts_of
+
+    pairs = claim_pairs(verdicts_of(a), verdicts_of(b))
+    text = compare_markdown(a.run_id, b.run_id, diffs, rows, force, only_a, only_b, claims_markdown(pairs))
     folder = out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}"
     if os.geteuid() == 0:  # root writes only where no other user can plant a link
         from ..trust import check_workdir
@@ -258,7 +268,7 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     from .comparepage import chart_tables, compare_page, render_compare
     from .figures import draw_all
 
-    page = compare_page(a.run_id, b.run_id, diffs, rows, force, only_a, only_b)
+    page = compare_page(a.run_id, b.run_id, diffs, rows, force, only_a, only_b, claims=claims_html(pairs))
     drawn = draw_all(page.charts, Path(folder) / "figures", list(dict.fromkeys(r.configuration for r in rows)))
     for chart_id, table in chart_tables(page):
         atomic_write(Path(folder) / "tables" / f"{chart_id}.csv", tables.to_csv(table))
@@ -267,5 +277,7 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
          "n A": r.n_a, "n B": r.n_b, "median A": r.median_a, "median B": r.median_b, "B % of A": r.relative,
          "CI low %": r.ci_low, "CI high %": r.ci_high, "p": r.p_value, "p (corrected)": r.p_adjusted,
          "verdict": r.verdict} for r in rows]))
+    if pairs:
+        atomic_write(Path(folder) / "claims.csv", tables.to_csv(claims_csv(pairs)))
     atomic_write(Path(folder) / "compare.html", render_compare(page, drawn))
-    return path, rows, text
+    return path, rows, text, pairs

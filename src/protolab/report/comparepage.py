@@ -42,6 +42,8 @@ class ComparePage:
     #: The summary matrix (configurations × metrics, B as % of A; analysis.summary.compare_matrices): rendered
     #: markup shown between the tally and the charts. None: the page has no matrix.
     summary_matrix: Markup | None = field(default=None)
+    #: The seed's claims in A and in B (report.compareclaims), rendered; None: neither run states a claim.
+    claims: Markup | None = field(default=None)
 
 
 def compare_charts(rows: list[CompareRow]) -> list[Chart]:
@@ -73,14 +75,14 @@ def compare_charts(rows: list[CompareRow]) -> list[Chart]:
 
 def compare_page(name_a: str, name_b: str, diffs: list[Difference], rows: list[CompareRow], forced: bool,
                  only_a: list[tuple[str, str, str]], only_b: list[tuple[str, str, str]], *,
-                 noise: float = 0.02) -> ComparePage:
+                 noise: float = 0.02, claims: Markup | None = None) -> ComparePage:
     """The page's model from analysis.compare's differences, rows and unmatched cells."""
     left_out = [f"cells {label} (left out): " + "; ".join(" · ".join(c) for c in cells)
                 for label, cells in (("only in A", only_a), ("only in B", only_b)) if cells]
     headers, table = compare_rows(rows)
     return ComparePage(name_a, name_b, [d.text() for d in diffs], forced and any(d.blocking for d in diffs),
                        left_out, verdict_tally(rows), headers, table, compare_charts(rows), noise,
-                       summary_html(rows))
+                       summary_html(rows), claims)
 
 
 def summary_html(rows: list[CompareRow]) -> Markup | None:

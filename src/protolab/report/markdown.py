@@ -105,8 +105,10 @@ def compare_rows(rows: list[CompareRow]) -> tuple[list[str], list[list[str]]]:
 
 
 def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: list[CompareRow],
-                     forced: bool, only_a: list[tuple[str, str, str]], only_b: list[tuple[str, str, str]]) -> str:
-    """compare.md: what differs between the runs, then the relative table (A = 100)."""
+                     forced: bool, only_a: list[tuple[str, str, str]], only_b: list[tuple[str, str, str]],
+                     claims: list[str] | None = None) -> str:
+    """compare.md: what differs between the runs, the seed's claims in each (``claims``: report.compareclaims'
+    lines), then the relative table (A = 100)."""
     out = [f"# protolab compare: A = {name_a}, B = {name_b}", "", "A = 100; B relative to A at the same workload, "
            "load point and configuration (median of repeats, 95 % bootstrap CI, Holm-corrected Welch t-test on log "
            "values).", ""]
@@ -117,7 +119,7 @@ def compare_markdown(name_a: str, name_b: str, diffs: list[Difference], rows: li
         if cells:
             out.append(f"- cells {label} (left out): " + "; ".join(" · ".join(c) for c in cells))
     headers, table = compare_rows(rows)
-
+    out += [""] + claims if claims else []
     out += ["", "## B relative to A", "", md_table(headers, table), "", verdict_tally(rows), ""]
     return "\n".join(out)
 

@@ -32,7 +32,13 @@ def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
         raise ProtolabError(f"{where}: the manifest holds no plan text; run the plan again")
     source = m.plan_source or "plan"
     scale = (m.plan or {}).get("scale")
-    return load_plan_text(text, source=f"{source} (stored in {rundir.path.name})", scale=scale), text, source
+    # a run started with --device-model keeps it: the stored plan's [lab.storage] names the preset it ran over
+    lab = (m.plan or {}).get("lab")
+    stored = lab.get("storage") if isinstance(lab, dict) else None
+    model = stored.get("model") if isinstance(stored, dict) and not any(
+        v is not None for k, v in stored.items() if k != "model") else None
+    return load_plan_text(text, source=f"{source} (stored in {rundir.path.name})", scale=scale,
+                          device_model=model), text, source
 
 
 def differences(rundir: RunDir, plan: Plan, fio_version: str, testbed: dict[str, Any]) -> list[str]:

@@ -59,7 +59,7 @@ def test_v1_run_compares_against_a_v2_run(v1, tmp_path):
         res = r.result.model_copy(update={"iops": r.result.iops * 1.2})
         v2.add_record(r.model_copy(update={"run_id": v2.run_id, "result": res}))
     assert RunDir.open(v2.path).schema == 2
-    path, rows, text = run_compare(v1.path, v2.path, out=tmp_path / "cmp")
+    path, rows, text, _pairs = run_compare(v1.path, v2.path, out=tmp_path / "cmp")
     iops = [x for x in rows if x.metric == "iops"]
     assert len(iops) == 3 and all(x.relative == pytest.approx(120.0, abs=0.01) for x in iops)
     assert path.is_file() and "B relative to A" in text
