@@ -17,6 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RECORD_SCHEMA = 2
+#: a client run whose fio servers' statuses fell further out of step than this (seconds) is marked in its record
+OUT_OF_STEP_S = 0.5
 
 #: The dimensions every cell has, in the order they nest in a study.
 BASE_DIMENSIONS = ("workload", "configuration", "load", "repeat")
@@ -153,6 +155,9 @@ class CellRecord(_Record):
     host_names: list[str] = Field(default_factory=list)
     repeat_reason: str | None = Field(default=None, description="why this repeat was measured (adaptive repeats: "
                                       "the interval or spread that asked for it)")
+    out_of_step_s: float | None = Field(default=None, description="a client run's fio servers' statuses fell this "
+                                        f"many seconds out of step (≥ {OUT_OF_STEP_S} s; None: in step): the "
+                                        "window's boundaries are uncertain by as much")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
 

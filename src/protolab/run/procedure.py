@@ -24,7 +24,7 @@ from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
 from ..plan.stages import FillStep, Step, filled_bytes
 from ..results.files import now
-from ..results.records import SeriesRow, Steadiness, Telemetry, Warmup
+from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.window import Window
@@ -42,6 +42,7 @@ class Window_:
     telemetry: Telemetry
     started: str
     t0_s: float = 0.0  # where the window's series starts on its time axis (an aging step's: after the previous)
+    out_of_step_s: float = 0.0  # how far the fio servers' statuses fell out of step (a client run)
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -240,7 +241,7 @@ class Procedure:
         if cell.in_sequence:
             self.aged[cell.sequence] = offset + (run.intervals[-1].t_s if run.intervals else run.window_s)
         inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
-        if run.out_of_step_s > 0.5:
+        if run.out_of_step_s > OUT_OF_STEP_S:
             self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "
                                "step (a busy machine delays fio's status timer); its window is uncertain")
         if run.window_s < duration - 0.5 * m.interval:  # fio ended first: its jobs started further apart than its spare
@@ -254,7 +255,7 @@ class Procedure:
             delta = _without_servers(delta)
         telemetry = Telemetry(**delta, storage_ports=self.testbed.storage_ports())
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
-        return Window_(meas, telemetry, started[0], offset), rule.record(run.warmup_s)
+        return Window_(meas, telemetry, started[0], offset, run.out_of_step_s), rule.record(run.warmup_s)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""

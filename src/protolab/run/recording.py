@@ -6,7 +6,7 @@ from ..engine.measure import HostRun
 from ..engine.parse import parse_fio_json
 from ..plan.expand import Cell
 from ..results.files import now
-from ..results.records import CellRecord, SeriesRow, Warmup
+from ..results.records import OUT_OF_STEP_S, CellRecord, SeriesRow, Warmup
 from ..results.rundir import RunDir
 from .procedure import Window_
 
@@ -61,6 +61,7 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         status="failed" if failed else "ok", result=result, telemetry=window.telemetry, warmup=warmup,
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
+        out_of_step_s=round(window.out_of_step_s, 3) if window.out_of_step_s > OUT_OF_STEP_S else None,
     )
     offset = window.t0_s
     rows = []

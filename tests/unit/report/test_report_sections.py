@@ -224,3 +224,21 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     assert sum(p["decisive"] for p in claim["parts"]) == 2
     assert all(p["reference"] == "iscsi-1x1g" and p["metric"] in ("iops", "lat_p95_us") for p in claim["parts"])
     assert f"| **{claim['verdict']}** | {claim['figures']} |" in md
+
+
+def test_windows_whose_fio_statuses_fell_out_of_step_are_named_in_the_method_in_both_formats(tmp_path):
+    from protolab.report.sections.method import MethodSection
+
+    rd = RunDir.open(_copy(tmp_path, "v1-run"), write=False)
+    records = [r.model_copy(update={"out_of_step_s": 0.8 if r.seq == 1 else 1.6 if r.seq == 2 else None})
+               for r in rd.records()]
+    data = tables.build(rd.manifest(), records)
+    section = MethodSection()
+    model = section.build(data)
+    first, second = (r.cell_id for r in sorted(records, key=lambda r: r.seq)[:2])
+    said = (f"2 of {len(records)} windows had fio servers' statuses out of step by 0.8–1.6 s (a busy machine delays "
+            f"fio's status timer), so their window boundaries are uncertain by as much: {first} (0.8 s), "
+            f"{second} (1.6 s).")
+    assert model.out_of_step == said and said in section.markdown(model)
+    assert said in _text(section.html(model, _page()))
+    assert section.build(tables.build(rd.manifest(), rd.records())).out_of_step == ""  # none out of step: silent

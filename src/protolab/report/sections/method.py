@@ -10,9 +10,10 @@ from markupsafe import Markup
 from ..model import ReportData
 from .base import Page, Section
 
-LIMITED_BY = ("\"Limited by\": the wire at ≥ 90 % of its modelled ceiling, else a thread, job, process or the run at "
-              "≥ 90 % of the cores it can use (with its wait for one), else a role waiting for a CPU ≥ 25 % of the "
-              "window; \"none\": storage- or latency-bound (docs/report.md: The bottleneck, named).")
+LIMITED_BY = ("\"Limited by\": the wire at ≥ 90 % of its modelled ceiling, else the array at ≥ 90 % of its device "
+              "model's saturation, else a thread, job, process or the run at ≥ 90 % of the cores it can use (with "
+              "its wait for one), else a role waiting for a CPU ≥ 25 % of the window; \"none\": latency-bound, or "
+              "storage-bound without a device model (docs/report.md: The bottleneck, named).")
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class MethodModel:
     baseline: str
     alpha: float
     noise_pct: str  # '2'
+    out_of_step: str = ""  # the windows whose fio servers' statuses fell out of step ('' when none did)
 
     def rules(self) -> str:
         """report.md's paragraph: when a difference is called, and how to read the tables."""
@@ -29,6 +31,17 @@ class MethodModel:
                 "otherwise: no clear difference; with fewer than 3 repeats on a side: not tested. \"Within\" is "
                 "claimed only by an equivalence test (TOST at the noise band, Holm-corrected). Latency at fixed "
                 "outstanding I/Os is service time. Above 100 = more IOPS / more latency / more CPU. " + LIMITED_BY)
+
+
+def out_of_step(data: ReportData) -> str:
+    """One sentence on the windows whose fio servers' statuses fell out of step ('' when none did)."""
+    late = [r for r in data.records if r.out_of_step_s is not None]
+    if not late:
+        return ""
+    cells = ", ".join(f"{r.cell_id} ({r.out_of_step_s:.1f} s)" for r in late[:6]) + (" …" if len(late) > 6 else "")
+    return (f"{len(late)} of {len(data.records)} windows had fio servers' statuses out of step by "
+            f"{min(r.out_of_step_s for r in late):.1f}–{max(r.out_of_step_s for r in late):.1f} s (a busy machine "
+            f"delays fio's status timer), so their window boundaries are uncertain by as much: {cells}.")
 
 
 class MethodSection(Section[MethodModel]):
@@ -44,10 +57,10 @@ class MethodSection(Section[MethodModel]):
             text = (f"{len(plan.configurations)} configurations × {len(plan.workloads)} workloads × "
                     f"{len(plan.load_points)} load points; {plan.method_summary()}; configurations interleaved at "
                     "each load point so that drift of the machine does not masquerade as a difference.")
-        return MethodModel(text, data.baseline, data.alpha, f"{data.noise * 100:g}")
+        return MethodModel(text, data.baseline, data.alpha, f"{data.noise * 100:g}", out_of_step(data))
 
     def markdown(self, m: MethodModel) -> list[str]:
-        return ["", f"## {self.title}", "", m.text, "", m.rules()]
+        return ["", f"## {self.title}", "", m.text, "", m.rules()] + (["", m.out_of_step] if m.out_of_step else [])
 
     def html(self, m: MethodModel, page: Page) -> Markup:
         return page.render("method", title=self.title, m=m, limited_by=LIMITED_BY)
