@@ -218,3 +218,27 @@ def test_the_summary_matrix_is_on_the_first_screen_at_1280_by_800(real_run, tmp_
     assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(shot.read_bytes()[16:20], "big") == 1280  # PNG width
     assert int.from_bytes(shot.read_bytes()[20:24], "big") == 800  # and height: the first screen
+
+
+@pytest.mark.parametrize("stored", ["v1-run", "exchange-quick"])
+def test_a_lab_runs_report_has_every_chart_label_and_note_inside_its_chart(stored, tmp_path):
+    """A lab run's report (the demo's protocols with server CPU and packets per I/O; exchange's long runs): laid out
+    by Chromium at 1366 px, no text of any chart — its notes included — runs past the chart's edge, and no page
+    error."""
+    from conftest import DATA
+
+    src = DATA / "golden" / stored / "run"
+    run = tmp_path / stored
+    shutil.copytree(src if src.is_dir() else DATA / stored, run)
+    done = protolab("report", str(run), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    html = (run / "report.html").read_text()
+    assert "cpu_us_per_io_server" in html  # the server-CPU chart is there
+    page = run / "report-1366.html"
+    page.write_text(html.replace("</body>", _MEASURE, 1))
+    dom_text, log = chromium_dom(page, tmp_path / "profile", "--window-size=1366,900")
+    root = Dom()
+    root.feed(dom_text)
+    assert root.root_attrs["data-labels-clipped"] == "", root.root_attrs["data-labels-clipped"]
+    assert root.root_attrs["data-verdicts-hidden"] == "0" and root.root_attrs.get("data-errors") == "0"
+    assert "<text" in dom_text  # chart text is text (checked above), not paths

@@ -15,6 +15,7 @@ import io
 import math
 import os
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,10 @@ _RC = {"svg.fonttype": "none", "svg.hashsalt": "protolab", "font.size": 8, "axes
        "axes.spines.top": False, "axes.spines.right": False, "path.simplify": True}
 #: More groups than this on a relative or ceiling chart: lines with markers instead of bars (still readable).
 MAX_BAR_GROUPS = 24
+FIG_W_PX, FIG_H_PX = 800, 340  # a chart at 100 dpi
+TITLE_LINE_PX = 15  # one line of the 9 pt title
+NOTE_CHARS = 95  # a note's line within the figure's width at 9 pt, from the plot's left edge
+TICK_CHAR_PX, YLABEL_PX = 6.2, 40  # an 8 pt tick label's character; tick, its pad and the y label beside it
 MAX_XTICKS = 12
 _GID = re.compile(r'id="plser-(\d+)"')
 
@@ -139,6 +144,15 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
+def _ytick_labels(ax) -> list[str]:
+    """The y axis's major tick labels as they will be drawn (inside the view limits)."""
+    low, high = sorted(ax.get_ylim())
+    fmt = ax.yaxis.get_major_formatter()
+    ticks = [t for t in ax.get_yticks() if low <= t <= high]
+    fmt.set_locs(ticks)
+    return [fmt(t, i) for i, t in enumerate(ticks)]
+
+
 def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     """A matplotlib Figure of one chart: title, axis meaning (e.g. 'above 100 = more IOPS'), legend."""
     import matplotlib
@@ -147,7 +161,7 @@ def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     # A fixed layout (legend to the right) instead of "constrained": it is most of the cost of a figure.
-    fig = Figure(figsize=(8.0, 3.4), dpi=100)
+    fig = Figure(figsize=(FIG_W_PX / 100, FIG_H_PX / 100), dpi=100)
     fig.subplots_adjust(left=0.09, right=0.78, top=0.84, bottom=0.2)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -156,7 +170,14 @@ def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
         _bars(ax, chart, paint)
     else:
         _lines(ax, chart, paint)
-    ax.set_title(f"{chart.title}\n{chart.note}", loc="left")
+    # the note wrapped to the figure's width (a long one ran past the chart's edge), and the plot lowered to
+    # leave it room; the plot moved right when the y tick labels are wide (a log axis up to "1,000,000")
+    note = textwrap.wrap(chart.note, NOTE_CHARS) if chart.note else []
+    ax.set_title("\n".join([chart.title, *note]), loc="left")
+    lines_px = TITLE_LINE_PX * (1 + len(note)) + 12
+    widest = max((len(str(t)) for t in _ytick_labels(ax)), default=0)
+    fig.subplots_adjust(top=min(0.84, 1 - lines_px / FIG_H_PX),
+                        left=max(0.09, (widest * TICK_CHAR_PX + YLABEL_PX) / FIG_W_PX))
     ax.set_ylabel(chart.ylabel)
     if chart.series:
         ax.legend(fontsize=7, ncols=1, frameon=False, loc="upper left",
