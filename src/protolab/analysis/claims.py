@@ -27,10 +27,11 @@ import fnmatch
 import math
 from collections import Counter
 from dataclasses import dataclass
+from statistics import median
 from typing import Any, Iterable, Mapping
 
 from ..metrics import METRICS
-from ..plan.coordinates import Point
+from ..plan.coordinates import Point, point_of
 from ..plan.seed import Claim, SeedFinding
 from .pairs import mtu_pairs
 from .relative import relative_rows
@@ -247,6 +248,31 @@ def _reason(parts: list[Part], bottlenecks: Mapping[tuple[str, Any, str], Any]) 
     return "Where it was not reproduced, the bottleneck analysis found " + "; ".join(said) + "."
 
 
+def _directions(parts: list[Part], records: list[Any]) -> str:
+    """Where the parts that did not reproduce spent their time: each subject's mean read and write latency against
+    its reference's, as the range of % changes over those parts' cells (medians of repeats)."""
+    lat: dict[tuple, dict[str, list[float]]] = {}
+    for r in records:
+        if r.failed:
+            continue
+        for d, res in (("reads", r.result.read), ("writes", r.result.write)):
+            if res.ios and res.lat_mean_us:
+                lat.setdefault((r.workload, point_of(r), r.configuration), {}).setdefault(d, []).append(
+                    res.lat_mean_us)
+    changes: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for p in parts:
+        if p.outcome not in (NOT_REPRODUCED, OPPOSITE) or len(p.cells) != 2:
+            continue
+        subj, ref = (lat.get(c, {}) for c in p.cells)
+        for d in ("reads", "writes"):
+            if subj.get(d) and ref.get(d):
+                changes.setdefault((p.subject, p.reference), {}).setdefault(d, []).append(
+                    (median(subj[d]) / median(ref[d]) - 1) * 100)
+    said = [f"{s} against {ref}: " + ", ".join(f"{d} {_span(min(v), max(v))} %" for d, v in by.items())
+            for (s, ref), by in changes.items()]
+    return ("Mean latency per direction in those cells (reads, writes): " + "; ".join(said) + ".") if said else ""
+
+
 def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None,
                    trends: Mapping[tuple[str, str], list[Any]] | None = None, *, alpha: float = 0.05,
                    noise: float = 0.02) -> list[ClaimVerdict]:
@@ -268,7 +294,9 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
             else:
                 parts, every = _compared_parts(f, claim, plan, samples, metrics, alpha=alpha, noise=noise)
             out.append(ClaimVerdict(i, f.said, describe(f, claim, plan.baseline), _verdict(parts), tuple(parts),
-                                    _figures(parts, every, len(metrics) > 1), _reason(parts, bottlenecks or {}),
+                                    _figures(parts, every, len(metrics) > 1),
+                                    " ".join(x for x in (_reason(parts, bottlenecks or {}),
+                                                         _directions(parts, records)) if x),
                                     tuple(p for p in every if p not in parts)))
     return out
 

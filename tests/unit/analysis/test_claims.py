@@ -183,3 +183,20 @@ def test_a_stored_plan_of_format_3_loses_its_typed_excuse_and_gains_no_claim():
 
     stored = {"seed_findings": [{"said": "x", "metric": "iops", "here": "why this machine may differ"}]}
     assert migrate(stored, 3) == {"seed_findings": [{"claims": [], "said": "x", "metric": "iops"}]}
+
+
+def test_where_a_claim_did_not_hold_the_reason_gives_each_directions_latency_against_the_reference():
+    """NFS's synchronous writes, say: the subject's reads +10 %, its writes +400 % against the reference's, from
+    the records' own per-direction latencies (medians of repeats)."""
+    def split(r, read_us, write_us):
+        res = r.result
+        read = res.read.model_copy(update={"lat_mean_us": read_us})
+        write = DirectionResult(ios=res.read.ios // 3, iops=res.iops / 4, lat_mean_us=write_us)
+        return r.model_copy(update={"result": res.model_copy(update={"read": read, "write": write})})
+
+    records = [split(r, 110.0, 500.0) if r.configuration == "other" else split(r, 100.0, 100.0)
+               for r in run({"base": (1, 1), "other": (0.5, 1)})]
+    v = one(plan('{ subjects = ["other"], at_least = -9 }'), records)
+    assert v.verdict == NOT_REPRODUCED
+    assert v.reason.endswith("Mean latency per direction in those cells (reads, writes): other against base: "
+                             "reads +10 %, writes +400 %."), v.reason
