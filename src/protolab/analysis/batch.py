@@ -77,8 +77,9 @@ def compare_many(
         for lo_pos, t in zip(below, frac):
             a_ = ranked[rows, (cum <= lo_pos).sum(axis=1).clip(max=ranked.shape[1] - 1)]
             b_ = ranked[rows, (cum <= min(lo_pos + 1, resamples - 1)).sum(axis=1).clip(max=ranked.shape[1] - 1)]
-            diff = b_ - a_
-            bounds.append(b_ - diff * (1 - t) if t >= 0.5 else a_ + diff * t)  # numpy's own _lerp
+            with np.errstate(invalid="ignore"):  # rows with an infinite ratio (a zero baseline) go the slow way below
+                diff = b_ - a_
+                bounds.append(b_ - diff * (1 - t) if t >= 0.5 else a_ + diff * t)  # numpy's own _lerp
         for k, i in enumerate(idx):
             mb, mo = float(med_b[k]), float(med_o[k])
             if mb == 0.0:

@@ -220,7 +220,7 @@ def compare_command(
         return
     headers, table = compare_rows(rows)
     console.print(f"A = {run_a}\nB = {run_b}\nWhat differs:", highlight=False, markup=False)
-    for line in text.split("## B relative to A")[0].splitlines():
+    for line in text.split("## What differs", 1)[-1].split("\n## ", 1)[0].splitlines():
         if line.startswith("- ") or line.startswith("Compared anyway"):
             console.print(line, highlight=False, markup=False)
     print_table(console, plain_table(f"B relative to A (A = 100): {Path(run_a).name} → {Path(run_b).name}", headers,
