@@ -15,7 +15,7 @@ say() { printf '[install] %s\n' "$*"; }
 
 APT_PACKAGES=(
   # protocol servers and clients of the lab
-  tgt nfs-ganesha nfs-ganesha-vfs rpcbind nbdkit libnbd-bin libiscsi-bin libnfs-utils
+  tgt nfs-ganesha nfs-ganesha-vfs eatmydata rpcbind nbdkit libnbd-bin libiscsi-bin libnfs-utils
   # network, storage and process tools
   iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-server openssh-client
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import ToolError
 from ..plan.storage import StorageSpec
 from ..proc import Runner
-from ..trust import check_program, project_deps
+from ..trust import check_ancestors, check_file, check_program, project_deps
 from .procs import Processes, wait_until
 from .record import Resource
 
@@ -44,17 +44,38 @@ SERVER_CACHE: dict[str | None, str] = {
 }
 
 
-def path_caches(servers: dict[str, str | None]) -> dict[str, str]:
-    """The cache each path had above the device model, by protocol (``servers``: protocol → its server)."""
-    return {p: SERVER_CACHE.get(server, "unknown: this server's cache is not described") for p, server in
-            servers.items()}
+#: With a write-back cache in the model (an array's NVRAM), a stable NFS write is acknowledged once the data is in
+#: memory, as such an array does: NFS-Ganesha's fsync calls are no-ops (libeatmydata); else each stable write would
+#: cost a btrfs log commit — several device writes one after the other, the file's fsyncs serialised — where the
+#: array logged it once.
+GANESHA_WRITE_BACK = ("; its stable writes are acknowledged from that page cache (fsync a no-op through "
+                      "libeatmydata), as the model's write-back cache acknowledges the block paths' writes")
+#: Where Debian's libeatmydata1 puts the library (root's, checked before use).
+EATMYDATA = Path("/usr/lib/x86_64-linux-gnu/libeatmydata.so.1")
+
+
+def path_caches(servers: dict[str, str | None], write_back: bool = False) -> dict[str, str]:
+    """The cache each path had above the device model, by protocol (``servers``: protocol → its server;
+    ``write_back``: the model acknowledges writes from a write-back cache)."""
+    return {p: SERVER_CACHE.get(server, "unknown: this server's cache is not described")
+            + (GANESHA_WRITE_BACK if write_back and server == "ganesha" else "") for p, server in servers.items()}
+
+
+def write_back_preload() -> str:
+    """The library that makes a server's fsync a no-op (the model's write-back cache on the NFS path)."""
+    if not EATMYDATA.exists():
+        raise ToolError(f"lab.storage: a write-back device model needs {EATMYDATA} for NFS-Ganesha's stable writes; "
+                        "run 'make deps' (Debian's eatmydata), or set write_time = 'none'")
+    real = Path(os.path.realpath(EATMYDATA))  # root's file under root's directories, as a program would be
+    check_ancestors(real)
+    return str(check_file(real, "libeatmydata"))
 
 
 def describe(spec: StorageSpec, servers: dict[str, str | None], overhead_us: float | None) -> dict:
     """The device model as the run's testbed description keeps it (the report's Environment reads it)."""
     out: dict = {"model": spec.name, "figures": spec.summary(), "source": spec.source}
     if not spec.is_ram:
-        out["caches"] = path_caches(servers)
+        out["caches"] = path_caches(servers, spec.write_us > 0)
         out["overhead_us"] = overhead_us
     return out
 

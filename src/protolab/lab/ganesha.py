@@ -79,8 +79,9 @@ class Ganesha:
     netns: str
     workdir: Path
 
-    def start(self, export_path: Path, clients: list[str]) -> list[Resource]:
-        """Start rpcbind and ganesha.nfsd in the storage namespace exporting ``export_path``."""
+    def start(self, export_path: Path, clients: list[str], preload: str | None = None) -> list[Resource]:
+        """Start rpcbind and ganesha.nfsd in the storage namespace exporting ``export_path``; ``preload``: a library
+        ganesha.nfsd runs with (LD_PRELOAD: the device model's write-back, lab.device)."""
         conf = self.workdir / "ganesha.conf"
         recovery = self.workdir / "ganesha-recovery"
         recovery.mkdir(parents=True, exist_ok=True)
@@ -92,6 +93,8 @@ class Ganesha:
                    lambda: self.procs.running(rpcbind), lambda: self.procs.log_tail("rpcbind"))
         argv = ["ganesha.nfsd", "-F", "-f", str(conf), "-L", str(self.workdir / "ganesha.nfsd.log"),
                 "-p", str(self.workdir / "ganesha.pid")]
+        if preload is not None:
+            argv = ["env", f"LD_PRELOAD={preload}", *argv]
         nfsd = self.procs.start("ganesha.nfsd", private_run(argv), self.netns)
         wait_until("ganesha.nfsd", lambda: self._registered("mountd") and self._registered("nfs"), TIMEOUT,
                    lambda: self.procs.running(nfsd), self._log)
