@@ -232,6 +232,7 @@ class Drawer:
 
     def __init__(self) -> None:
         self.workers: list[tuple[Any, Any]] = []  # (process, this end of its pipe)
+        self.inboxes: list[Any] = []  # per worker, its replies as they come (a thread reads each pipe)
         if (os.cpu_count() or 1) > 1:
             import multiprocessing as mp
             import signal
@@ -250,6 +251,7 @@ class Drawer:
                         p.start()
                         theirs.close()
                         self.workers.append((p, ours))
+                    self.inboxes = [_inbox(ours) for _, ours in self.workers]  # threads only after the forks
                 finally:
                     signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
             except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
@@ -276,11 +278,8 @@ class Drawer:
 
         def wait() -> dict[str, Drawn]:
             out: dict[str, Drawn] = {}
-            for (_, conn), part, ok in zip(self.workers, parts, sent):
-                try:
-                    got = conn.recv() if ok else None
-                except (EOFError, OSError):
-                    got = None
+            for inbox, part, ok in zip(self.inboxes, parts, sent):
+                got = inbox.get() if ok else None
                 if got is None:  # the worker died: its charts are drawn here
                     got = [_draw_args(j) for j in part]
                 if isinstance(got, str):
@@ -305,7 +304,27 @@ class Drawer:
             if p.is_alive():
                 p.kill()
                 p.join()
-        self.workers = []
+        self.workers, self.inboxes = [], []
+
+
+def _inbox(conn) -> Any:
+    """A queue of the worker's replies, read from its pipe by a thread (None once the pipe closes): a worker
+    sending one batch's drawings never blocks this process sending it the next batch."""
+    import queue
+    import threading
+
+    replies: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            try:
+                replies.put(conn.recv())
+            except (EOFError, OSError):
+                replies.put(None)
+                return
+
+    threading.Thread(target=read, daemon=True, name="protolab-draw-inbox").start()
+    return replies
 
 
 def _serve(conn, parents_ends, mask) -> None:
