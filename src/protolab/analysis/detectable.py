@@ -50,13 +50,16 @@ def smallest_detectable(se, df, alpha, power: float = POWER) -> np.ndarray:
     ok = np.isfinite(se) & ~np.isnan(df) & (df > 0) & (alpha > 0) & (alpha < 1)
     if not ok.any():
         return out
-    d, a = np.minimum(df[ok], _MAX_DF), alpha[ok]
+    # λ depends on df and α alone: solved once per distinct pair (comparisons with no spread all have df = ∞)
+    pairs = list(zip(np.minimum(df[ok], _MAX_DF).tolist(), alpha[ok].tolist()))
+    distinct = {p: i for i, p in enumerate(dict.fromkeys(pairs))}
+    d, a = (np.array(v, float) for v in zip(*distinct))
     t_crit = special.stdtrit(d, 1.0 - a / 2.0)
     lam = special.nctdtrinc(d, 1.0 - power, t_crit)  # the upper tail alone holds the power
     for _ in range(3):  # the lower tail adds a little: a fixed point, converged in one or two steps
         below = np.nan_to_num(special.nctdtr(d, lam, -t_crit), nan=0.0)  # NaN far out in that tail: it is ~0
         lam = special.nctdtrinc(d, 1.0 - power + below, t_crit)
-    out[ok] = lam * se[ok]
+    out[ok] = lam[[distinct[p] for p in pairs]] * se[ok]
     return out
 
 

@@ -314,11 +314,9 @@ def decide(
     adjusted = adjust_p([c.p_value for c in comparisons], method)
     adjusted_eq = adjust_p([c.p_equivalence for c in comparisons], method)
     tested_at = family_alpha(adjusted, alpha, method)
-    seen = as_percent(smallest_detectable([c.log_se for c in comparisons], [c.log_df for c in comparisons],
-                                          tested_at), noise) / 100.0
     band_lo, band_hi = 1.0 - noise, 1.0 + noise
-    verdicts = []
-    for c, p_adj, p_eq, mdd in zip(comparisons, adjusted, adjusted_eq, seen):
+    calls = []
+    for c, p_adj, p_eq in zip(comparisons, adjusted, adjusted_eq):
         where = f"ratio {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
         test = f"p = {c.p_value:.3g}, {method}-corrected {p_adj:.3g} over {len(comparisons)}"
         n_min = min(c.n_base, c.n_other)
@@ -342,11 +340,16 @@ def decide(
         else:
             call = NO_CLEAR_DIFFERENCE
             reason = f"{where} overlaps the ±{noise:.0%} noise band, although {test}"
-        quiet = call == NO_CLEAR_DIFFERENCE and math.isfinite(mdd)
-        verdicts.append(Verdict(c.label, call, c.ratio, c.ci_low, c.ci_high, c.p_value, p_adj, reason,
-                                equivalent, n_min, float(mdd) if quiet else math.nan,
-                                tested_at if quiet else math.nan))
-    return verdicts
+        calls.append((c, call, p_adj, reason, equivalent, n_min))
+    # the noncentral t's inverse is most of a report's statistics time: only a "no clear difference" needs it
+    seen = np.full(len(calls), math.nan)
+    at = [i for i, k in enumerate(calls) if k[1] == NO_CLEAR_DIFFERENCE]
+    if at:
+        seen[at] = as_percent(smallest_detectable([calls[i][0].log_se for i in at], [calls[i][0].log_df for i in at],
+                                                  tested_at), noise) / 100.0
+    return [Verdict(c.label, call, c.ratio, c.ci_low, c.ci_high, c.p_value, p_adj, reason, equivalent, n_min,
+                    float(mdd) if math.isfinite(mdd) else math.nan, tested_at if math.isfinite(mdd) else math.nan)
+            for (c, call, p_adj, reason, equivalent, n_min), mdd in zip(calls, seen)]
 
 
 def modified_z(samples: Sequence[float]) -> np.ndarray:

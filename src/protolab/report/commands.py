@@ -92,20 +92,27 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     if not records:
         raise ProtolabError(f"{rundir.path}: no measured cells in this run directory; nothing to report "
                             "(run the study again, or resume it)")
+    # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/ (drawn by
+    # worker processes: the relative charts while the rest is built, the others while the tables are written)
+    folder = rundir.path / "figures" if figures else None
+    waits, early = [], set()
+
+    def draw_early(charts, configurations) -> None:
+        early.update(c.id for c in charts)
+        waits.append(drawer.start(charts, folder, configurations))
+
     data = tables.build(rundir.manifest(), records, series=rundir.series,  # reads only the series it draws
-                        intervals=rundir.intervals)
+                        intervals=rundir.intervals, drawing=draw_early)
     from ..analysis.derived import figures as derived
 
-    # one drawing per chart: its SVG is inlined in the page and, with the PNG, written to figures/ (drawn by
-    # worker processes while the tables are written here)
-    drawn = drawer.start(data.charts, rundir.path / "figures" if figures else None, data.configurations)
+    waits.append(drawer.start([c for c in data.charts if c.id not in early], folder, data.configurations))
     place = _configuration_columns(data.plan)
     # today's formulas, also for old runs
     rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **derived(r).csv_fields()})
     tables.write_csvs(data, rundir.path / "tables")
     atomic_write(rundir.path / "report.md", report_markdown(data))
     path = rundir.path / "report.html"
-    atomic_write(path, render(data, drawn()))
+    atomic_write(path, render(data, {k: v for wait in waits for k, v in wait().items()}))
     rundir.report_data = data  # built once: the summary and --json reuse it
     return path
 

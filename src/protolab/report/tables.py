@@ -210,12 +210,15 @@ def device_saturation(data: ReportData) -> dict[tuple[str, str], float]:
 
 def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
           method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None,
-          intervals: Callable | None = None) -> ReportData:
+          intervals: Callable | None = None, drawing: Callable[[list[Chart], list[str]], Any] | None = None
+          ) -> ReportData:
     """Assemble the whole report's data from a manifest, its records and their per-interval series.
 
     ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
     (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
     the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun).
+    ``drawing``: called with the relative charts and the configurations as soon as those charts are made, so that
+    they are drawn while the rest is built.
     """
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
@@ -229,16 +232,18 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
     data = ReportData(manifest.run_id or "", manifest, plan, baseline, workloads + [w for w in seen_w
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
-                      rows, vs, rel_metrics, absent, findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
-                      + pair_findings(rows, plan, alpha=alpha, noise=noise),
-                      records=records, series={} if callable(series) else (series or {}), alpha=alpha,
-                      noise=noise)
+                      rows, vs, rel_metrics, absent, [], records=records,
+                      series={} if callable(series) else (series or {}), alpha=alpha, noise=noise)
     data.index()
+    for w in data.workloads:
+        data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
+    if drawing is not None:
+        drawing(list(data.charts), data.configurations)
+    data.findings = (findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
+                     + pair_findings(rows, plan, alpha=alpha, noise=noise))
     if callable(series):
         data.series = series("measure", {r.seq for w in data.workloads for li in series_loads(data, w)
                                          for c in data.configurations for r in data.cells.get((w, li, c), [])})
-    for w in data.workloads:
-        data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
     for w in data.workloads:
         data.charts.extend(percentile_charts(data, w))
     for w in data.workloads:
@@ -295,11 +300,15 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if not rows:
         return ""
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)) for k, v in r.items()})
+    columns = list(rows[0])
+    w = csv.writer(buf, lineterminator="\n")  # rows as lists: DictWriter's per-field checks were most of the cost
+    w.writerow(columns)
+    w.writerows([_cell(r.get(k)) for k in columns] for r in rows)
     return buf.getvalue()
+
+
+def _cell(v: Any) -> Any:
+    return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
 
 
 def write_csvs(data: ReportData, folder: Path) -> list[Path]:
