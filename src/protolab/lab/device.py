@@ -7,9 +7,10 @@ daemon raises FUSE's max_background at INIT (the default, 12, would cap the mode
 request from a timer thread at the time the model gives it, and learns how late its timer wakes.
 
 At start-up the rest of the stack's own time per request (FUSE, loop, the kernel's wake-ups on this machine) is
-measured at 1 outstanding I/O through the loop device, with the daemon answering at once, and handed to the
-daemon, which counts each request as issued that much earlier: the host then sees the model's service time, and
-parallelism / service time at saturation. Nothing else is changed by it.
+measured at 1 outstanding I/O with direct reads of a file on the pool (btrfs, the loop device, FUSE: as every path
+meets them; the median, not the mean), with the daemon answering at once, and handed to the daemon, which counts
+each request as issued that much earlier: the host then sees the model's service time, and parallelism / service time
+at saturation. Nothing else is changed by it.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 
 from ..errors import ToolError
 from ..plan.storage import StorageSpec
 from ..proc import Runner
-from ..trust import check_ancestors, check_file, check_program, project_deps
+from ..trust import check_ancestors, check_file, check_program, open_nofollow, project_deps
 from .procs import Processes, wait_until
 from .record import Resource
 
@@ -141,10 +143,27 @@ class BlockDevice:
         """Stop the daemon (it unmounts its FUSE mount on SIGTERM)."""
         self.procs.stop(res)
 
-    def probe_us(self, loop_device: str, span: int) -> float:
-        """Mean time of one 4 KiB direct read at 1 outstanding I/O through ``loop_device`` (within ``span``
-        bytes), over ~PROBE_SECONDS."""
-        fd = os.open(loop_device, os.O_RDONLY | os.O_DIRECT)
+    PROBE_SPAN = 16 * 2**20  # the probe file: written once, then read at random
+
+    def write_probe(self, path: Path) -> None:
+        """A PROBE_SPAN file written with direct I/O (btrfs answers reads of never-written blocks without the
+        device, so every block is written), created anew where nothing may be."""
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o600)
+        buf = mmap.mmap(-1, 2**20)
+        buf.write(os.urandom(2**20))
+        try:
+            for off in range(0, self.PROBE_SPAN, 2**20):
+                os.pwritev(fd, [buf], off)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            buf.close()
+
+    def probe_us(self, path: str, span: int) -> float:
+        """Median time of one 4 KiB direct read at 1 outstanding I/O of ``path`` (within ``span`` bytes), over
+        ~PROBE_SECONDS: the median, so that a busy moment of the machine during the probe is not taken off every
+        request afterwards."""
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT | os.O_NOFOLLOW)
         buf = mmap.mmap(-1, PROBE_BLOCK)
         rng = random.Random(0)
         blocks = max(1, span // PROBE_BLOCK)
@@ -159,7 +178,7 @@ class BlockDevice:
         finally:
             os.close(fd)
             buf.close()
-        return 1e6 * sum(times[5:]) / max(1, len(times) - 5)  # the first few warm the path up
+        return 1e6 * median(times[5:] or times)  # the first few warm the path up
 
     def overhead_us(self, measured_us: float) -> float:
         """The stack's own time per request: what the probe saw with no service time (at most the service time:

@@ -56,12 +56,18 @@ class Pool:
         # a new file, never one that was there (a planted symlink would make losetup and mkfs destroy its target)
         with os.fdopen(open_nofollow(self.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.truncate(self.size)
-        dev = self._attach_device() if self.device is not None else self._loop(self.image)
+        if self.device is not None:
+            daemon = self.device.start(probe=True)  # answering at once, to measure the stack above it
+            dev = self._loop(self.device.served, direct=True)
+        else:
+            dev = self._loop(self.image)
         # no discard: the device model's file has no hole punching, and ram's pool never needed it
         self._run(["mkfs.btrfs", "-q", "-f", "--nodiscard", dev])
         self.record.add("mount", str(self.mount))
         self.mount.mkdir(parents=True, exist_ok=True)
         self._run(["mount", "-t", "btrfs", "-o", self._options, dev, str(self.mount)])
+        if self.device is not None:
+            self._model_under(daemon, dev)
 
     @property
     def _options(self) -> str:
@@ -74,22 +80,27 @@ class Pool:
         self.record.update(loop, device=dev)
         return dev
 
-    def _attach_device(self) -> str:
-        """The image through the device model: the daemon answering at once, the loop device on its file (direct
-        I/O: no page cache between the loop and the model), the stack's overhead measured, then the daemon with
-        the model and that overhead."""
+    def _model_under(self, daemon, dev: str) -> None:
+        """The pool, mounted over the daemon answering at once (the loop device on its file with direct I/O: no
+        page cache between the loop and the model), gets the model: the stack's overhead is measured with direct
+        reads of a file on the pool — btrfs, the loop device and FUSE, as every path's I/O meets them — then the
+        pool is unmounted, the daemon restarted with the model and that overhead, and the pool mounted again."""
         device = self.device
         assert device is not None
-        daemon = device.start(probe=True)
-        dev = self._loop(device.served, direct=True)
-        self.overhead_us = device.overhead_us(device.probe_us(dev, self.size))
+        probe = self.mount / ".protolab-probe"
+        device.write_probe(probe)
+        try:
+            self.overhead_us = device.overhead_us(device.probe_us(str(probe), device.PROBE_SPAN))
+        finally:
+            probe.unlink(missing_ok=True)
+        self._run(["umount", str(self.mount)])
         self._run(["losetup", "--detach", dev])
         self.record.drop(self.record.find("loop", str(device.served))[-1])
         device.stop(daemon)
         device.start(self.overhead_us)
         dev = self._loop(device.served, direct=True)
+        self._run(["mount", "-t", "btrfs", "-o", self._options, dev, str(self.mount)])
         self.record.set_state(device_overhead_us=round(self.overhead_us, 1))
-        return dev
 
     def volume(self, name: str) -> Path:
         """The path of volume ``name``."""
