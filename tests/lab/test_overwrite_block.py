@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import subprocess
 
 import pytest
@@ -72,5 +73,6 @@ def test_a_blank_block_device_still_needs_allow_overwrite(loopdev, tmp_path, cli
     plan.write_text(PLAN.format(dev=loopdev, extra=", allow_overwrite = true"))
     p = cli("run", plan, "--results", tmp_path / "results", timeout=120)
     assert p.returncode == 0, p.stderr
-    csv = next((tmp_path / "results").glob("*/cells.csv")).read_text().splitlines()
-    assert len(csv) == 2 and float(csv[1].split(",")[10]) > 0
+    with next((tmp_path / "results").glob("*/cells.csv")).open() as f:
+        rows = list(csv.DictReader(f))  # by name: cells.csv gains columns (protocol, device_model, …)
+    assert len(rows) == 1 and float(rows[0]["iops"]) > 0, rows

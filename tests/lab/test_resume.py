@@ -43,7 +43,7 @@ def _wait_for_phase(results: Path, phase: str, proc: subprocess.Popen, limit: fl
 @pytest.mark.parametrize("phase", PHASES)
 def test_sigterm_at_each_phase_then_resume_completes(workdir, tmp_path, phase):
     text = plan_text(config("nbd", "lab:nbd") + config("nfs", "lab:nfs"),
-                     method='warmup = "2s"\nduration = "3s"\nrepeats = 2')
+                     method='warmup = "2s"\nduration = "2s"\nrepeats = 2')
     plan = tmp_path / "p.toml"
     plan.write_text(text)
     results = tmp_path / "r"
