@@ -82,7 +82,7 @@ def _device(plan: dict[str, Any]) -> str:
         spec = StorageSpec.model_validate(lab.get("storage") or {})
     except ValueError:
         return "unreadable"
-    return spec.summary() if spec.is_ram else f"{spec.name}: {spec.summary()}"
+    return f"{spec.name}: {spec.summary()}"
 
 
 def differences(manifest_a: Manifest, records_a: list[CellRecord],

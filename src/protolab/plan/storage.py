@@ -226,7 +226,7 @@ class StorageSpec(BaseModel):
     def summary(self) -> str:
         """The model's figures in words: '5.5ms±1.5ms ×70, no throughput cap, no cache'."""
         if self.is_ram:
-            return "ram: no device model (the pool answers from RAM)"
+            return "no device model (the pool answers from RAM)"
         spread = f"±{_time(self.spread_us)}" if self.spread_us else ""
         cap = f"{self.throughput_bps / 1e6:g}MB/s" if self.throughput_bps else "no throughput cap"
         cache = f"cache {format_size(self.cache_bytes)}" if self.cache_bytes else "no cache"
