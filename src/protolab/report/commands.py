@@ -263,7 +263,7 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     only_a, only_b = unmatched(ra, rb)
     from .compareclaims import claim_pairs, claims_csv, claims_html, claims_markdown, verdicts_of
 
-    pairs = claim_pairs(verdicts_of(a), verdicts_of(b))
+    pairs = claim_pairs(verdicts_of(a, ma, ra), verdicts_of(b, mb, rb))
     text = compare_markdown(a.run_id, b.run_id, diffs, rows, force, only_a, only_b, claims_markdown(pairs))
     folder = out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}"
     if os.geteuid() == 0:  # root writes only where no other user can plant a link

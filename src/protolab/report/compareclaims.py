@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from ..analysis.claims import ClaimVerdict
+from ..results.manifest import Manifest
+from ..results.records import CellRecord
 from ..results.rundir import RunDir
 from .markdown import md_table
 
@@ -41,17 +43,16 @@ class ClaimPair:
         return [str(self.finding), self.claim, *side(self.a), *side(self.b)]
 
 
-def verdicts_of(rundir: RunDir) -> list[ClaimVerdict]:
-    """The run's seed-claim verdicts, as its report computes them ([] when its plan has no seed findings)."""
+def verdicts_of(rundir: RunDir, manifest: Manifest, records: list[CellRecord]) -> list[ClaimVerdict]:
+    """The run's seed-claim verdicts, as its report computes them, from its ``manifest`` and ``records`` as the
+    compare read them ([] when its plan has no seed findings)."""
     from . import tables
     from .sections.seed import seed_verdicts
 
-    manifest = rundir.manifest()
     plan = tables.plan_of(manifest)
     if plan is None or not plan.seed_findings:
         return []
-    data = tables.build(manifest, rundir.records(), intervals=rundir.intervals)
-    return seed_verdicts(data)
+    return seed_verdicts(tables.build(manifest, records, intervals=rundir.intervals))
 
 
 def claim_pairs(a: list[ClaimVerdict], b: list[ClaimVerdict]) -> list[ClaimPair]:
