@@ -95,17 +95,19 @@ build_fio() {
   say "fio: $("$fio" --version) built into $DEPS/fio"
 }
 
-# The device model's FUSE daemon (lab.storage); rebuilt when its source changes.
+# The device model's FUSE daemon (lab.storage) and NFS-Ganesha's direct-I/O shim; rebuilt when a source changes.
 build_blockdev() {
-  local src=src/protolab/lab/blockdev/protolab-blockdev.c out="$DEPS/blockdev/bin/protolab-blockdev"
-  local stamp="$DEPS/blockdev/.source"
-  if [ -x "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$(sha256sum < "$src" | cut -d' ' -f1)" ]; then
+  local dir=src/protolab/lab/blockdev out="$DEPS/blockdev/bin/protolab-blockdev" lib="$DEPS/blockdev/lib/protolab-direct.so"
+  local stamp="$DEPS/blockdev/.source" sum
+  sum="$(cat "$dir/protolab-blockdev.c" "$dir/protolab-direct.c" | sha256sum | cut -d' ' -f1)"
+  if [ -x "$out" ] && [ -f "$lib" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
     say "protolab-blockdev: up to date"; return
   fi
-  mkdir -p "$DEPS/blockdev/bin"
-  gcc -O2 -Wall -Wextra -o "$out" "$src" $(pkg-config --cflags --libs fuse3)
-  sha256sum < "$src" | cut -d' ' -f1 > "$stamp"
-  say "protolab-blockdev: built into $out"
+  mkdir -p "$DEPS/blockdev/bin" "$DEPS/blockdev/lib"
+  gcc -O2 -Wall -Wextra -o "$out" "$dir/protolab-blockdev.c" $(pkg-config --cflags --libs fuse3)
+  gcc -O2 -Wall -Wextra -shared -fPIC -o "$lib" "$dir/protolab-direct.c" -ldl
+  echo "$sum" > "$stamp"
+  say "protolab-blockdev: built into $out, with $lib"
 }
 
 make_venv() {

@@ -79,15 +79,18 @@ def lab_checks(runner: Runner) -> list[Check]:
 
 
 def device_checks() -> list[Check]:
-    """One row per device model preset ([lab.storage]): ram always; the others need FUSE and protolab-blockdev."""
-    from .lab.device import find_blockdev, fuse_available
+    """One row per device model preset ([lab.storage]): ram always; the others need FUSE, protolab-blockdev and
+    protolab-direct.so (NFS-Ganesha's direct I/O)."""
+    from .lab.device import EATMYDATA, find_blockdev, find_direct_lib, fuse_available
     from .plan.storage import PRESETS, StorageSpec
 
     try:
         binary, origin = find_blockdev()
         built = f"protolab-blockdev at {binary} ({origin})" if binary else "protolab-blockdev is not built"
+        lib = find_direct_lib()
+        built += f", protolab-direct.so at {lib}" if lib else ", protolab-direct.so is not built"
     except ProtolabError as e:
-        binary, built = None, str(e)
+        binary, lib, built = None, None, str(e)
     fuse = fuse_available()
     out = []
     for name in PRESETS:
@@ -95,9 +98,11 @@ def device_checks() -> list[Check]:
         if spec.is_ram:
             out.append(Check(f"device model {name}", True, "always: the pool answers from RAM (no device model)"))
             continue
-        ok = fuse and binary is not None
-        seen = f"{spec.summary()}; " + ("/dev/fuse present" if fuse else "/dev/fuse missing") + f", {built}"
-        fix = ("run 'make deps' (builds protolab-blockdev with libfuse3-dev)" if fuse
+        eat = not spec.write_us or EATMYDATA.exists()  # a write-back model: NFS-Ganesha's fsync a no-op
+        ok = fuse and binary is not None and lib is not None and eat
+        seen = (f"{spec.summary()}; " + ("/dev/fuse present" if fuse else "/dev/fuse missing") + f", {built}"
+                + ("" if not spec.write_us else f", {EATMYDATA} " + ("present" if eat else "missing")))
+        fix = ("run 'make deps' (builds protolab-blockdev with libfuse3-dev, and protolab-direct.so)" if fuse
                else "load the fuse module (modprobe fuse) or allow /dev/fuse in the container")
         out.append(Check(f"device model {name}", ok, seen, fix))
     return out

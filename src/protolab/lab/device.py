@@ -41,19 +41,23 @@ SERVER_CACHE: dict[str | None, str] = {
     None: "none: fio opens the pool's file with direct I/O (a configuration's direct = true, the default)",
     "tgt": "none: tgt opens the LUN with O_DIRECT (bsoflags=direct)",
     "nbdkit": "page cache dropped after each access (nbdkit file plugin, cache=none)",
-    "ganesha": "the host's page cache: NFS-Ganesha's VFS FSAL has no direct-I/O option, so reads of data already "
-               "in RAM do not reach the device model",
+    "ganesha": "none for whole 4 KiB blocks: NFS-Ganesha's VFS FSAL has no direct-I/O option, so protolab-direct.so "
+               "(preloaded) sends its block-aligned reads and writes to an O_DIRECT twin of the file; other sizes "
+               "go through the host's page cache",
 }
 
 
-#: With a write-back cache in the model (an array's NVRAM), a stable NFS write is acknowledged once the data is in
-#: memory, as such an array does: NFS-Ganesha's fsync calls are no-ops (libeatmydata); else each stable write would
-#: cost a btrfs log commit — several device writes one after the other, the file's fsyncs serialised — where the
-#: array logged it once.
-GANESHA_WRITE_BACK = ("; its stable writes are acknowledged from that page cache (fsync a no-op through "
-                      "libeatmydata), as the model's write-back cache acknowledges the block paths' writes")
+#: With a write-back cache in the model (an array's NVRAM), a stable NFS write is acknowledged once the data is
+#: written, as such an array does: NFS-Ganesha's fsync calls are no-ops (libeatmydata, which reaches its VFS module
+#: because protolab-direct.so loads that module without RTLD_DEEPBIND); else each stable write would cost a btrfs
+#: log commit — several device writes one after the other, the file's fsyncs serialised — where the array logged it
+#: once.
+GANESHA_WRITE_BACK = ("; its stable writes and commits are acknowledged without an fsync (libeatmydata), as the "
+                      "model's write-back cache acknowledges the block paths' writes")
 #: Where Debian's libeatmydata1 puts the library (root's, checked before use).
 EATMYDATA = Path("/usr/lib/x86_64-linux-gnu/libeatmydata.so.1")
+#: NFS-Ganesha's direct-I/O shim (src/protolab/lab/blockdev/protolab-direct.c), built beside the daemon.
+DIRECT_LIB = "protolab-direct.so"
 
 
 def path_caches(servers: dict[str, str | None], write_back: bool = False) -> dict[str, str]:
@@ -63,14 +67,35 @@ def path_caches(servers: dict[str, str | None], write_back: bool = False) -> dic
             + (GANESHA_WRITE_BACK if write_back and server == "ganesha" else "") for p, server in servers.items()}
 
 
-def write_back_preload() -> str:
-    """The library that makes a server's fsync a no-op (the model's write-back cache on the NFS path)."""
-    if not EATMYDATA.exists():
-        raise ToolError(f"lab.storage: a write-back device model needs {EATMYDATA} for NFS-Ganesha's stable writes; "
-                        "run 'make deps' (Debian's eatmydata), or set write_time = 'none'")
-    real = Path(os.path.realpath(EATMYDATA))  # root's file under root's directories, as a program would be
+def find_direct_lib() -> Path | None:
+    """protolab-direct.so from the project's build (.deps/blockdev/lib), checked as a program is; None if not built."""
+    candidate = project_deps() / "blockdev" / "lib" / DIRECT_LIB
+    if not candidate.is_file():
+        return None
+    real = Path(os.path.realpath(candidate))
     check_ancestors(real)
-    return str(check_file(real, "libeatmydata"))
+    return check_file(real, DIRECT_LIB)
+
+
+def ganesha_preload(spec: StorageSpec) -> str | None:
+    """LD_PRELOAD for NFS-Ganesha over a device model (None over the RAM pool): protolab-direct.so, so that its
+    reads and writes meet the model as tgt's and fio's do, and with a write-back model libeatmydata for its
+    fsyncs. Each is a root-owned file under root-owned directories, never named by a plan."""
+    if spec.is_ram:
+        return None
+    lib = find_direct_lib()
+    if lib is None:
+        raise ToolError(f"lab.storage: the device model needs {DIRECT_LIB} for NFS-Ganesha's direct I/O; "
+                        "run 'make deps' (it builds it beside protolab-blockdev)")
+    libs = [str(lib)]
+    if spec.write_us > 0:
+        if not EATMYDATA.exists():
+            raise ToolError(f"lab.storage: a write-back device model needs {EATMYDATA} for NFS-Ganesha's stable "
+                            "writes; run 'make deps' (Debian's eatmydata), or set write_time = 'none'")
+        real = Path(os.path.realpath(EATMYDATA))  # root's file under root's directories, as a program would be
+        check_ancestors(real)
+        libs.append(str(check_file(real, "libeatmydata")))
+    return ":".join(libs)
 
 
 def describe(spec: StorageSpec, servers: dict[str, str | None], overhead_us: float | None) -> dict:

@@ -80,8 +80,8 @@ class Ganesha:
     workdir: Path
 
     def start(self, export_path: Path, clients: list[str], preload: str | None = None) -> list[Resource]:
-        """Start rpcbind and ganesha.nfsd in the storage namespace exporting ``export_path``; ``preload``: a library
-        ganesha.nfsd runs with (LD_PRELOAD: the device model's write-back, lab.device)."""
+        """Start rpcbind and ganesha.nfsd in the storage namespace exporting ``export_path``; ``preload``: the
+        libraries ganesha.nfsd runs with, colon-separated (LD_PRELOAD: direct I/O over a device model, lab.device)."""
         conf = self.workdir / "ganesha.conf"
         recovery = self.workdir / "ganesha-recovery"
         recovery.mkdir(parents=True, exist_ok=True)

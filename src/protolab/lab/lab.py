@@ -16,7 +16,7 @@ from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
 from ..trust import check_dir, check_workdir, secure_dir
 from . import holder
-from .device import BlockDevice, write_back_preload
+from .device import BlockDevice, ganesha_preload
 from .device import describe as describe_device
 from .ganesha import Ganesha
 from .names import ISCSI_PORT, LAB_ROOT, NBD_PORT, Names, default_workdir  # noqa: F401 (re-exported)
@@ -226,7 +226,7 @@ class Lab:
                 names.iqn, files["iscsi"], self._granted_addresses("iscsi"), direct=modelled)
         if "nfs" in files:
             export = self._pool.mount_volume("nfs", self._mounts / names.nfs_mount)
-            preload = write_back_preload() if self.spec.device.write_us > 0 else None
+            preload = ganesha_preload(self.spec.device)
             Ganesha(self.runner, self._procs, st, self.workdir).start(export, self._granted_addresses("nfs"), preload)
         if "nbd" in files:
             ports = [names.storage_link(p).near.ifname for p in range(self.spec.storage_ports)]

@@ -83,8 +83,24 @@ def test_the_daemon_gets_the_figures_in_ns_bytes_and_bytes_per_second(tmp_path):
 def test_each_path_says_what_cache_it_had_above_the_model():
     caches = path_caches({"local": None, "iscsi": "tgt", "nfs": "ganesha", "nbd": "nbdkit"})
     assert caches["iscsi"].startswith("none") and caches["local"].startswith("none")
-    assert "page cache" in caches["nfs"] and "do not reach the device model" in caches["nfs"]
+    assert caches["nfs"].startswith("none for whole 4 KiB blocks") and "protolab-direct.so" in caches["nfs"]
     assert "cache=none" in caches["nbd"]
+
+
+def test_nfs_ganesha_gets_the_direct_library_over_a_model_and_eatmydata_over_a_write_back_one(monkeypatch, tmp_path):
+    from protolab.errors import ToolError
+    from protolab.lab import device
+
+    lib = tmp_path / "protolab-direct.so"
+    monkeypatch.setattr(device, "find_direct_lib", lambda: lib)
+    assert device.ganesha_preload(StorageSpec(model="ram")) is None  # the RAM pool: no model to meet
+    assert device.ganesha_preload(StorageSpec(model="flash")) == str(lib)
+    if device.EATMYDATA.exists():
+        libs = device.ganesha_preload(StorageSpec(model="hdd-array")).split(":")
+        assert libs[0] == str(lib) and "libeatmydata" in libs[1] and len(libs) == 2
+    monkeypatch.setattr(device, "find_direct_lib", lambda: None)
+    with pytest.raises(ToolError, match="protolab-direct.so .*run 'make deps'"):
+        device.ganesha_preload(StorageSpec(model="flash"))
 
 
 def test_cells_csv_names_the_device_model_of_every_lab_cell():
