@@ -150,7 +150,7 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
     checks.append(Check("guest image", True, f"{image.dir}: kernel {info.get('kernel')}, {info.get('fio')}, "
                                               f"{info.get('modules')} modules"))
     try:
-        chosen = choose("auto", runner, image, probe_timeout)
+        chosen = choose("auto", runner, image, probe_timeout, remember=True)
         checks.append(Check("accelerator", True, f"{chosen.accel}: {chosen.reason}"))
     except ProtolabError as e:
         checks.append(Check("accelerator", False, str(e), "see 'protolab doctor'"))

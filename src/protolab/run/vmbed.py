@@ -86,7 +86,7 @@ class VmTestbed(LabTestbed):
             raise ProtolabError("hypervisor: no guest image; run 'make deps' (scripts/build-guest.sh builds it)")
         super().up(run_path)
         self.progress.note(f"choosing the accelerator ({self.hv.accel})")
-        self.accel = choose(self.hv.accel, self.runner, self.image)
+        self.accel = choose(self.hv.accel, self.runner, self.image, remember=True)
         return self.describe()
 
     def describe(self) -> dict[str, Any]:

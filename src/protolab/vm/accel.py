@@ -4,11 +4,17 @@ KVM can be present and still unusable: on a host with ``kvm_pvm`` (nested virtua
 without hardware support) ``-cpu host`` aborts on an MSR and other CPU models hang early
 in boot. So ``auto`` boots the real guest image under KVM for a bounded time and falls
 back to TCG with the reason, which the run records.
+
+The probe's answer is kept for the rest of the boot in root's private directory (/run/protolab, a tmpfs), keyed
+by the boot, QEMU's binary, the guest image and the probe's time limit: on kvm_pvm every probe waits its full 20 s,
+and doctor and every VM study would otherwise pay it again. A changed key probes afresh.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -18,8 +24,9 @@ from pathlib import Path
 
 from ..errors import ProtolabError
 from ..proc import Runner
+from ..trust import open_nofollow, private_dir
 from .image import GuestImage
-from .qemu import READY_LINE, GuestSpec
+from .qemu import QEMU, READY_LINE, GuestSpec
 
 ACCELS = ("kvm", "tcg", "auto")
 PROBE_S = 20.0
@@ -69,15 +76,65 @@ def probe_kvm(runner: Runner, image: GuestImage, timeout: float = PROBE_S) -> st
             p.wait(timeout=10)
 
 
-def choose(wanted: str, runner: Runner, image: GuestImage, timeout: float = PROBE_S) -> AccelChoice:
-    """The accelerator for ``wanted`` (kvm, tcg or auto); kvm that does not work is a user error."""
+def _probe_key(image: GuestImage, timeout: float) -> dict | None:
+    """What the probe's answer depends on: this boot, QEMU's binary, the guest image, the time limit."""
+    qemu = shutil.which(QEMU)
+    if qemu is None:
+        return None
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        files = {name: (os.path.realpath(path), os.stat(path))
+                 for name, path in (("qemu", qemu), ("kernel", image.kernel), ("initrd", image.initrd))}
+    except OSError:
+        return None
+    return {"boot": boot, "timeout": timeout, "kvm": os.path.exists("/dev/kvm"),
+            **{name: [str(real), st.st_size, st.st_mtime_ns] for name, (real, st) in files.items()}}
+
+
+def _cache_file() -> Path:
+    return private_dir("cache") / "kvm-probe.json"
+
+
+def remembered_probe(runner: Runner, image: GuestImage, timeout: float = PROBE_S) -> tuple[str | None, bool]:
+    """``probe_kvm``'s answer and whether it was remembered from an earlier probe this boot (see the module)."""
+    key = _probe_key(image, timeout)
+    if key is not None:
+        try:
+            fd = open_nofollow(_cache_file(), os.O_RDONLY)
+            with os.fdopen(fd) as f:
+                st = os.fstat(f.fileno())
+                kept = json.load(f) if st.st_uid == os.geteuid() and not st.st_mode & 0o022 else {}
+            if kept.get("key") == key:
+                return kept.get("why"), True
+        except (OSError, ValueError, AttributeError, ProtolabError):
+            pass  # none yet, unreadable, or a link: probe
+    why = probe_kvm(runner, image, timeout)
+    if key is not None:
+        try:
+            path = _cache_file()
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump({"key": key, "why": why}, f)
+            os.replace(tmp, path)
+        except (OSError, ProtolabError):
+            pass  # not kept: the next run probes again
+    return why, False
+
+
+def choose(wanted: str, runner: Runner, image: GuestImage, timeout: float = PROBE_S,
+           remember: bool = False) -> AccelChoice:
+    """The accelerator for ``wanted`` (kvm, tcg or auto); kvm that does not work is a user error. ``remember``:
+    use (and keep) the answer of an earlier probe this boot."""
     if wanted not in ACCELS:
         raise ProtolabError(f"hypervisor.accel {wanted!r} is not one of {', '.join(ACCELS)}")
     if wanted == "tcg":
         return AccelChoice("tcg", "asked for (hypervisor.accel = \"tcg\")")
-    why = probe_kvm(runner, image, timeout)
+    why, kept = remembered_probe(runner, image, timeout) if remember else (probe_kvm(runner, image, timeout), False)
+    if kept and why is not None:
+        why += " (probed earlier this boot)"
     if why is None:
-        return AccelChoice("kvm", "a probe guest booted under KVM")
+        return AccelChoice("kvm", "a probe guest booted under KVM" + (" (earlier this boot)" if kept else ""))
     if wanted == "kvm":
         raise ProtolabError(f"hypervisor.accel = \"kvm\" but KVM does not work here: {why}; "
                             "set hypervisor.accel = \"auto\" or \"tcg\"")
