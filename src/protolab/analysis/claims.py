@@ -10,7 +10,9 @@ compares everything (`stats.compare`: ratio of medians with a bootstrap 95 % int
   **not reproduced** when the whole interval lies outside it; **opposite** when the test calls a change the
   other way than a one-directional band; **inconclusive** otherwise (the interval reaches across an edge);
 - `better` (`worse`): **reproduced** when the test calls a difference in the metric's better (worse) direction,
-  **opposite** when it calls one the other way, **not reproduced** when it calls none;
+  **opposite** when it calls one the other way; when it calls none, **not reproduced** only where the data speak
+  against the claim (the equivalence test puts the change within the noise band, or the whole interval lies on
+  the other side of no change), else **inconclusive** (a change the claim's way that this run cannot call);
 - **not testable here** when the test cannot run (fewer than 3 repeats a side, a missing figure or cell) — or, for
   a time claim, when this run's long run is shorter than the claim's horizon (a trend is never extrapolated).
 
@@ -148,8 +150,12 @@ def _outcome(claim: Claim, better: str, v: Verdict) -> tuple[str, str]:
         want = HIGHER if (better == "higher") == claim.better else LOWER
         if v.verdict == want:
             return REPRODUCED, "the test calls it"
-        return (OPPOSITE, "the test calls the other direction") if called else \
-            (NOT_REPRODUCED, f"{NO_CLEAR_DIFFERENCE}: {v.reason}")
+        if called:
+            return OPPOSITE, "the test calls the other direction"
+        against = v.equivalent or (v.ci_high <= 1 if want == HIGHER else v.ci_low >= 1)
+        if against:
+            return NOT_REPRODUCED, f"{NO_CLEAR_DIFFERENCE}: {v.reason}"
+        return INCONCLUSIVE, f"the interval reaches the claim's direction, but the test does not call it ({v.reason})"
     lo, hi = claim.band
     a = None if lo is None else 1 + lo / 100
     b = None if hi is None else 1 + hi / 100
@@ -230,9 +236,11 @@ def _figures(parts: list[Part], every: list[Part] | None = None, named: bool = F
 def _reason(parts: list[Part], bottlenecks: Mapping[tuple[str, Any, str], Any]) -> str:
     """What held the cells of the parts that did not reproduce, by configuration (from the bottleneck analysis)."""
     held: dict[str, Counter] = {}
+    outcomes = set()
     for p in parts:
         if p.outcome not in (NOT_REPRODUCED, OPPOSITE, INCONCLUSIVE):
             continue
+        outcomes.add("inconclusive" if p.outcome == INCONCLUSIVE else "not reproduced")
         for cell in dict.fromkeys(p.cells):
             b = bottlenecks.get(cell)
             what = ("unknown" if b is None else "the wire" if b.kind == "wire" else "the array"
@@ -245,7 +253,8 @@ def _reason(parts: list[Part], bottlenecks: Mapping[tuple[str, Any, str], Any]) 
     for c, n in held.items():
         total = sum(n.values())
         said.append(f"{c} by " + ", ".join(f"{w} ({k} of {total} cells)" for w, k in n.most_common()))
-    return "Where it was not reproduced, the bottleneck analysis found " + "; ".join(said) + "."
+    where = " or ".join(sorted(outcomes, reverse=True))  # "not reproduced or inconclusive"
+    return f"Where it was {where}, the bottleneck analysis found " + "; ".join(said) + "."
 
 
 def _directions(parts: list[Part], records: list[Any]) -> str:

@@ -145,6 +145,19 @@ def test_any_of_two_metrics_holds_on_either():
     assert worse.verdict == OPPOSITE
     same = one(p, run({"base": (1, 1), "third": (1, 1), "other": (1, 1)}))
     assert same.verdict == NOT_REPRODUCED and all(pt.why.startswith("no clear difference") for pt in same.parts)
+    assert all("within ±2% by the equivalence test" in pt.why for pt in same.parts)  # the data speak against it
+
+
+def test_a_change_the_claims_way_that_the_test_cannot_call_is_inconclusive_not_against_it():
+    p = plan('{ subjects = ["other"], reference = "third", worse = true }')
+    noisy = run({"base": (1, 1), "third": (1, 1), "other": (0.85, 1)}, n=3, cv=0.15)
+    v = one(p, noisy)
+    assert v.verdict == INCONCLUSIVE, v
+    for pt in v.parts:
+        assert pt.outcome == INCONCLUSIVE and pt.low < 0, pt  # the interval reaches "fewer IOPS"
+        assert pt.why.startswith("the interval reaches the claim's direction, but the test does not call it (p = ")
+    assert v.figures.endswith("over 2 comparisons: 2 inconclusive")
+    assert v.reason.startswith("Where it was inconclusive, the bottleneck analysis found other by unknown (2 of 2 cells)")
 
 
 def test_time_claims_are_never_extrapolated():
