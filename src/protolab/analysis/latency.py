@@ -83,7 +83,7 @@ def merged_percentiles(histograms: Iterable[Mapping[int, int]],
     counts = np.fromiter(itertools.chain.from_iterable(h.values() for h in hs), dtype=np.int64)
     order = np.argsort(values, kind="stable")
     values, counts = values[order], counts[order]
-    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    starts = np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
     values, counts = values[starts], np.add.reduceat(counts, starts)
     values, counts = values[counts != 0], counts[counts != 0]
     running = np.cumsum(counts)
