@@ -37,15 +37,10 @@ def compare_many(
     """
     n_pairs = len(pairs)
     labels = list(labels) if labels is not None else [""] * n_pairs
-    arrays = [(_as_array(b, "baseline samples"), _as_array(o, "other samples")) for b, o in pairs]
     out: list[Comparison | None] = [None] * n_pairs
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, (b, o) in enumerate(arrays):
-        groups.setdefault((b.size, o.size), []).append(i)
+    groups = _by_sizes(pairs)
     tail = (1.0 - level) / 2.0 * 100.0
-    for (nb, no), idx in groups.items():
-        base = np.stack([arrays[i][0] for i in idx])
-        other = np.stack([arrays[i][1] for i in idx])
+    for (nb, no), (idx, base, other) in groups.items():
         med_b, med_o = np.median(base, axis=1), np.median(other, axis=1)
         p, p_eq, se, df = _tests(base, other, test, noise)
         rng = np.random.default_rng(seed)
@@ -98,6 +93,34 @@ def compare_many(
             out[i] = Comparison(mo / mb, float(lo), float(hi), float(p[k]), nb, no, mb, mo, labels[i], test,
                                 float(p_eq[k]), float(se[k]), float(df[k]))
     return out  # type: ignore[return-value]
+
+
+def _by_sizes(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]
+              ) -> dict[tuple[int, int], tuple[list[int], np.ndarray, np.ndarray]]:
+    """The pairs grouped by (baseline size, other size), in order of first appearance: (their indices, the
+    baselines' samples stacked, the others'). One array per group rather than two per pair; anything the group
+    cannot take (an empty or non-finite sample, not a flat list) goes pair by pair, raising `_as_array`'s error."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    try:
+        for i, (b, o) in enumerate(pairs):
+            groups.setdefault((len(b), len(o)), []).append(i)
+        out = {}
+        for (nb, no), idx in groups.items():
+            base = np.array([pairs[i][0] for i in idx], dtype=float)
+            other = np.array([pairs[i][1] for i in idx], dtype=float)
+            if (base.shape != (len(idx), nb) or other.shape != (len(idx), no) or not nb or not no
+                    or not np.isfinite(base).all() or not np.isfinite(other).all()):
+                raise ValueError("not a group")
+            out[(nb, no)] = (idx, base, other)
+        return out
+    except (TypeError, ValueError):
+        pass
+    arrays = [(_as_array(b, "baseline samples"), _as_array(o, "other samples")) for b, o in pairs]
+    groups = {}
+    for i, (b, o) in enumerate(arrays):
+        groups.setdefault((b.size, o.size), []).append(i)
+    return {k: (idx, np.stack([arrays[i][0] for i in idx]), np.stack([arrays[i][1] for i in idx]))
+            for k, idx in groups.items()}
 
 
 def _tests(base: np.ndarray, other: np.ndarray, test: str,

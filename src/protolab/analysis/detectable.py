@@ -56,9 +56,20 @@ def smallest_detectable(se, df, alpha, power: float = POWER) -> np.ndarray:
     d, a = (np.array(v, float) for v in zip(*distinct))
     t_crit = special.stdtrit(d, 1.0 - a / 2.0)
     lam = special.nctdtrinc(d, 1.0 - power, t_crit)  # the upper tail alone holds the power
+    below = np.zeros_like(lam)
+    moved = np.arange(lam.size)  # where λ changed in the last step (at first: everywhere)
     for _ in range(3):  # the lower tail adds a little: a fixed point, converged in one or two steps
-        below = np.nan_to_num(special.nctdtr(d, lam, -t_crit), nan=0.0)  # NaN far out in that tail: it is ~0
-        lam = special.nctdtrinc(d, 1.0 - power + below, t_crit)
+        now = np.nan_to_num(special.nctdtr(d[moved], lam[moved], -t_crit[moved]), nan=0.0)  # NaN far out: ~0
+        # an unchanged λ or lower tail gives the very same inverse again: only the others are solved (same figures)
+        changed = now != below[moved]
+        moved, now = moved[changed], now[changed]
+        if not moved.size:
+            break
+        below[moved] = now
+        again = special.nctdtrinc(d[moved], 1.0 - power + now, t_crit[moved])
+        same = again == lam[moved]
+        lam[moved] = again
+        moved = moved[~same]
     out[ok] = lam[[distinct[p] for p in pairs]] * se[ok]
     return out
 

@@ -221,12 +221,15 @@ def findings(rows: list[Row], vs: dict[Key, Verdict], baseline: str, metrics: It
     """The overview's sentences: bounds ("all within X %"), called differences, "no clear difference", outliers."""
     out: list[Finding] = []
     workloads = list(dict.fromkeys(r.workload for r in rows))
+    grouped: dict[tuple[str, str], list[Verdict]] = {}  # (metric, workload) → its verdicts, in the verdicts' order
+    for (mk, wk, _, _), v in vs.items():
+        grouped.setdefault((mk, wk), []).append(v)
     for w in workloads:
         loads = sorted({r.point for r in rows if r.workload == w})
         configs = list(dict.fromkeys(r.configuration for r in rows if r.workload == w and r.configuration != baseline))
         for key in metrics:
             m = METRICS[key]
-            mine = [v for (mk, wk, _, _), v in vs.items() if mk == key and wk == w]
+            mine = grouped.get((key, w), [])
             if not mine:
                 continue
             # "within" is a claim of its own: only the equivalence test (TOST at the noise band, corrected like

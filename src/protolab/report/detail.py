@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from ..analysis.latency import merge_bins, percentiles
+from ..analysis.latency import merged_percentiles
 from ..results.records import CellRecord
 from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, slug
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
-    bins = merge_bins([r.result.read.bins_ns for r in recs] + [r.result.write.bins_ns for r in recs])
-    pct = percentiles(bins, in_order=True)
-    return {k: (v / 1000 if v is not None else None) for k, v in pct.items()}, sum(bins.values())
+    pct, n = merged_percentiles([r.result.read.bins_ns for r in recs] + [r.result.write.bins_ns for r in recs])
+    return {k: (v / 1000 if v is not None else None) for k, v in pct.items()}, n
 
 
 def percentile_charts(data: ReportData, workload: str) -> list[Chart]:

@@ -105,6 +105,13 @@ def _number(key: str, v: str) -> Any:
     return v if key in ("cell_id", "phase", "host") else float(v)
 
 
+def _may_hold(line: str, seqs: set[int]) -> bool:
+    """Whether a series.csv line (seq first) may be one of ``seqs``: a plain number that is not one is skipped
+    before the csv module parses it (anything else is parsed and judged as before)."""
+    head = line[:line.find(",")]
+    return not head.isdigit() or int(head) in seqs
+
+
 class _Point(NamedTuple):
     """One per-interval value read back from series.csv (plain tuple: tens of thousands are read at once)."""
 
@@ -272,6 +279,8 @@ class RunDir:
                     at = {k: head.index(k) for k in ("seq", "phase", "host", "t_s", "iops") if k in head}
                     if len(at) == 5:
                         i_seq, i_phase, i_host, i_t, i_iops = (at[k] for k in ("seq", "phase", "host", "t_s", "iops"))
+                        if seqs is not None and i_seq == 0:  # a long run's file: parse only the lines of ``seqs``
+                            reader = csv.reader(line for line in f if _may_hold(line, seqs))
                         for row in reader:
                             try:
                                 if row[i_phase] == phase and (seqs is None or int(row[i_seq]) in seqs):
