@@ -134,11 +134,19 @@ static char *buffer(size_t len)
     return bounce;
 }
 
+/* The twin and the bounce buffer for a request of n buffers at off, or NULL when it goes the buffered way. */
+static char *take(int fd, const struct iovec *iov, int n, off_t off, size_t *len, int *twin)
+{
+    *len = iov_total(iov, n);
+    *twin = aligned(off, *len) ? twin_of(fd) : -1;
+    return *twin >= 0 ? buffer(*len) : NULL;
+}
+
 static ssize_t direct_readv(int fd, const struct iovec *iov, int n, off_t off)
 {
-    size_t len = iov_total(iov, n);
-    int d = aligned(off, len) ? twin_of(fd) : -1;
-    char *b = d >= 0 ? buffer(len) : NULL;
+    size_t len;
+    int d;
+    char *b = take(fd, iov, n, off, &len, &d);
     if (b == NULL)
         return -2;
     ssize_t got = real_pread(d, b, len, off);
@@ -158,9 +166,9 @@ static ssize_t direct_readv(int fd, const struct iovec *iov, int n, off_t off)
 
 static ssize_t direct_writev(int fd, const struct iovec *iov, int n, off_t off)
 {
-    size_t len = iov_total(iov, n);
-    int d = aligned(off, len) ? twin_of(fd) : -1;
-    char *b = d >= 0 ? buffer(len) : NULL;
+    size_t len;
+    int d;
+    char *b = take(fd, iov, n, off, &len, &d);
     if (b == NULL)
         return -2;
     size_t at = 0;
