@@ -147,6 +147,17 @@ def project_deps() -> Path:
     return here.parents[2] / ".deps"
 
 
+def check_library(path: str | Path, what: str = "library") -> Path:
+    """A shared library protolab preloads into a server run as root: checked as ``check_program`` checks a program
+    (the symlink followed once, root's file under root's directories), without the executable bit."""
+    real = Path(os.path.realpath(path))
+    try:
+        check_ancestors(real)
+    except UnsafePath as e:
+        raise UnsafePath(f"{what} {path}: {e}") from None
+    return check_file(real, what)
+
+
 def check_program(path: str | Path, what: str = "program") -> Path:
     """An executable protolab may run as root: an absolute path to a root-owned file nobody else can change,
     under directories only root can change (a symlink is followed once, and its target checked)."""

@@ -26,7 +26,7 @@ from statistics import median
 from ..errors import ToolError
 from ..plan.storage import StorageSpec
 from ..proc import Runner
-from ..trust import check_ancestors, check_file, check_program, open_nofollow, project_deps
+from ..trust import check_library, check_program, open_nofollow, project_deps
 from .procs import Processes, wait_until
 from .record import Resource
 
@@ -72,9 +72,7 @@ def find_direct_lib() -> Path | None:
     candidate = project_deps() / "blockdev" / "lib" / DIRECT_LIB
     if not candidate.is_file():
         return None
-    real = Path(os.path.realpath(candidate))
-    check_ancestors(real)
-    return check_file(real, DIRECT_LIB)
+    return check_library(candidate, DIRECT_LIB)
 
 
 def ganesha_preload(spec: StorageSpec) -> str | None:
@@ -92,9 +90,7 @@ def ganesha_preload(spec: StorageSpec) -> str | None:
         if not EATMYDATA.exists():
             raise ToolError(f"lab.storage: a write-back device model needs {EATMYDATA} for NFS-Ganesha's stable "
                             "writes; run 'make deps' (Debian's eatmydata), or set write_time = 'none'")
-        real = Path(os.path.realpath(EATMYDATA))  # root's file under root's directories, as a program would be
-        check_ancestors(real)
-        libs.append(str(check_file(real, "libeatmydata")))
+        libs.append(str(check_library(EATMYDATA, "libeatmydata")))
     return ":".join(libs)
 
 
