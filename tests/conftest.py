@@ -118,3 +118,18 @@ def setup(tmp_path):
         return Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
                      testbed=FakeTestbed(plan, fio, events))
     return make
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kvm_probe_cache_of_this_session():
+    """doctor and VM studies keep the KVM probe's answer for the boot (/run/protolab/cache, vm.accel); the suite
+    shares it between its tests and removes what it created — a cache that was there before is left alone."""
+    from protolab.trust import PRIVATE_BASE
+
+    cache = PRIVATE_BASE / "cache"
+    had_dir, had_file = cache.is_dir(), (cache / "kvm-probe.json").exists()
+    yield
+    if not had_file:
+        (cache / "kvm-probe.json").unlink(missing_ok=True)
+    if not had_dir and cache.is_dir() and not any(cache.iterdir()):
+        cache.rmdir()
