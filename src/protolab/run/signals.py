@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 
 
 class Stopper:
@@ -33,11 +34,24 @@ class Stopper:
 
     @contextlib.contextmanager
     def installed(self):
-        """The handlers for the duration of the block; the previous ones after it."""
+        """The handlers for the duration of the block; the previous ones after it.
+
+        Python prints "Exception ignored in ..." with a traceback when a callback it cannot unwind (an at-fork
+        handler, a finaliser) raises; the handler's own KeyboardInterrupt is kept quiet there, since `check`
+        raises it again where the run can end cleanly. Every other unraisable exception is printed as before.
+        """
         before = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        hook = sys.unraisablehook
+
+        def quiet(unraisable) -> None:
+            if not (self.signum is not None and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+                hook(unraisable)
+
+        sys.unraisablehook = quiet
         try:
             yield self
         finally:
+            sys.unraisablehook = hook
             for s, h in before.items():
                 signal.signal(s, h)
 
