@@ -50,9 +50,15 @@ def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float]
         "packet counts with segmentation offloads on are segments handed to the NIC, not frames."
     )
     if any(c.modelled_only for c in rows):
-        only = " and ".join(REGISTRY[p].title for p in modelled_only())
+        only = _titles(modelled_only())
         table.caption += f" {only} are modelled only: this lab cannot run them."
     return table
+
+
+def _titles(protocols: list[str]) -> str:
+    """'A, B and C' of the protocols' titles."""
+    titles = [REGISTRY[p].title for p in protocols]
+    return ", ".join(titles[:-1]) + " and " + titles[-1] if len(titles) > 1 else "".join(titles)
 
 
 def run_limits(
@@ -92,7 +98,7 @@ def run_limits(
 def limits_command(
     protocol: Optional[str] = typer.Option(
         None, "--protocol", "-p",
-        help=f"One of {', '.join(modelled())}; {' and '.join(REGISTRY[p].title for p in modelled_only())} are "
+        help=f"One of {', '.join(modelled())}; {_titles(modelled_only())} are "
         "modelled only. Default: all that fit the link.",
     ),
     link: str = typer.Option(

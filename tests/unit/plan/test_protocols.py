@@ -35,7 +35,7 @@ def test_the_registry_answers_every_list_the_code_needs():
     assert protocols.lab_targets() == ["local", "iscsi", "nfs", "nbd"]
     assert protocols.exported() == ["iscsi", "nfs", "nbd"]
     assert protocols.engines() == ["libiscsi", "nfs", "nbd"]
-    assert protocols.modelled() == ["iscsi", "nfs", "nbd", "fc", "fcoe"]
+    assert protocols.modelled() == ["iscsi", "nfs", "nbd", "nvme-tcp", "fc", "fcoe"]
     ref = parse_target("iscsi://198.18.0.1/iqn.2026-11.org.protolab:x/0")
     assert (ref.protocol, ref.port, ref.wired) == ("iscsi", 3260, True)
     assert parse_target("lab:local").protocol == "local" and not parse_target("lab:local").wired
