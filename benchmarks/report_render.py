@@ -57,6 +57,7 @@ def make_run(root: Path, windows: int = 0) -> RunDir:
     rd.events.session_ended(0, "complete")
     rng = np.random.default_rng(0)
     seq = 0
+    records, series = [], []  # stored in batches: add_records writes the same files as add_record one by one
     for w in WORKLOADS:
         for li, lp in enumerate(loads):
             for rep in range(1, REPEATS + 1):
@@ -78,15 +79,20 @@ def make_run(root: Path, windows: int = 0) -> RunDir:
                                      lat_mean_us=lat, percentiles_us={"p99": lat * 4}, jobs=lp["streams"],
                                      runtime_s=300.0, errors=0)
                     cell_id = f"{w['name']}__{name}__{li}__r{rep}"
-                    rd.add_series([SeriesRow(seq=seq, cell_id=cell_id, phase="measure", host="all", t_s=i + 1.0,
-                                             iops=float(v)) for i, v in enumerate(rng.normal(iops, iops * 0.02,
-                                                                                            SECONDS))])
-                    rd.add_record(CellRecord(
+                    series += [SeriesRow(seq=seq, cell_id=cell_id, phase="measure", host="all", t_s=i + 1.0,
+                                         iops=float(v)) for i, v in enumerate(rng.normal(iops, iops * 0.02, SECONDS))]
+                    records.append(CellRecord(
                         run_id=rd.run_id, seq=seq, cell_id=cell_id, workload=w["name"], configuration=name,
                         baseline=ci == 0, load_index=li, hosts=1, streams_per_host=lp["streams"], oio_per_stream=4,
                         total_oio=oio, repeat=rep, started="", ended="", result=res, telemetry=tel,
                         steady=Steadiness(steady=True, range_pct=5.0, excursion_pct=2.0, window_start=0, window=5,
                                           reason="steady"), raw_output="", job_file=""))
+                    if len(records) == 500:
+                        rd.add_series(series)
+                        rd.add_records(records)
+                        records, series = [], []
+    rd.add_series(series)
+    rd.add_records(records)
     return rd
 
 

@@ -266,10 +266,10 @@ class Events:
         """A window wrote its first series rows: its seq is taken, even if it never ends."""
         self._write(measuring=Window(seq=seq, cell_id=cell_id, session=session))
 
-    def cell_measured(self, seq: int) -> None:
-        """A record was stored."""
+    def cell_measured(self, seq: int, count: int = 1) -> None:
+        """A record was stored (``count`` records, the last one ``seq``)."""
         m = self.read()
-        self._write(cells_done=m.cells_done + 1, last_seq=seq)
+        self._write(cells_done=m.cells_done + count, last_seq=seq)
 
     def repeats_stopped(self, stops: dict[str, str]) -> None:
         """Adaptive repeats: why each cell's repeating ended (kept across sessions)."""

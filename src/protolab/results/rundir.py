@@ -230,6 +230,15 @@ class RunDir:
         append_lines(self.path / "cells.csv", [_csv_text([cell_row(rec, figures)], self.csv_columns, False)])
         self.events.cell_measured(rec.seq)
 
+    def add_records(self, records: list[CellRecord]) -> None:
+        """Append many records at once: the same files as `add_record` one by one, with one write per file and
+        one manifest update (imports and synthetic runs; a measuring run stores each record as it ends)."""
+        if records:
+            append_lines(self.path / "records.jsonl", [r.model_dump_json() for r in records])
+            append_lines(self.path / "cells.csv",
+                         [_csv_text([cell_row(r, None) for r in records], self.csv_columns, False)])
+            self.events.cell_measured(records[-1].seq, count=len(records))
+
     def add_series(self, rows: list[SeriesRow]) -> None:
         """Append per-interval rows to series.csv."""
         if rows:

@@ -283,3 +283,27 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(tmp_path, text, said):
 def test_a_format_4_plan_gains_no_cpu_limit():
     stored = {"configurations": [{"name": "a", "target": "lab:nbd"}]}
     assert migrate(stored, 4) == {"configurations": [{"cpu_limit": {}, "name": "a", "target": "lab:nbd"}]}
+
+
+def test_add_records_writes_what_add_record_writes_one_by_one(tmp_path):
+    """The batch store (synthetic runs, imports): the same records.jsonl and cells.csv bytes and the same count and
+    last seq in the manifest as storing each record on its own."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from report_render import make_run
+
+    made = make_run(tmp_path / "a")  # 126 windows, stored by add_records
+    recs = made.records()
+    one = RunDir.create(tmp_path / "b", "bench", RunStart(plan=made.manifest().plan, plan_text="",
+                                                          plan_format=PLAN_FORMAT, provenance=Provenance()))
+    for r in recs:
+        one.add_record(r)
+    assert len(recs) == 126 and made.manifest().cells_done == one.manifest().cells_done == 126
+    assert made.manifest().last_seq == one.manifest().last_seq == recs[-1].seq
+    for name in ("records.jsonl", "cells.csv"):
+        a = (made.path / name).read_text().replace(made.run_id, "RUN")
+        b = (one.path / name).read_text().replace(made.run_id, "RUN").replace(one.run_id, "RUN")
+        assert a == b, name
+    made.add_records([])  # nothing to store: nothing changes
+    assert made.manifest().cells_done == 126
