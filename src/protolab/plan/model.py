@@ -217,6 +217,7 @@ class Method(_Model):
         extra = ", restore before each cell" if self.restore else ""
         extra += f", series every {format_duration(self.interval)}" if self.interval != 1 else ""
         extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
+        extra += ", the lab's roles at the highest CPU weight" if self.cpu_priority == "high" else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 

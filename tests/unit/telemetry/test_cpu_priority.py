@@ -125,6 +125,9 @@ def test_method_cpu_priority_is_normal_unless_the_plan_says_high():
     assert Method().cpu_priority == "normal"
     assert Method(cpu_priority="high").cpu_priority == "high"
     assert Method(cpu_priority="normal").cpu_priority == "normal"
+    # the report's Plan and Method sections say it (Method.summary)
+    assert Method(cpu_priority="high").summary().endswith(", the lab's roles at the highest CPU weight")
+    assert "CPU weight" not in Method().summary()
     with pytest.raises(ValueError):
         Method(cpu_priority="max")
 
