@@ -146,7 +146,7 @@ def build_image(stage: Path, kver: str, cases) -> Path:
 
 def parse(console: str) -> dict:
     """The cases the guest printed: summary, fio's I/O count, per-I/O figures."""
-    cases, current = [], None
+    cases, current, device = [], None, ""
     for line in console.splitlines():
         if line.startswith("DEVICE "):
             device = line.split(" ", 1)[1]
