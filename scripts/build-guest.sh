@@ -18,7 +18,8 @@ SRC=$(find "$ROOT/.deps/src" -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | hea
 FIO=${PROTOLAB_GUEST_FIO:-$OUT/fio/bin/fio}
 BUSYBOX=$(command -v busybox || echo /bin/busybox)
 KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V | tail -1)}
-MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net"
+# kernel data paths: nvmet-tcp (the storage server guest's target), nvme-tcp (a load guest's initiator)
+MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net nvmet-tcp nvme-tcp"
 
 die() { echo "build-guest: $*" >&2; exit 1; }
 [ -n "$KVER" ] && [ -f "/boot/vmlinuz-$KVER" ] || die "no Debian kernel in /boot; apt-get install linux-image-amd64"
@@ -46,7 +47,7 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$STAGE/tmp" \
          "$STAGE/lib/modules" "$STAGE/etc" "$OUT"
 cp "$BUSYBOX" "$STAGE/bin/busybox"
-for app in sh mount insmod ip ifconfig sleep cat echo mkdir ls poweroff reboot seq netstat grep tr; do
+for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -75,6 +76,11 @@ done
 cat > "$STAGE/init" <<'EOF'
 #!/bin/sh
 # protolab guest: load drivers, bring up the control NIC (user-mode network), serve fio.
+# With a data NIC on the lab's links (kernel command line, protolab.vm.guestnet and .kernelpaths):
+#   pl.mac=MAC pl.ip=ADDR/PREFIX pl.mtu=MTU      the data NIC, found by its MAC
+#   pl.nvmet=ADDR,PORT,NQN,HOSTNQN[+HOSTNQN]     storage server: /dev/vda exported by nvmet-tcp to those hosts
+#   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
+# protolab validates every value (addresses, numbers, NQN grammar) before it writes a command line.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -83,6 +89,41 @@ ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
+arg() { for a in $(cat /proc/cmdline); do case "$a" in "$1"=*) echo "${a#*=}"; return ;; esac; done; }
+MAC=$(arg pl.mac)
+if [ -n "$MAC" ]; then
+    for d in /sys/class/net/*; do [ "$(cat "$d/address")" = "$MAC" ] && DATA=${d##*/}; done
+    ip link set "$DATA" mtu "$(arg pl.mtu)" up
+    ip addr add "$(arg pl.ip)" dev "$DATA"
+    echo "protolab-guest: data $DATA $(arg pl.ip) mtu $(arg pl.mtu)" > /dev/console
+fi
+NVMET=$(arg pl.nvmet)
+if [ -n "$NVMET" ]; then
+    set -- $(echo "$NVMET" | tr , ' ')
+    mount -t configfs none /sys/kernel/config
+    C=/sys/kernel/config/nvmet
+    S=$C/subsystems/$3
+    mkdir "$S" && echo 0 > "$S/attr_allow_any_host"
+    for h in $(echo "$4" | tr + ' '); do mkdir "$C/hosts/$h" && ln -s "$C/hosts/$h" "$S/allowed_hosts/$h"; done
+    mkdir "$S/namespaces/1" && echo /dev/vda > "$S/namespaces/1/device_path" && echo 1 > "$S/namespaces/1/enable"
+    P=$C/ports/1
+    mkdir "$P" && echo ipv4 > "$P/addr_adrfam" && echo tcp > "$P/addr_trtype" && echo "$1" > "$P/addr_traddr" \
+        && echo "$2" > "$P/addr_trsvcid" && ln -s "$S" "$P/subsystems/$3" \
+        && echo "protolab-guest: nvmet $3 on $1:$2" > /dev/console
+fi
+NVME=$(arg pl.nvme)
+if [ -n "$NVME" ]; then
+    set -- $(echo "$NVME" | tr , ' ')
+    i=0
+    until echo "transport=tcp,traddr=$1,trsvcid=$2,nqn=$3,nr_io_queues=$4,hostnqn=$5" > /dev/nvme-fabrics; do
+        i=$((i + 1))
+        [ $i -lt 120 ] || { echo "protolab-guest: nvme-tcp connect to $1:$2 failed" > /dev/console; break; }
+        sleep 0.5
+    done
+    i=0
+    until ls /sys/block | grep -q '^nvme' || [ $i -ge 50 ]; do i=$((i + 1)); sleep 0.2; done
+    [ $i -ge 50 ] || echo "protolab-guest: nvme-tcp $3 at $1:$2" > /dev/console
+fi
 sleep 1
 echo "protolab-guest: disks $(ls /sys/block | tr '\n' ' ')" > /dev/console
 (while true; do /bin/fio --server=ip:0.0.0.0,8765 > /dev/console 2>&1; sleep 1; done) &

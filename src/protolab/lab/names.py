@@ -1,7 +1,9 @@
 """Names and addresses of a lab: everything carries the prefix; addresses lie in 198.18.0.0/15.
 
 Storage port ``p`` is 198.18.p.1/24; the NIC of host ``h`` that reaches port ``p`` is
-198.18.p.(10+h)/24. One subnet per storage port keeps each path on its own NIC.
+198.18.p.(10+h)/24. One subnet per storage port keeps each path on its own NIC. Guests on the lab's
+links (kernel data paths) sit behind them, routed: the storage server guest at 198.18.p.2, host
+``h``'s load guest at 198.18.p.(128+h).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ ISCSI_PORT = PROTOCOLS["iscsi"].port
 NBD_PORT = PROTOCOLS["nbd"].port
 NFS_PORT = 2049
 MOUNT_PORT = 20048
+#: Load guests' data addresses start here on each subnet (hosts' NICs at 10 + host, the server guest at 2)
+GUEST_BASE = 128
+GUEST_HOSTS = 255 - GUEST_BASE
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,21 @@ class Names:
         """The address of host ``host``'s NIC ``nic`` (no prefix length)."""
         port = self.spec.port_of(host, nic)
         return str(LAB_NETWORK.network_address + port * 256 + 10 + host)
+
+    def server_guest_address(self, port: int) -> str:
+        """The address of the storage server guest's data NIC on storage port ``port``'s subnet (no prefix)."""
+        return str(LAB_NETWORK.network_address + port * 256 + 2)
+
+    def load_guest_address(self, host: int, nic: int = 0) -> str:
+        """The address of host ``host``'s load guest on the subnet of that host's NIC ``nic`` (no prefix)."""
+        if not 0 <= host < GUEST_HOSTS:
+            raise ValueError(f"host {host}: a lab's load guests have addresses for hosts 0-{GUEST_HOSTS - 1}")
+        port = self.spec.port_of(host, nic)
+        return str(LAB_NETWORK.network_address + port * 256 + GUEST_BASE + host)
+
+    def tap(self, role: str) -> str:
+        """The tap interface of a guest's data NIC (``role``: "st" for the storage server, "h0"… for hosts)."""
+        return f"{self.prefix}k{role}"
 
     def host_addresses(self, host: int) -> list[str]:
         """Every address host ``host`` may use (one per NIC)."""

@@ -21,6 +21,7 @@ from ..plan.protocols import qemu_schemes
 from ..proc import Runner
 from ..trust import open_nofollow
 from .controllers import controller, device_args
+from .guestnet import DataNic
 
 if TYPE_CHECKING:
     from ..lab.record import Record, Resource
@@ -34,7 +35,8 @@ DISK_LINE = "protolab-guest: disks"
 
 @dataclass(frozen=True)
 class Disk:
-    """One data disk: the storage URL QEMU opens (iscsi://, nbd://, nfs://…/file) and its controller."""
+    """One data disk: the storage URL QEMU opens (iscsi://, nbd://, nfs://…/file) or a local file (an absolute
+    path: the storage server guest's disk in the pool), and its controller."""
 
     url: str
     controller: str = "virtio-scsi"
@@ -42,13 +44,15 @@ class Disk:
 
     def __post_init__(self) -> None:
         controller(self.controller)  # a wrong name is refused when the disk is described
-        if self.url.split("://", 1)[0] not in qemu_schemes():
-            raise ProtolabError(f"disk {self.url!r}: QEMU attaches {', '.join(qemu_schemes())} URLs only")
+        if not self.url.startswith("/") and self.url.split("://", 1)[0] not in qemu_schemes():
+            raise ProtolabError(f"disk {self.url!r}: QEMU attaches {', '.join(qemu_schemes())} URLs or a "
+                                "local file only")
 
 
 @dataclass(frozen=True)
 class GuestSpec:
-    """A guest: name, accelerator (kvm or tcg, already decided), vCPUs, memory, disks, forward port."""
+    """A guest: name, accelerator (kvm or tcg, already decided), vCPUs, memory, disks, forward port; a data NIC on
+    the lab's links and what its init does (kernel command line words, guestnet and kernelpaths) when it has one."""
 
     name: str
     kernel: Path
@@ -58,6 +62,8 @@ class GuestSpec:
     memory_mib: int = 512
     disks: tuple[Disk, ...] = ()
     fio_port: int = 18765  # on 127.0.0.1 in the load host's namespace
+    nic: DataNic | None = None
+    append: tuple[str, ...] = ()
 
     def argv(self, pidfile: Path, console: Path) -> list[str]:
         """The QEMU command line."""
@@ -70,10 +76,13 @@ class GuestSpec:
                 "-smp", str(self.vcpus), "-m", str(self.memory_mib),
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
-                "-append", "console=ttyS0 quiet panic=-1",
+                "-append", " ".join(["console=ttyS0 quiet panic=-1", *self.append,
+                                     *(self.nic.kernel_args() if self.nic else [])]),
                 "-serial", f"file:{console}", "-pidfile", str(pidfile),
                 "-netdev", f"user,id=ctl,restrict=on,hostfwd=tcp:127.0.0.1:{self.fio_port}-:{GUEST_FIO_PORT}",
                 "-device", "virtio-net-pci,netdev=ctl"]
+        if self.nic is not None:
+            argv += self.nic.qemu_args()
         for i, d in enumerate(self.disks):
             # cache=none: the guest's I/O goes to the initiator, not into QEMU's page cache
             argv += ["-drive", f"if=none,id=d{i},format=raw,cache=none,file={d.url}"]
@@ -124,6 +133,8 @@ class Guest:
             self.popen = self.runner.spawn(argv, netns=netns, stdout=log, stderr=subprocess.STDOUT)
         from ..lab.procs import start_time
         self.resource = self.record.update(self.resource, pid=self.popen.pid, started=start_time(self.popen.pid))
+        if self.spec.nic is not None:
+            self.spec.nic.configure(self.runner)
 
     def console_text(self) -> str:
         """What the guest wrote on its console so far."""

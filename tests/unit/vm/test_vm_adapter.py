@@ -32,8 +32,8 @@ def test_every_controller_maps_to_its_qemu_device():
         device_args("lsi", 0, "d0", queues=2)
     with pytest.raises(ProtolabError, match="controller 'buslogic' is not known; use one of virtio-blk"):
         Disk("iscsi://198.18.0.1:3260/iqn.x/1", "buslogic")
-    with pytest.raises(ProtolabError, match="QEMU attaches iscsi, nfs, nbd URLs only"):
-        Disk("/dev/sda", "lsi")
+    with pytest.raises(ProtolabError, match="QEMU attaches iscsi, nfs, nbd URLs or a local file only"):
+        Disk("ftp://198.18.0.1/x", "lsi")
 
 
 def test_command_line_disks_accel_and_control_forward(tmp_path):

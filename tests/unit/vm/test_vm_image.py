@@ -33,7 +33,7 @@ def test_initramfs_holds_fio_its_libraries_and_ordered_modules():
     assert any(n.startswith("lib/x86_64-linux-gnu/libaio.so") for n in names)  # fio's libaio engine
     order = cpio(image, "--to-stdout", "etc/modules").split()
     for leaf in ("virtio_blk.ko", "virtio_scsi.ko", "sym53c8xx.ko", "megaraid_sas.ko", "vmw_pvscsi.ko",
-                 "sd_mod.ko", "virtio_net.ko"):
+                 "sd_mod.ko", "virtio_net.ko", "nvmet-tcp.ko", "nvme-tcp.ko"):
         assert leaf in order and f"lib/modules/{leaf}" in names
     assert len(order) == len(set(order))  # each module loaded once
     # dependencies (modules.dep) before what needs them
@@ -43,6 +43,10 @@ def test_initramfs_holds_fio_its_libraries_and_ordered_modules():
         assert order.index(dep) < order.index(user), (dep, user)
     init = cpio(image, "--to-stdout", "init")
     assert "fio --server=ip:0.0.0.0,8765" in init and "protolab-guest: fio server ready" in init
+    # kernel data paths: the data NIC, nvmet-tcp's configfs export and the nvme-tcp connect, from the command line
+    assert all(w in init for w in ("arg pl.mac", "/sys/kernel/config/nvmet", "> /dev/nvme-fabrics"))
+    assert order.index("nvmet.ko") < order.index("nvmet-tcp.ko")
+    assert order.index("nvme-fabrics.ko") < order.index("nvme-tcp.ko")
 
 
 def test_build_is_idempotent(tmp_path):

@@ -1,0 +1,138 @@
+"""Kernel data paths in guests: the storage server guest's in-kernel target, a load guest's kernel initiator.
+
+This host's kernel has no nvmet, nvme-tcp, LIO, knfsd or iSCSI initiator; the Debian guest kernel protolab
+boots has them all. A **storage server guest** runs in the storage namespace with the pool's file as its one
+virtio disk and exports it from its kernel; a **load guest** runs in a load host's namespace, attaches the
+export with its kernel's initiator and serves fio on the block device. Both sit on the lab's links behind
+their namespaces (guestnet), so link rate, MTU and shaping apply and the lab's counters see their traffic.
+
+NVMe/TCP is the first path: nvmet-tcp in the server guest (configfs, no tools; access by host NQN), the
+kernel's nvme-tcp in the load guest (/dev/nvme-fabrics, I/O queues from the caller). Every value that reaches
+a guest's kernel command line is checked here first (addresses in the lab range, ports, queue counts, NQN
+grammar): the guest's init splits them on commas and never evaluates them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from typing import TYPE_CHECKING
+
+from ..errors import ProtolabError
+from ..lab.names import SUBNET_PREFIXLEN, check_in_lab_range
+from ..plan.protocols import PROTOCOLS
+from ..proc import Runner, SubprocessRunner
+from .guestnet import DataNic
+from .image import GuestImage
+from .qemu import Disk, Guest, GuestSpec
+
+if TYPE_CHECKING:
+    from ..lab.lab import Lab
+
+NVME_TCP_PORT = PROTOCOLS["nvme-tcp"].port
+#: NVMe base spec 4.5: "nqn." + date + "." + reversed domain, then ":" and a name; 223 bytes at most
+_NQN = re.compile(r"nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*")
+NQN_MAX = 223
+MAX_QUEUES = 128
+READY_NVME = "protolab-guest: nvme-tcp"
+
+
+def check_nqn(nqn: str, what: str = "NQN") -> str:
+    """``nqn`` if it follows the NQN grammar (letters, digits, '.', '-', '_' and ':' only); ProtolabError if not."""
+    if len(nqn) > NQN_MAX or not _NQN.fullmatch(nqn):
+        raise ProtolabError(f"{what} {nqn!r} is not an NVMe qualified name; write nqn.YYYY-MM.reversed.domain:name "
+                            f"(letters, digits, '.', '-', '_', ':'; at most {NQN_MAX} characters)")
+    return nqn
+
+
+def _check_endpoint(address: str, port: int) -> None:
+    IPv4Address(address)  # ValueError for anything that is not one address
+    check_in_lab_range(address)
+    if not 1 <= port <= 65535:
+        raise ProtolabError(f"port {port} is not a TCP port (1-65535)")
+
+
+@dataclass(frozen=True)
+class NvmeTarget:
+    """What the storage server guest's nvmet-tcp exports: its address and port, the subsystem, the hosts allowed."""
+
+    address: str
+    port: int
+    nqn: str
+    hosts: tuple[str, ...]
+
+    def kernel_args(self) -> list[str]:
+        """The server guest's kernel command line word (see scripts/build-guest.sh)."""
+        _check_endpoint(self.address, self.port)
+        check_nqn(self.nqn, "subsystem NQN")
+        if not self.hosts:
+            raise ProtolabError("nvmet-tcp: no host may connect (no load host is granted the export)")
+        hosts = [check_nqn(h, "host NQN") for h in self.hosts]
+        return [f"pl.nvmet={self.address},{self.port},{self.nqn},{'+'.join(hosts)}"]
+
+
+@dataclass(frozen=True)
+class NvmeConnect:
+    """A load guest's nvme-tcp connect: the target's address, port and subsystem, I/O queues, its own host NQN."""
+
+    address: str
+    port: int
+    nqn: str
+    queues: int
+    hostnqn: str
+
+    def kernel_args(self) -> list[str]:
+        """The load guest's kernel command line word (see scripts/build-guest.sh)."""
+        _check_endpoint(self.address, self.port)
+        if not 1 <= self.queues <= MAX_QUEUES:
+            raise ProtolabError(f"nvme-tcp queues {self.queues}: give 1-{MAX_QUEUES}")
+        check_nqn(self.nqn, "subsystem NQN")
+        check_nqn(self.hostnqn, "host NQN")
+        return [f"pl.nvme={self.address},{self.port},{self.nqn},{self.queues},{self.hostnqn}"]
+
+
+def subsystem_nqn(lab: Lab) -> str:
+    """The NQN of the lab's NVMe/TCP subsystem."""
+    return f"nqn.2024-01.org.protolab:{lab.spec.prefix}.nvme"
+
+
+def host_nqn(lab: Lab, host: int) -> str:
+    """Load host ``host``'s NQN (its load guest connects with it; the server guest admits it by it)."""
+    return f"nqn.2024-01.org.protolab:{lab.spec.prefix}.h{host}"
+
+
+def server_guest(lab: Lab, image: GuestImage, *, accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512,
+                 fio_port: int, port: int = 0, runner: Runner | None = None) -> Guest:
+    """The storage server guest (not started): the pool's local volume as its disk, exported by nvmet-tcp on its
+    address on storage port ``port`` to the load hosts the lab's access list grants (as for the userspace
+    servers)."""
+    names = lab.names
+    nic = DataNic(names.storage_ns, names.tap("st"), names.server_guest_address(port), SUBNET_PREFIXLEN,
+                  lab.link.mtu, names.storage_link(port).near.ifname, index=1)
+    access = lab.spec.access("nvme-tcp")
+    target = NvmeTarget(nic.address, NVME_TCP_PORT, subsystem_nqn(lab),
+                        tuple(host_nqn(lab, h) for h in range(lab.spec.hosts) if access.admits(h)))
+    spec = GuestSpec(f"{lab.spec.prefix}-st", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
+                     memory_mib=memory_mib, disks=(Disk(lab.endpoint("local").url, "virtio-blk"),),
+                     fio_port=fio_port, nic=nic, append=tuple(target.kernel_args()))
+    assert lab._record is not None, "the lab must be up"
+    return Guest(spec, runner or SubprocessRunner(), lab._record, names.storage_ns, lab.workdir / "vm",
+                 lab.cgroups)
+
+
+def load_guest(lab: Lab, image: GuestImage, host: int, *, queues: int = 1, accel: str = "tcg", vcpus: int = 1,
+               memory_mib: int = 512, fio_port: int, runner: Runner | None = None) -> Guest:
+    """Host ``host``'s load guest (not started): its kernel connects to the server guest's subsystem over the
+    host's first NIC with ``queues`` I/O queues before its fio server is ready."""
+    names = lab.names
+    port = lab.spec.port_of(host, 0)
+    nic = DataNic(names.host_ns(host), names.tap(f"h{host}"), names.load_guest_address(host), SUBNET_PREFIXLEN,
+                  lab.link.mtu, names.host_link(host, 0).near.ifname, index=16 + host)
+    connect = NvmeConnect(names.server_guest_address(port), NVME_TCP_PORT, subsystem_nqn(lab), queues,
+                          host_nqn(lab, host))
+    spec = GuestSpec(f"{lab.spec.prefix}-h{host}vm", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
+                     memory_mib=memory_mib, fio_port=fio_port, nic=nic, append=tuple(connect.kernel_args()))
+    assert lab._record is not None, "the lab must be up"
+    return Guest(spec, runner or SubprocessRunner(), lab._record, names.host_ns(host), lab.workdir / "vm",
+                 lab.cgroups)

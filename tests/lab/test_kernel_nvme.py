@@ -1,0 +1,80 @@
+"""NVMe/TCP on the kernel data path, across the lab's links: nvmet-tcp in a storage server guest, the kernel's
+nvme-tcp in a load guest, fio on /dev/nvme0n1, the lab's own port counters against the wire model.
+
+Two TCG guests (~10-20 s each to boot): the server guest in the storage namespace exports the pool's local
+volume; the load guest in host 0's namespace connects with 2 I/O queues. Their traffic crosses the storage
+port's veth (offloads off: every packet is a frame), so its counters must give the model's bytes per I/O (within
+2.5 %, as the capture did) and frames between the fully merged stream and RFC 1122's ACKs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from test_vm_guest import guest_image
+
+from conftest import FIO, sh, spec
+from protolab.analysis.wire import wire_cost
+from protolab.lab.procs import alive
+from protolab.vm.accel import free_port
+from protolab.vm.host import run_cell
+from protolab.vm.kernelpaths import load_guest, server_guest
+
+pytestmark = pytest.mark.lab
+RUNTIME_S = 3
+
+
+def counters(netns: str, ifname: str) -> tuple[int, int]:
+    """Packets and bytes, received plus sent, on ``ifname`` in ``netns``."""
+    stats = json.loads(sh(["ip", "-j", "-s", "link", "show", "dev", ifname], netns=netns, check=True).stdout)[0]
+    s = stats["stats64"]
+    return s["rx"]["packets"] + s["tx"]["packets"], s["rx"]["bytes"] + s["tx"]["bytes"]
+
+
+def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(make_lab, tmp_path):
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("needs qemu-system-x86 (make deps)")
+    image = guest_image()
+    lab = make_lab(spec(link={"offloads": False}), {"local"})  # every packet a frame, as in the capture
+    server = server_guest(lab, image, fio_port=free_port())
+    load = load_guest(lab, image, 0, queues=2, fio_port=free_port())
+    st_ns, st_if = lab.names.storage_ns, lab.names.storage_link(0).near.ifname
+    try:
+        server.start()
+        server.wait_ready(timeout=180)
+        assert f"protolab-guest: nvmet {server.spec.append[0].split(',')[2]} on 198.18.0.2:4420" in \
+            server.console_text(), server.console_text()[-2000:]
+        load.start()
+        devices = load.wait_ready(timeout=240)
+        assert "nvme0n1" in devices, (devices, load.console_text()[-2000:])
+        assert sh(["ip", "link", "show", "dev", lab.names.tap("h0")], netns=lab.names.host_ns(0)).returncode == 0
+
+        job = tmp_path / "nvme.fio"
+        job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\n"
+                       f"runtime={RUNTIME_S}\nsize=32M\n[nvme]\nfilename=/dev/nvme0n1\n")
+        packets0, bytes0 = counters(st_ns, st_if)
+        cell = run_cell(load, job, str(FIO), timeout=120)
+        packets, wire = (b - a for a, b in zip((packets0, bytes0), counters(st_ns, st_if)))
+        ios = sum(cell.ios.values())
+        assert ios > 100, cell.ios
+        model = wire_cost("nvme-tcp", block_size=4096, read_pct=100, mtu=lab.link.mtu)
+        counted = model.counted_bytes_to_host + model.counted_bytes_to_storage
+        print(f"\n{packets / ios:.3f} frames, {wire / ios:.1f} B per I/O; model {model.frames_low:.2f}-"
+              f"{model.frames_high:.2f} frames, {counted:.1f} B")
+        # the fio client's control traffic goes over the guest's own user-mode NIC, never this port
+        assert wire / ios == pytest.approx(counted, rel=0.025), (wire / ios, counted)
+        assert model.frames_low * 0.98 <= packets / ios <= model.frames_high, \
+            (model.frames_low, packets / ios, model.frames_high)
+        print(f"\nNVMe/TCP through the lab link: {cell.iops:.0f} IOPS, {packets / ios:.2f} frames and "
+              f"{wire / ios:.0f} B per I/O (model {model.frames_low:.2f}-{model.frames_high:.2f} frames, "
+              f"{counted:.0f} B)")
+    finally:
+        load.stop()
+        server.stop()
+    for g in (load, server):
+        assert g.pid is None or not alive(g.pid)
+    # the taps went with QEMU (not persistent): nothing of the guests is left in the lab's namespaces
+    assert sh(["ip", "link", "show", "dev", lab.names.tap("st")], netns=st_ns).returncode != 0
+    assert sh(["ip", "link", "show", "dev", lab.names.tap("h0")], netns=lab.names.host_ns(0)).returncode != 0

@@ -1,0 +1,58 @@
+"""The kernel data paths' guest command line words: every value checked before a guest's init reads it."""
+
+from __future__ import annotations
+
+import pytest
+
+from protolab.errors import ProtolabError
+from protolab.lab.names import Names
+from protolab.plan.topology import LabSpec
+from protolab.vm.guestnet import DataNic
+from protolab.vm.kernelpaths import NvmeConnect, NvmeTarget, check_nqn
+from protolab.vm.qemu import Disk, GuestSpec
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(nqn="nqn.2024-01.org.x:a,b"), "is not an NVMe qualified name"),
+    (dict(nqn="nqn.2024-01.org.x:a b"), "is not an NVMe qualified name"),
+    (dict(hostnqn="nqn.2024-01.org.x:h\nx"), "is not an NVMe qualified name"),
+    (dict(port=70000), "port 70000 is not a TCP port"),
+    (dict(queues=0), "queues 0: give 1-128"),
+])
+def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, match):
+    """Lab-free: every value is checked before it reaches a guest's command line (its init splits on commas)."""
+    good = dict(address="198.18.0.2", port=4420, nqn="nqn.2024-01.org.protolab:pl.nvme", queues=2,
+                hostnqn="nqn.2024-01.org.protolab:pl.h0")
+    assert NvmeConnect(**good).kernel_args() == [
+        "pl.nvme=198.18.0.2,4420,nqn.2024-01.org.protolab:pl.nvme,2,nqn.2024-01.org.protolab:pl.h0"]
+    with pytest.raises(ProtolabError, match=match):
+        NvmeConnect(**{**good, **bad}).kernel_args()
+    with pytest.raises(ValueError, match="outside the lab range"):
+        NvmeTarget("10.0.0.1", 4420, good["nqn"], (good["hostnqn"],)).kernel_args()
+    with pytest.raises(ProtolabError, match="no host may connect"):
+        NvmeTarget("198.18.0.2", 4420, good["nqn"], ()).kernel_args()
+    assert check_nqn("nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+
+
+def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel_command_line(tmp_path):
+    names = Names(LabSpec(prefix="pq", hosts=2))
+    assert (names.server_guest_address(0), names.load_guest_address(1)) == ("198.18.0.2", "198.18.0.129")
+    with pytest.raises(ValueError, match="hosts 0-126"):
+        names.load_guest_address(127)
+    nic = DataNic("pq-h1", names.tap("h1"), names.load_guest_address(1), 24, 9000, "pqh1n0", index=17)
+    assert nic.qemu_args() == ["-netdev", "tap,id=data,ifname=pqkh1,script=no,downscript=no",
+                               "-device", "virtio-net-pci,netdev=data,mac=52:54:00:70:6c:11"]
+    assert nic.commands() == [
+        ["ip", "-n", "pq-h1", "link", "set", "dev", "pqkh1", "mtu", "9000", "up"],
+        ["ip", "-n", "pq-h1", "route", "replace", "198.18.0.129/32", "dev", "pqkh1"],
+        ["sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.conf.pqkh1.proxy_arp=1",
+         "net.ipv4.conf.pqh1n0.proxy_arp=1"]]
+    spec = GuestSpec("g", tmp_path / "k", tmp_path / "i", disks=(Disk("/var/lib/protolab/x/data", "virtio-blk"),),
+                     nic=nic, append=("pl.nvme=198.18.0.2,4420,nqn.2024-01.org.protolab:pq.nvme,1,"
+                                      "nqn.2024-01.org.protolab:pq.h1",))
+    argv = spec.argv(tmp_path / "pid", tmp_path / "console")
+    append = argv[argv.index("-append") + 1]
+    assert append.endswith("pl.mac=52:54:00:70:6c:11 pl.ip=198.18.0.129/24 pl.mtu=9000") and "pl.nvme=" in append
+    assert "file=/var/lib/protolab/x/data" in " ".join(argv) and "ifname=pqkh1" in " ".join(argv)
+    with pytest.raises(ProtolabError, match="URLs or a local file only"):
+        Disk("relative/file", "virtio-blk")
