@@ -125,7 +125,8 @@ if [ -n "$NVME" ]; then
     [ $i -ge 50 ] || echo "protolab-guest: nvme-tcp $3 at $1:$2" > /dev/console
 fi
 sleep 1
-echo "protolab-guest: disks $(ls /sys/block | tr '\n' ' ')" > /dev/console
+# nvmeXcYnZ: a multipath controller's hidden path, no /dev node (fio opens nvmeXnZ)
+echo "protolab-guest: disks $(ls /sys/block | grep -v '^nvme[0-9]*c[0-9]*n' | tr '\n' ' ')" > /dev/console
 (while true; do /bin/fio --server=ip:0.0.0.0,8765 > /dev/console 2>&1; sleep 1; done) &
 # ready only once fio listens: the host's forward accepts connections before that
 until netstat -ltn | grep -q ':8765 '; do sleep 0.2; done
@@ -140,7 +141,10 @@ mv "$OUT/vmlinuz.tmp" "$OUT/vmlinuz"
 mv "$OUT/initramfs.cpio.gz.tmp" "$OUT/initramfs.cpio.gz"
 FIOV=$("$FIO" --version)
 NMOD=$(wc -l < "$STAGE/etc/modules")
+# the kernel data paths this image can serve and attach (vm.kernelpaths): both ends' modules are in it
+KPATHS=""
+grep -qx nvmet-tcp.ko "$STAGE/etc/modules" && grep -qx nvme-tcp.ko "$STAGE/etc/modules" && KPATHS='"nvme-tcp"'
 cat > "$OUT/guest.json" <<EOF
-{"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX"}
+{"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS]}
 EOF
 echo "build-guest: $OUT: kernel $KVER, $FIOV, $NMOD modules, $(du -h "$OUT/initramfs.cpio.gz" | cut -f1) initramfs"

@@ -154,4 +154,25 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
         checks.append(Check("accelerator", True, f"{chosen.accel}: {chosen.reason}"))
     except ProtolabError as e:
         checks.append(Check("accelerator", False, str(e), "see 'protolab doctor'"))
-    return checks
+        chosen = None
+    return checks + [kernel_paths_check(runner, info, chosen.accel if chosen else None)]
+
+
+def kernel_paths_check(runner: Runner, info: dict, accel: str | None) -> Check:
+    """Where each kernel data path runs: in guests (which accelerator), and whether this host's kernel has it."""
+    from .plan.protocols import PROTOCOLS
+
+    kernel = [p.name for p in PROTOCOLS.values() if p.kernel]
+    in_image = set(info.get("kernel_paths") or [])
+    native = {m: runner.run(["modinfo", "-F", "filename", m], check=False, timeout=30).returncode == 0
+              for m in ("nvmet-tcp", "nvme-tcp")}
+    host = ("this host's kernel has " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in native.items())
+            + " (protolab runs them in guests)")
+    missing = [k for k in kernel if k not in in_image]
+    where = f"in {accel.upper()} guests" if accel else "in guests (no accelerator works)"
+    return Check("kernel data paths", not missing and accel is not None,
+                 f"{', '.join(k for k in kernel if k in in_image) or 'none'} {where}"
+                 + (" — TCG figures measure emulation: only comparisons' mechanics mean anything" if accel == "tcg"
+                    else "") + f"; {host}",
+                 "rebuild the guest image: scripts/build-guest.sh (or 'make deps')" if missing else
+                 "see the accelerator line")

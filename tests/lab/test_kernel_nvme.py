@@ -37,19 +37,20 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("needs qemu-system-x86 (make deps)")
     image = guest_image()
-    lab = make_lab(spec(link={"offloads": False}), {"local"})  # every packet a frame, as in the capture
-    server = server_guest(lab, image, fio_port=free_port())
-    load = load_guest(lab, image, 0, queues=2, fio_port=free_port())
+    lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp"})  # every packet a frame, as in the capture
+    server = server_guest(lab, image, [lab.names.host_nqn(0)], mtu=9000, fio_port=free_port())
+    load = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, queues=2, fio_port=free_port())
     st_ns, st_if = lab.names.storage_ns, lab.names.storage_link(0).near.ifname
     try:
         server.start()
         server.wait_ready(timeout=180)
-        assert f"protolab-guest: nvmet {server.spec.append[0].split(',')[2]} on 198.18.0.2:4420" in \
-            server.console_text(), server.console_text()[-2000:]
+        assert f"protolab-guest: nvmet {lab.names.nqn} on 198.18.0.2:4420" in server.console_text(), \
+            server.console_text()[-2000:]
+        assert "protolab-guest: data eth1 198.18.0.2/24 mtu 9000" in server.console_text()
         load.start()
         devices = load.wait_ready(timeout=240)
         assert "nvme0n1" in devices, (devices, load.console_text()[-2000:])
-        assert sh(["ip", "link", "show", "dev", lab.names.tap("h0")], netns=lab.names.host_ns(0)).returncode == 0
+        assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode == 0
 
         job = tmp_path / "nvme.fio"
         job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\n"
@@ -77,4 +78,56 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
         assert g.pid is None or not alive(g.pid)
     # the taps went with QEMU (not persistent): nothing of the guests is left in the lab's namespaces
     assert sh(["ip", "link", "show", "dev", lab.names.tap("st")], netns=st_ns).returncode != 0
-    assert sh(["ip", "link", "show", "dev", lab.names.tap("h0")], netns=lab.names.host_ns(0)).returncode != 0
+    assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode != 0
+
+
+def test_a_vm_plan_measures_nvme_tcp_by_the_kernels_beside_a_userspace_path(tmp_path):
+    """lab:nvme-tcp in a [hypervisor] plan: the storage server guest boots once, the load guest's kernel connects;
+    its cells have IOPS, latency, server CPU (the server guest's QEMU), hypervisor and guest CPU and the storage
+    port's frames per I/O, and nothing of either guest is left after the run."""
+    from test_study import PREFIX
+    from test_vm_study import qemus, vm_plan
+
+    from conftest import leftovers, workdir_for
+    from protolab.analysis.derived import figures
+    from protolab.plan.load import load_plan_text
+    from protolab.run import Study
+
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("needs qemu-system-x86 (make deps)")
+    guest_image()
+    workdir = workdir_for("kernel-nvme-study")
+    text = vm_plan([("vblk-nbd", "nbd", "virtio-blk"), ("nvme-tcp", "nvme-tcp", "")])
+    try:
+        rundir = Study(load_plan_text(text), text, "vm", results_root=tmp_path / "r", lab_workdir=workdir).run()
+    finally:
+        assert qemus() == [] and leftovers(PREFIX) == []
+    recs = rundir.records()
+    assert sorted(r.configuration for r in recs) == ["nvme-tcp", "vblk-nbd"]
+    model = wire_cost("nvme-tcp", block_size=8192, read_pct=60, mtu=1500)
+    for r in recs:
+        f = figures(r)
+        assert r.result.iops > 0 and r.result.errors == 0 and r.result.percentiles_us.get("p99", 0) > 0, r.cell_id
+        assert f.cpu_us_per_io_hypervisor > 0 and f.cpu_us_per_io_guest > 0 and f.cpu_us_per_io_server > 0, r.cell_id
+        assert f.packets_counted_as == "frames" and f.wire_bytes_per_io > 8192, (r.cell_id, f.wire_bytes_per_io)
+        if r.configuration == "nvme-tcp":
+            # the kernel path's traffic crossed the storage port: the model's frames (merged to RFC 1122's ACKs)
+            assert model.frames_low * 0.95 <= f.packets_per_io <= model.frames_high * 1.05, \
+                (model.frames_low, f.packets_per_io, model.frames_high)
+    m = rundir.manifest()
+    assert len(m.agents) == 2 and all(a.startswith("guest ") for a in m.agents)
+    logs = sorted(p.name for p in (rundir.path / "lab-logs").glob("*.console.log"))
+    assert f"{PREFIX}-nvmet.console.log" in logs, logs
+    console = (rundir.path / "lab-logs" / f"{PREFIX}-nvme-tcp-h1-vm1.console.log").read_text()
+    assert "protolab-guest: nvme-tcp nqn.2024-01.org.protolab:" in console, console[-1500:]
+    from protolab.report.commands import write_report
+
+    write_report(rundir, figures=False)
+    md = (rundir.path / "report.md").read_text()
+    assert "Kernel data paths (nvme-tcp: nvme-tcp): no virtual disk" in md and "Accelerator: **tcg**" in md
+    import csv
+
+    rows = list(csv.DictReader((rundir.path / "cells.csv").open()))
+    assert {(r["configuration"], r["protocol"], r["controller"]) for r in rows} == {
+        ("nvme-tcp", "nvme-tcp", ""), ("vblk-nbd", "nbd", "virtio-blk")}
+    assert all(float(r["cpu_us_per_io_server"]) > 0 and float(r["packets_per_io"]) > 0 for r in rows), rows

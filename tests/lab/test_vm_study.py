@@ -24,7 +24,8 @@ pytestmark = pytest.mark.lab
 
 
 def vm_plan(configs: list[tuple[str, str, str]], duration: str = "2s", repeats: int = 1) -> str:
-    body = "".join(f'[[configurations]]\nname = "{n}"\ntarget = "lab:{p}"\ncontroller = "{c}"\n' for n, p, c in configs)
+    body = "".join(f'[[configurations]]\nname = "{n}"\ntarget = "lab:{p}"\n' + (f'controller = "{c}"\n' if c else "")
+                   for n, p, c in configs)  # no controller: a kernel path (the guest's kernel attaches it)
     return f"""
 name = "vmstudy"
 baseline = "{configs[0][0]}"
@@ -90,9 +91,12 @@ def test_a_vm_plan_measures_every_protocol_with_hypervisor_cpu(workdir, tmp_path
     assert "## Virtual machines as load hosts" in md and "Accelerator: **tcg**" in md
 
 
-def test_sigterm_during_a_vm_study_leaves_no_qemu(workdir, tmp_path):
+@pytest.mark.parametrize("config", [("lsi-iscsi", "iscsi", "lsi"), ("nvme", "nvme-tcp", "")],
+                         ids=["qemu-iscsi", "kernel-nvme-tcp"])
+def test_sigterm_during_a_vm_study_leaves_no_qemu(workdir, tmp_path, config):
+    """QEMU's initiators, or the kernel path's server guest and load guest: none survives the signal."""
     plan = tmp_path / "vm.toml"
-    plan.write_text(vm_plan([("lsi-iscsi", "iscsi", "lsi")], duration="20s", repeats=2))
+    plan.write_text(vm_plan([config], duration="20s", repeats=2))
     results = tmp_path / "r"
     p = subprocess.Popen([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(results),
                           "--lab-workdir", str(workdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

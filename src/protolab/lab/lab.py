@@ -290,8 +290,19 @@ class Lab:
             "tgt": f"{protocol}://{addr}:{ISCSI_PORT}/{self.names.iqn}/{LUN}",
             "ganesha": f"{protocol}://{addr}{data.parent}",
             "nbdkit": f"{protocol}://{addr}:{NBD_PORT}",
+            # the kernel data path: the storage server guest's nvmet-tcp (vm.kernelpaths), not a URL fio reaches
+            "nvmet": f"{protocol}://{self.names.server_guest_address(self.spec.port_of(host, nic))}:"
+                     f"{PROTOCOLS[protocol].port}/{self.names.nqn}",
         }[PROTOCOLS[protocol].server or ""]
         return Endpoint(protocol, url, self.names.host_ns(host), size)
+
+    def export_file(self, protocol: str) -> Path:
+        """The data file of ``protocol``'s volume, as the storage side sees it (a server guest's disk)."""
+        self._need_up("export_file")
+        assert self._pool is not None
+        if protocol not in self.protocols:
+            raise ProtolabError(f"lab has no {protocol} export (it serves {', '.join(sorted(self.protocols))})")
+        return self._pool.volume(protocol) / DATA_FILE
 
     @property
     def cgroups(self) -> RoleCgroups | None:

@@ -32,7 +32,7 @@ NFS_PORT = 2049
 MOUNT_PORT = 20048
 #: Load guests' data addresses start here on each subnet (hosts' NICs at 10 + host, the server guest at 2)
 GUEST_BASE = 128
-GUEST_HOSTS = 255 - GUEST_BASE
+GUEST_SLOTS = 255 - GUEST_BASE
 
 
 @dataclass(frozen=True)
@@ -97,15 +97,14 @@ class Names:
         """The address of the storage server guest's data NIC on storage port ``port``'s subnet (no prefix)."""
         return str(LAB_NETWORK.network_address + port * 256 + 2)
 
-    def load_guest_address(self, host: int, nic: int = 0) -> str:
-        """The address of host ``host``'s load guest on the subnet of that host's NIC ``nic`` (no prefix)."""
-        if not 0 <= host < GUEST_HOSTS:
-            raise ValueError(f"host {host}: a lab's load guests have addresses for hosts 0-{GUEST_HOSTS - 1}")
-        port = self.spec.port_of(host, nic)
-        return str(LAB_NETWORK.network_address + port * 256 + GUEST_BASE + host)
+    def load_guest_address(self, host: int, slot: int) -> str:
+        """The address of load guest ``slot`` (numbered across the run) on the subnet of host ``host``'s first NIC."""
+        if not 0 <= slot < GUEST_SLOTS:
+            raise ValueError(f"load guest {slot}: a lab has addresses for load guests 0-{GUEST_SLOTS - 1}")
+        return str(LAB_NETWORK.network_address + self.spec.port_of(host, 0) * 256 + GUEST_BASE + slot)
 
     def tap(self, role: str) -> str:
-        """The tap interface of a guest's data NIC (``role``: "st" for the storage server, "h0"… for hosts)."""
+        """The tap interface of a guest's data NIC (``role``: "st" for the storage server, "g0"… for load guests)."""
         return f"{self.prefix}k{role}"
 
     def host_addresses(self, host: int) -> list[str]:
@@ -173,6 +172,15 @@ class Names:
     def iqn(self) -> str:
         """The iSCSI target name of the lab's export."""
         return f"iqn.2024-01.org.protolab:{self.prefix}.iscsi"
+
+    @property
+    def nqn(self) -> str:
+        """The NVMe subsystem name of the lab's NVMe/TCP export."""
+        return f"nqn.2024-01.org.protolab:{self.prefix}.nvme"
+
+    def host_nqn(self, host: int, vm: int = 0) -> str:
+        """The host NQN of host ``host``'s load guest ``vm`` (the server guest admits it by this name)."""
+        return f"nqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}"
 
 
 def check_in_lab_range(address: str) -> None:

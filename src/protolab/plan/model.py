@@ -310,6 +310,10 @@ class Plan(_Model):
         if capped and not self.uses_lab() and self.hypervisor is None:
             raise ValueError(f"configurations {', '.join(capped)}: cpu_limit caps the CPU of the embedded lab's "
                              "roles; use lab: targets or remove cpu_limit")
+        kernel = {c.name: url for c in self.configurations if _kernel_path(url := self.target_of(c).url)}
+        if kernel and self.hypervisor is None:
+            raise ValueError(f"configurations {', '.join(kernel)}: {', '.join(sorted(set(kernel.values())))} is "
+                             "served and reached by the kernels of the lab's guests; add a [hypervisor] table")
         if self.baseline not in names:
             raise ValueError(
                 f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"
@@ -357,3 +361,10 @@ class Plan(_Model):
         return any(is_lab_target(self.target_of(c).url) for c in self.configurations)
 
 
+def _kernel_path(url: str) -> bool:
+    """True when ``url`` is a lab target of a kernel data path (they run in guests only)."""
+    from .protocols import PROTOCOLS
+    from .targets import protocol_named
+
+    name = protocol_named(url) if is_lab_target(url) else None
+    return name is not None and PROTOCOLS[name].kernel

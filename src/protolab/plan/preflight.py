@@ -124,9 +124,13 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
                         "with hypervisor.vms_per_host VMs on it; several hosts of VMs are not supported yet")
     for c, r in zip(plan.configurations, refs):
         url = plan.target_of(c).url
-        if url not in ("lab:iscsi", "lab:nfs", "lab:nbd"):
+        vm_targets = [f"lab:{p.name}" for p in PROTOCOLS.values() if p.lab and (p.qemu or p.kernel)]
+        if url not in vm_targets:
             raise PlanError(f"{source}: configuration {c.name!r}: target {url} cannot be a VM's disk; with "
-                            "[hypervisor] every target is lab:iscsi, lab:nfs or lab:nbd")
+                            f"[hypervisor] every target is {', '.join(vm_targets[:-1])} or {vm_targets[-1]}")
+        if c.controller is not None and PROTOCOLS[r.lab or ""].kernel:
+            raise PlanError(f"{source}: configuration {c.name!r}: controller applies to disks QEMU attaches; the "
+                            f"guest's kernel attaches {url} itself; remove controller")
         if c.controller is not None and hv.queues is not None and c.controller not in ("virtio-blk", "virtio-scsi"):
             raise PlanError(f"{source}: configuration {c.name!r}: hypervisor.queues applies to virtio controllers "
                             f"only, not {c.controller}; remove queues or use virtio-blk/virtio-scsi")

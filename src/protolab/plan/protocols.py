@@ -69,7 +69,8 @@ class Protocol:
     qemu: bool = False  # QEMU attaches its URL as a guest disk
     tcp: bool = False  # it runs over TCP/IP: links, MTU and the wire model apply
     wire_model: str | None = None  # analysis.wire's model of its frames (None: no wire)
-    modelled_only: bool = False  # in the wire model only: the lab cannot run it (FC, FCoE; NVMe/TCP for now)
+    modelled_only: bool = False  # in the wire model only: the lab cannot run it (FC, FCoE)
+    kernel: bool = False  # served and reached by kernels in the lab's guests: [hypervisor] plans only (vm.kernelpaths)
     fc_link: bool = False  # it needs an FC link, not Ethernet
     min_mtu: int | None = None  # the smallest Ethernet MTU it fits in
     own_file: bool = False  # protolab writes only its own file there (an NFS export): no overwrite opt-in needed
@@ -106,8 +107,9 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
     Protocol("nfs", "NFS", "nfs://HOST/EXPORT", None, _nfs, "ganesha", True, "nfs", True, True, "nfs",
              own_file=True, qemu_module="block-nfs"),
     Protocol("nbd", "NBD", "nbd://HOST[:PORT][/EXPORT]", 10809, _nbd, "nbdkit", True, "nbd", True, True, "nbd"),
-    # a kernel data path (nvmet-tcp, nvme-tcp): modelled, not yet run by the lab (the kernel-paths issue)
-    Protocol("nvme-tcp", "NVMe/TCP", port=4420, tcp=True, wire_model="nvme-tcp", modelled_only=True),
+    # a kernel data path: nvmet-tcp in the lab's storage server guest, the kernel's nvme-tcp in each load guest
+    Protocol("nvme-tcp", "NVMe/TCP", port=4420, server="nvmet", lab=True, tcp=True, wire_model="nvme-tcp",
+             kernel=True),
     Protocol("fc", "Fibre Channel", wire_model="fc", modelled_only=True, fc_link=True),
     Protocol("fcoe", "FCoE", wire_model="fcoe", modelled_only=True, min_mtu=2158),
 ]}

@@ -58,8 +58,8 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
 
 def _configuration_columns(plan) -> dict[str, dict[str, str]]:
     """cells.csv's columns that come from the plan, per configuration: its protocol (plan.protocols; '' for a
-    path), the VMs' virtual disk controller ('' without VMs) and the lab pool's device model (plan.storage; ''
-    for a target outside the lab)."""
+    path), the VMs' virtual disk controller ('' without VMs, and for a kernel data path: no virtual disk) and the
+    lab pool's device model (plan.storage; '' for a target outside the lab)."""
     if plan is None:
         return {}
     from ..plan.targets import is_lab_target, protocol_named
@@ -75,11 +75,17 @@ def _configuration_columns(plan) -> dict[str, dict[str, str]]:
         from ..plan.hypervisor import Hypervisor
 
         hv = Hypervisor.model_validate(hv)
+    from ..plan.protocols import PROTOCOLS
+
     default = hv.controller if hv is not None else None
-    return {c.name: {"protocol": protocol_named(plan.target_of(c).url) or "",
-                     "controller": (c.controller or default or "") if default is not None else "",
-                     "device_model": device if is_lab_target(plan.target_of(c).url) else ""}
-            for c in plan.configurations}
+    out = {}
+    for c in plan.configurations:
+        protocol = protocol_named(plan.target_of(c).url) or ""
+        kernel = protocol and PROTOCOLS[protocol].kernel  # the guest's kernel attaches it: no virtual disk
+        out[c.name] = {"protocol": protocol,
+                       "controller": (c.controller or default or "") if default is not None and not kernel else "",
+                       "device_model": device if is_lab_target(plan.target_of(c).url) else ""}
+    return out
 
 
 def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:

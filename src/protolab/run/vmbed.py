@@ -9,6 +9,11 @@ configuration; fio inside it is a fio server the host's fio client drives throug
 a forward on 127.0.0.1 of the host's namespace (control traffic never crosses the
 measured links). Guests are recorded in the lab's record, so the lab's teardown —
 after a failure or a signal too — stops every QEMU it started.
+
+A kernel data path (``lab:nvme-tcp``) has no userspace initiator: a storage server guest
+(booted once, in the storage namespace, in the servers' cgroup) exports the pool's volume
+with nvmet-tcp, and each load guest's kernel connects to it over the lab's links
+(vm.kernelpaths); fio in the guest runs on the NVMe namespace.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Any
 from ..engine.fio import Fio
 from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
-from ..engine.targets import Access
+from ..engine.targets import Access, resolve
 from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, Plan
+from ..plan.protocols import PROTOCOLS
 from ..proc import Runner
 from ..telemetry.window import Window
 from .labbed import LabTestbed, lab_protocol
@@ -76,6 +82,7 @@ class VmTestbed(LabTestbed):
         self.accel: Any = None  # vm.accel.AccelChoice, decided at up()
         self.image: Any = None
         self.guests: dict[tuple[str, int, int], GuestAgent] = {}
+        self.server: Any = None  # vm.qemu.Guest: the storage server guest of the kernel data paths, once booted
 
     def up(self, run_path: Path) -> dict[str, Any]:
         from ..vm.accel import choose
@@ -96,34 +103,77 @@ class VmTestbed(LabTestbed):
                              "disks_per_vm": hv.disks_per_vm, "accel_wanted": hv.accel,
                              "accel": self.accel.accel if self.accel else None,
                              "accel_reason": self.accel.reason if self.accel else None}
+        kernel = {c.name: lab_protocol(self.plan, c) for c in self.plan.configurations if self.kernel(c)}
+        if kernel:  # configurations whose guests' kernels attach the export (vm.kernelpaths)
+            out["hypervisor"]["kernel_paths"] = kernel
         return out
 
     def controller(self, c: Configuration) -> str:
         """The configuration's virtual disk controller."""
         return c.controller or self.hv.controller
 
+    def kernel(self, c: Configuration) -> bool:
+        """True when the configuration's path is a kernel's (its guests attach it themselves, vm.kernelpaths)."""
+        protocol = lab_protocol(self.plan, c)
+        return protocol is not None and PROTOCOLS[protocol].kernel
+
     def target_label(self, c: Configuration) -> str:
+        if self.kernel(c):
+            return (f"{PROTOCOLS[lab_protocol(self.plan, c)].title} by the guest's kernel ({self.hv.vcpus} I/O "
+                    f"queue(s)) from the storage server guest's nvmet-tcp")
         return f"{self.hv.disks_per_vm} {self.controller(c)} disk(s) per VM over {self.data_access(c).describe()}"
 
     def data_access(self, c: Configuration) -> Access:
+        if self.kernel(c):  # the server guest's disk, filled from the storage side (as lab:local)
+            size = min(self.plan.lab.export_bytes, self.plan.target_of(c).size or self.plan.lab.export_bytes)
+            return resolve(str(self.lab.export_file(lab_protocol(self.plan, c))), size=size, ioengine=None, direct=True,
+                           netns=self.lab.names.storage_ns, owned=True)
         return super().access(c, 0, 0)  # protolab fills the export from host 0's namespace
+
+    def _server_guest(self) -> None:
+        """Boot the storage server guest once (kernel data paths), admitting every load guest the plan can make."""
+        if self.server is not None:
+            return
+        from ..vm.accel import free_port
+        from ..vm.kernelpaths import server_guest
+
+        spec = self.plan.lab
+        access = spec.access("nvme-tcp")
+        hosts = [self.lab.names.host_nqn(h, vm) for h in range(spec.hosts) if access.admits(h)
+                 for vm in range(self.hv.vms_per_host)]
+        mtu = max(spec.link.merged(c.link).mtu for c in self.plan.configurations)
+        self.server = server_guest(self.lab, self.image, hosts, mtu=mtu, accel=self.accel.accel, vcpus=self.hv.vcpus,
+                                   memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner)
+        self.progress.note(f"booting the storage server guest ({self.accel.accel}, nvmet-tcp)")
+        self.server.start()
+        self.server.wait_ready(timeout=BOOT_TIMEOUT_S)
+
+    def _make_guest(self, c: Configuration, name: str, host: int, vm: int):
+        """A guest for (configuration, host, VM): QEMU's initiators attach its disks, or its kernel attaches."""
+        from ..vm.accel import free_port
+
+        if self.kernel(c):
+            from ..vm.kernelpaths import load_guest
+
+            self._server_guest()
+            return load_guest(self.lab, self.image, name, host, vm=vm, slot=len(self.guests), queues=self.hv.vcpus,
+                              accel=self.accel.accel, vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib,
+                              fio_port=free_port(), runner=self.runner), f"its kernel's {lab_protocol(self.plan, c)}"
+        from ..vm.host import lab_guest
+
+        disks = [(lab_protocol(self.plan, c), self.controller(c))] * self.hv.disks_per_vm
+        return lab_guest(self.lab, self.image, name, disks, host=host, accel=self.accel.accel, vcpus=self.hv.vcpus,
+                         memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner), \
+            f"{len(disks)} {self.controller(c)} disk(s) over {lab_protocol(self.plan, c)}"
 
     def _guest(self, c: Configuration, host: int, vm: int) -> GuestAgent:
         key = (c.name, host, vm)
         agent = self.guests.get(key)
         if agent is None:
-            from ..vm.accel import free_port
-            from ..vm.host import lab_guest
-
-            protocol = lab_protocol(self.plan, c)
             name = f"{self.plan.lab.prefix}-{c.name}-h{host + 1}-vm{vm + 1}"
-            disks = [(protocol, self.controller(c))] * self.hv.disks_per_vm
-            guest = lab_guest(self.lab, self.image, name, disks, host=host, accel=self.accel.accel,
-                              vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
-                              runner=self.runner)
+            guest, what = self._make_guest(c, name, host, vm)
             agent = GuestAgent(name, guest, self.lab.names.host_ns(host))
-            self.progress.note(f"booting guest {name} ({self.accel.accel}, {len(disks)} {self.controller(c)} "
-                               f"disk(s) over {protocol})")
+            self.progress.note(f"booting guest {name} ({self.accel.accel}, {what})")
             self.guests[key] = agent
             self.agents[name] = agent  # stopped with the other agents; the lab's record has it too
             agent.start()
@@ -159,6 +209,12 @@ class VmTestbed(LabTestbed):
         window.add(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
         return window
 
+    def problems(self) -> list[str]:
+        popen = self.server.popen if self.server is not None else None
+        dead = [f"the storage server guest exited ({popen.returncode})"] if popen and popen.poll() is not None else []
+        return dead + super().problems()
+
     def down(self, keep_logs_in: Path | None = None) -> None:
         self.guests.clear()
+        self.server = None  # recorded in the lab's record: the lab's teardown stops it
         super().down(keep_logs_in)  # agents (the guests) first, then the lab with their record

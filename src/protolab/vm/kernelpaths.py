@@ -35,7 +35,6 @@ NVME_TCP_PORT = PROTOCOLS["nvme-tcp"].port
 _NQN = re.compile(r"nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*")
 NQN_MAX = 223
 MAX_QUEUES = 128
-READY_NVME = "protolab-guest: nvme-tcp"
 
 
 def check_nqn(nqn: str, what: str = "NQN") -> str:
@@ -92,47 +91,39 @@ class NvmeConnect:
         return [f"pl.nvme={self.address},{self.port},{self.nqn},{self.queues},{self.hostnqn}"]
 
 
-def subsystem_nqn(lab: Lab) -> str:
-    """The NQN of the lab's NVMe/TCP subsystem."""
-    return f"nqn.2024-01.org.protolab:{lab.spec.prefix}.nvme"
-
-
-def host_nqn(lab: Lab, host: int) -> str:
-    """Load host ``host``'s NQN (its load guest connects with it; the server guest admits it by it)."""
-    return f"nqn.2024-01.org.protolab:{lab.spec.prefix}.h{host}"
-
-
-def server_guest(lab: Lab, image: GuestImage, *, accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512,
-                 fio_port: int, port: int = 0, runner: Runner | None = None) -> Guest:
-    """The storage server guest (not started): the pool's local volume as its disk, exported by nvmet-tcp on its
-    address on storage port ``port`` to the load hosts the lab's access list grants (as for the userspace
-    servers)."""
+def server_guest(lab: Lab, image: GuestImage, hosts: list[str], *, mtu: int, accel: str = "tcg", vcpus: int = 1,
+                 memory_mib: int = 512, fio_port: int, port: int = 0, runner: Runner | None = None) -> Guest:
+    """The storage server guest (not started): the pool's NVMe/TCP volume as its disk, exported by nvmet-tcp on its
+    address on storage port ``port`` to the host NQNs ``hosts``. Its data NIC runs at ``mtu``, the largest MTU of
+    the run's links, so every configuration's MTU works without a reboot: TCP's MSS follows the smaller end. Its
+    QEMU runs in the servers' cgroup: its CPU is the storage server's."""
     names = lab.names
     nic = DataNic(names.storage_ns, names.tap("st"), names.server_guest_address(port), SUBNET_PREFIXLEN,
-                  lab.link.mtu, names.storage_link(port).near.ifname, index=1)
-    access = lab.spec.access("nvme-tcp")
-    target = NvmeTarget(nic.address, NVME_TCP_PORT, subsystem_nqn(lab),
-                        tuple(host_nqn(lab, h) for h in range(lab.spec.hosts) if access.admits(h)))
-    spec = GuestSpec(f"{lab.spec.prefix}-st", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
-                     memory_mib=memory_mib, disks=(Disk(lab.endpoint("local").url, "virtio-blk"),),
+                  mtu, names.storage_link(port).near.ifname, index=1)
+    target = NvmeTarget(nic.address, NVME_TCP_PORT, names.nqn, tuple(hosts))
+    spec = GuestSpec(f"{lab.spec.prefix}-nvmet", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
+                     memory_mib=memory_mib, disks=(Disk(str(lab.export_file("nvme-tcp")), "virtio-blk"),),
                      fio_port=fio_port, nic=nic, append=tuple(target.kernel_args()))
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.storage_ns, lab.workdir / "vm",
-                 lab.cgroups)
+                 lab.cgroups, role="servers")
 
 
-def load_guest(lab: Lab, image: GuestImage, host: int, *, queues: int = 1, accel: str = "tcg", vcpus: int = 1,
-               memory_mib: int = 512, fio_port: int, runner: Runner | None = None) -> Guest:
-    """Host ``host``'s load guest (not started): its kernel connects to the server guest's subsystem over the
-    host's first NIC with ``queues`` I/O queues before its fio server is ready."""
+def load_guest(lab: Lab, image: GuestImage, name: str, host: int, *, vm: int = 0, slot: int = 0, queues: int = 1,
+               accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512, fio_port: int,
+               runner: Runner | None = None) -> Guest:
+    """Load guest ``slot`` of host ``host`` (not started): its kernel connects to the server guest's subsystem over
+    the host's first NIC with ``queues`` I/O queues, as host NQN (host, vm), before its fio server is ready."""
     names = lab.names
-    port = lab.spec.port_of(host, 0)
-    nic = DataNic(names.host_ns(host), names.tap(f"h{host}"), names.load_guest_address(host), SUBNET_PREFIXLEN,
-                  lab.link.mtu, names.host_link(host, 0).near.ifname, index=16 + host)
-    connect = NvmeConnect(names.server_guest_address(port), NVME_TCP_PORT, subsystem_nqn(lab), queues,
-                          host_nqn(lab, host))
-    spec = GuestSpec(f"{lab.spec.prefix}-h{host}vm", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
-                     memory_mib=memory_mib, fio_port=fio_port, nic=nic, append=tuple(connect.kernel_args()))
+    if lab.spec.port_of(host, 0) != 0:
+        raise ProtolabError(f"host {host + 1}: the storage server guest is on storage port 0 only; kernel data paths "
+                            "need every host's first NIC on port 0 (lab.paths)")
+    nic = DataNic(names.host_ns(host), names.tap(f"g{slot}"), names.load_guest_address(host, slot),
+                  SUBNET_PREFIXLEN, lab.link.mtu, names.host_link(host, 0).near.ifname, index=16 + slot)
+    connect = NvmeConnect(names.server_guest_address(0), NVME_TCP_PORT, names.nqn, queues,
+                          names.host_nqn(host, vm))
+    spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
+                     fio_port=fio_port, nic=nic, append=tuple(connect.kernel_args()))
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.host_ns(host), lab.workdir / "vm",
                  lab.cgroups)

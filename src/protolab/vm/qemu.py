@@ -101,6 +101,7 @@ class Guest:
     workdir: Path
     cgroups: RoleCgroups | None = None
     resource: Resource | None = None
+    role: str = "hypervisors"  # the cgroup its QEMU runs in (a storage server guest: "servers")
     popen: subprocess.Popen | None = field(default=None, repr=False)
 
     @property
@@ -126,8 +127,8 @@ class Guest:
         self.resource = self.record.add("process", f"qemu-{self.spec.name}", netns=self.netns,
                                         pidfile=str(self.pidfile))
         netns = self.netns
-        if self.cgroups is not None:  # the hypervisor's CPU as a role of its own
-            argv, netns = self.cgroups.wrap("hypervisors", argv, netns), None
+        if self.cgroups is not None:  # the hypervisor's CPU as a role of its own (a server guest's: the server's)
+            argv, netns = self.cgroups.wrap(self.role, argv, netns), None
         with os.fdopen(open_nofollow(self.workdir / f"{self.spec.name}.qemu.log",
                                      os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640), "ab") as log:
             self.popen = self.runner.spawn(argv, netns=netns, stdout=log, stderr=subprocess.STDOUT)

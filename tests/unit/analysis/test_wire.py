@@ -257,7 +257,7 @@ def test_nvme_tcp_4k_read_and_64k_write_pdu_by_pdu():
     assert (r.frames_to_storage, r.counted_bytes_to_storage) == pytest.approx((1.09, 138 + 0.09 * 66))
     assert (r.frames_to_host, r.counted_bytes_to_host) == pytest.approx((1.09, 4210 + 0.09 * 66))
     assert r.bytes_to_host == pytest.approx(4234 + 0.09 * 90) and r.max_payload_per_frame == 8948
-    assert r.modelled_only and r.frames_low == pytest.approx(72 / 8948 + 4144 / 8948)  # the merged stream
+    assert not r.modelled_only and r.frames_low == pytest.approx(72 / 8948 + 4144 / 8948)  # the merged stream
     w = wire_cost("nvme-tcp", block_size=65536, read_pct=0, mtu=1500)
     assert w.counted_bytes_to_storage == pytest.approx(72 + 65560 + 47 * 66 + 2 * 0.09 * 66)
     assert w.counted_bytes_to_host == pytest.approx(48 + 2 * 66 + (0.09 + 2) * 66)
@@ -292,11 +292,11 @@ def test_nvme_tcp_matches_a_kernel_capture_in_bytes_and_lies_in_its_frame_range(
     assert w.counted_bytes_to_host == pytest.approx(big["bytes"]["to_host"] / big["ios"], rel=0.01)
 
 
-def test_limits_knows_nvme_tcp_as_modelled_only():
+def test_limits_knows_nvme_tcp_as_a_protocol_the_lab_runs():
     from protolab.analysis.limits import choose_protocols, default_protocols
 
     assert choose_protocols("NVMe-TCP", "10GbE", 1500)[0] == ["nvme-tcp"]
     assert "nvme-tcp" in default_protocols("10GbE", 1500)[0] and "nvme-tcp" not in default_protocols("8GFC", 1500)[0]
     c = ceiling("nvme-tcp", link_bps="10GbE", mtu=9000, block_size=8192, read_pct=100)
-    assert c.modelled_only and c.bottleneck_direction == "to host" and c.iops == pytest.approx(
+    assert not c.modelled_only and c.bottleneck_direction == "to host" and c.iops == pytest.approx(
         10e9 / 8 / c.wire_cost.bytes_to_host)

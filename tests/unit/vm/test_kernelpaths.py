@@ -36,10 +36,12 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
 
 def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel_command_line(tmp_path):
     names = Names(LabSpec(prefix="pq", hosts=2))
-    assert (names.server_guest_address(0), names.load_guest_address(1)) == ("198.18.0.2", "198.18.0.129")
-    with pytest.raises(ValueError, match="hosts 0-126"):
-        names.load_guest_address(127)
-    nic = DataNic("pq-h1", names.tap("h1"), names.load_guest_address(1), 24, 9000, "pqh1n0", index=17)
+    assert (names.server_guest_address(0), names.load_guest_address(1, 3)) == ("198.18.0.2", "198.18.0.131")
+    assert (names.nqn, names.host_nqn(1, 2)) == ("nqn.2024-01.org.protolab:pq.nvme", "nqn.2024-01.org.protolab:pq.h1v2")
+    assert check_nqn(names.nqn) and check_nqn(names.host_nqn(1, 2))
+    with pytest.raises(ValueError, match="load guests 0-126"):
+        names.load_guest_address(0, 127)
+    nic = DataNic("pq-h1", names.tap("h1"), "198.18.0.129", 24, 9000, "pqh1n0", index=17)
     assert nic.qemu_args() == ["-netdev", "tap,id=data,ifname=pqkh1,script=no,downscript=no",
                                "-device", "virtio-net-pci,netdev=data,mac=52:54:00:70:6c:11"]
     assert nic.commands() == [
@@ -56,3 +58,54 @@ def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel
     assert "file=/var/lib/protolab/x/data" in " ".join(argv) and "ifname=pqkh1" in " ".join(argv)
     with pytest.raises(ProtolabError, match="URLs or a local file only"):
         Disk("relative/file", "virtio-blk")
+
+
+KERNEL_PLAN = """name = "x"
+baseline = "a"
+workloads = ["tr3916-oltp"]
+[[load_points]]
+streams = 1
+[[configurations]]
+name = "a"
+target = "lab:nbd"
+[[configurations]]
+name = "b"
+target = "lab:nvme-tcp"
+"""
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("", "plan: configurations b: lab:nvme-tcp is served and reached by the kernels of the lab's guests; add a "
+         "[hypervisor] table"),
+    ('controller = "lsi"\n[hypervisor]\naccel = "tcg"\n', "configuration 'b': controller applies to disks QEMU "
+     "attaches; the guest's kernel attaches lab:nvme-tcp itself; remove controller"),
+    ('[hypervisor]\naccel = "tcg"\n', None),
+])
+def test_lab_nvme_tcp_needs_guests_and_takes_no_controller(tmp_path, extra, message):
+    import subprocess
+    import sys
+
+    plan = tmp_path / "nv.toml"
+    plan.write_text(KERNEL_PLAN + extra)
+    done = subprocess.run([sys.executable, "-m", "protolab.cli", "validate", str(plan)], capture_output=True,
+                          text=True, timeout=60)
+    if message is None:
+        assert done.returncode == 0 and "plan 'x' is valid" in done.stdout, done.stderr
+    else:
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+            f"protolab: error: {plan}: {message}"], done.stderr
+
+
+def test_doctor_says_where_each_kernel_path_runs():
+    from protolab.doctor import kernel_paths_check
+    from protolab.proc import Completed, FakeRunner
+
+    no = Completed(("modinfo",), 1, "", "modinfo: ERROR: Module nvmet-tcp not found.")
+    runner = FakeRunner({("modinfo", "-F", "filename"): no})
+    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp"]}, "tcg")
+    assert c.ok and c.detail == ("nvme-tcp in TCG guests — TCG figures measure emulation: only comparisons' "
+                                 "mechanics mean anything; this host's kernel has nvmet-tcp no, nvme-tcp no "
+                                 "(protolab runs them in guests)")
+    old = kernel_paths_check(FakeRunner(), {}, "kvm")  # an image built before the kernel paths
+    assert not old.ok and old.detail.startswith("none in KVM guests; this host's kernel has nvmet-tcp yes")
+    assert "scripts/build-guest.sh" in old.fix

@@ -47,6 +47,12 @@ class VmSection(Section[VmModel]):
         guests = (f"{hv.get('vms_per_host')} VM(s) per load host, {hv.get('vcpus')} vCPU, {hv.get('memory')}, "
                   f"{hv.get('disks_per_vm')} data disk(s) each, opened by QEMU itself from the host's namespace. "
                   f"Accelerator: **{hv.get('accel')}** (asked: {hv.get('accel_wanted')}; {hv.get('accel_reason')}).")
+        kernel = hv.get("kernel_paths") or {}
+        if kernel:
+            guests += (f" Kernel data paths ({', '.join(f'{c}: {p}' for c, p in kernel.items())}): no virtual disk; "
+                       "each load guest's kernel attaches the export over a data NIC on the lab's links, served by "
+                       "a storage server guest in the storage namespace (its kernel's target, the pool's volume as "
+                       "its disk; its QEMU's CPU counts as the storage server's).")
         rows = []
         for c in data.configurations:
             f = [figures(r) for r in data.records if r.configuration == c]
