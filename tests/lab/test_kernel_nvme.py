@@ -10,7 +10,11 @@ port's veth (offloads off: every packet is a frame), so its counters must give t
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import signal
+import subprocess
+import time
 
 import pytest
 from test_vm_guest import guest_image
@@ -24,6 +28,14 @@ from protolab.vm.kernelpaths import load_guest, server_guest
 
 pytestmark = pytest.mark.lab
 RUNTIME_S = 3
+
+
+def captured(pcap) -> tuple[int, int]:
+    """Frames and bytes (Ethernet header + IP packet, as the interface counters count) in a pcap file."""
+    out = subprocess.run(["tcpdump", "-r", str(pcap), "-nn", "-e"], capture_output=True, text=True,
+                         timeout=120).stdout
+    sizes = [int(m) for m in re.findall(r", length (\d+): ", out)]  # -e: the frame's length, header included
+    return len(sizes), sum(sizes)
 
 
 def counters(netns: str, ifname: str) -> tuple[int, int]:
@@ -55,19 +67,33 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
         job = tmp_path / "nvme.fio"
         job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\n"
                        f"runtime={RUNTIME_S}\nsize=32M\n[nvme]\nfilename=/dev/nvme0n1\n")
+        pcap = tmp_path / "port.pcap"  # a capture on the same port, beside protolab's counters
+        tcpdump = subprocess.Popen(["ip", "netns", "exec", st_ns, "tcpdump", "-i", st_if, "-nn", "-s", "96", "-w",
+                                    str(pcap), "tcp port 4420"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.5)
         packets0, bytes0 = counters(st_ns, st_if)
         cell = run_cell(load, job, str(FIO), timeout=120)
         packets, wire = (b - a for a, b in zip((packets0, bytes0), counters(st_ns, st_if)))
+        tcpdump.send_signal(signal.SIGINT)
+        tcpdump.wait(timeout=30)
         ios = sum(cell.ios.values())
         assert ios > 100, cell.ios
         model = wire_cost("nvme-tcp", block_size=4096, read_pct=100, mtu=lab.link.mtu)
         counted = model.counted_bytes_to_host + model.counted_bytes_to_storage
-        print(f"\n{packets / ios:.3f} frames, {wire / ios:.1f} B per I/O; model {model.frames_low:.2f}-"
-              f"{model.frames_high:.2f} frames, {counted:.1f} B")
+        frames, nbytes = captured(pcap)
+        print(f"\ncounters {packets / ios:.3f} frames, {wire / ios:.1f} B per I/O; capture {frames} frames, "
+              f"{nbytes} B ({frames / packets:.4f}, {nbytes / wire:.4f} of the counters); model "
+              f"{model.frames_low:.2f}-{model.frames_high:.2f} frames ({model.frames:.2f} expected), {counted:.1f} B")
+        # the capture holds the counters' window and a little more (it starts before and stops after): within 2 %
+        assert packets <= frames <= packets * 1.02 and wire <= nbytes <= wire * 1.02, (packets, frames, wire, nbytes)
         # the fio client's control traffic goes over the guest's own user-mode NIC, never this port
         assert wire / ios == pytest.approx(counted, rel=0.025), (wire / ios, counted)
         assert model.frames_low * 0.98 <= packets / ios <= model.frames_high, \
             (model.frames_low, packets / ios, model.frames_high)
+        # Frames within 10 % of the per-message expectation here (4.71 and 4.76 against 5.13 in two runs): TCG
+        # guests at ~450 IOPS leave Linux few queued PDUs to merge. Faster guests merge more (the loopback capture
+        # in tests/data: 3.7-4.1), which the range above allows and this bound would not: it holds for TCG only.
+        assert packets / ios == pytest.approx(model.frames, rel=0.10), (packets / ios, model.frames)
         print(f"\nNVMe/TCP through the lab link: {cell.iops:.0f} IOPS, {packets / ios:.2f} frames and "
               f"{wire / ios:.0f} B per I/O (model {model.frames_low:.2f}-{model.frames_high:.2f} frames, "
               f"{counted:.0f} B)")
