@@ -18,8 +18,12 @@ SRC=$(find "$ROOT/.deps/src" -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | hea
 FIO=${PROTOLAB_GUEST_FIO:-$OUT/fio/bin/fio}
 BUSYBOX=$(command -v busybox || echo /bin/busybox)
 KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V | tail -1)}
-# kernel data paths: nvmet-tcp (the storage server guest's target), nvme-tcp (a load guest's initiator)
-MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net nvmet-tcp nvme-tcp"
+# kernel data paths: the storage server guest's targets (nvmet-tcp; LIO's iSCSI with its block backstore) and
+# a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; its header digest code needs crc32c)
+MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net nvmet-tcp nvme-tcp
+         target_core_iblock iscsi_target_mod iscsi_tcp crc32c_generic"
+# open-iscsi's iscsistart and its library, unpacked by scripts/install-deps.sh (not installed on this host)
+EXTRA=$ROOT/.deps/guest-debs/root
 
 die() { echo "build-guest: $*" >&2; exit 1; }
 [ -n "$KVER" ] && [ -f "/boot/vmlinuz-$KVER" ] || die "no Debian kernel in /boot; apt-get install linux-image-amd64"
@@ -37,7 +41,8 @@ file -L "$BUSYBOX" 2>/dev/null | grep -q "statically linked" || echo "build-gues
 
 if [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/guest.json" ] \
    && grep -q "\"kernel\": \"$KVER\"" "$OUT/guest.json" \
-   && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ]; then
+   && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
+   && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; }; then
     echo "build-guest: $OUT is up to date (kernel $KVER)"
     exit 0
 fi
@@ -58,6 +63,15 @@ ldd "$FIO" | awk '/=> \//{print $3} /^\t\//{print $1}' | sort -u | while read -r
     cp -L "$lib" "$STAGE$lib"
 done
 [ -e "$STAGE/lib64/ld-linux-x86-64.so.2" ] || die "ldd gave no dynamic loader for $FIO"
+if [ -x "$EXTRA/sbin/iscsistart" ]; then
+    cp "$EXTRA/sbin/iscsistart" "$STAGE/bin/iscsistart"
+    LD_LIBRARY_PATH="$EXTRA/usr/lib/x86_64-linux-gnu" ldd "$EXTRA/sbin/iscsistart" \
+        | awk '/=> \//{print $3}' | while read -r lib; do
+        dest=${lib#"$EXTRA"}  # an unpacked library goes where the guest's loader looks for it
+        mkdir -p "$STAGE$(dirname "$dest")"
+        cp -L "$lib" "$STAGE$dest"
+    done
+fi
 
 # modules with their dependencies, in load order, each once
 : > "$STAGE/etc/modules"
@@ -78,8 +92,10 @@ cat > "$STAGE/init" <<'EOF'
 # protolab guest: load drivers, bring up the control NIC (user-mode network), serve fio.
 # With a data NIC on the lab's links (kernel command line, protolab.vm.guestnet and .kernelpaths):
 #   pl.mac=MAC pl.ip=ADDR/PREFIX pl.mtu=MTU      the data NIC, found by its MAC
-#   pl.nvmet=ADDR,PORT,NQN,HOSTNQN[+HOSTNQN]     storage server: /dev/vda exported by nvmet-tcp to those hosts
+#   pl.nvmet=ADDR,PORT,NQN,HOSTNQN[+…],SERIAL    storage server: the disk with that serial, by nvmet-tcp, to those hosts
+#   pl.lio=ADDR,PORT,IQN,INITIATOR[+…],SERIAL    storage server: the disk with that serial, LIO iSCSI LUN 0, to those
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
+#   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
 # protolab validates every value (addresses, numbers, NQN grammar) before it writes a command line.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -97,19 +113,49 @@ if [ -n "$MAC" ]; then
     ip addr add "$(arg pl.ip)" dev "$DATA"
     echo "protolab-guest: data $DATA $(arg pl.ip) mtu $(arg pl.mtu)" > /dev/console
 fi
+# the virtio disk whose serial is $1 (protolab names each disk's serial)
+disk() { for d in /sys/block/vd*; do [ "$(cat "$d/serial" 2>/dev/null)" = "$1" ] && echo "/dev/${d##*/}"; done; }
+mount -t configfs none /sys/kernel/config
 NVMET=$(arg pl.nvmet)
 if [ -n "$NVMET" ]; then
     set -- $(echo "$NVMET" | tr , ' ')
-    mount -t configfs none /sys/kernel/config
     C=/sys/kernel/config/nvmet
     S=$C/subsystems/$3
     mkdir "$S" && echo 0 > "$S/attr_allow_any_host"
     for h in $(echo "$4" | tr + ' '); do mkdir "$C/hosts/$h" && ln -s "$C/hosts/$h" "$S/allowed_hosts/$h"; done
-    mkdir "$S/namespaces/1" && echo /dev/vda > "$S/namespaces/1/device_path" && echo 1 > "$S/namespaces/1/enable"
+    mkdir "$S/namespaces/1" && disk "$5" > "$S/namespaces/1/device_path" && echo 1 > "$S/namespaces/1/enable"
     P=$C/ports/1
     mkdir "$P" && echo ipv4 > "$P/addr_adrfam" && echo tcp > "$P/addr_trtype" && echo "$1" > "$P/addr_traddr" \
         && echo "$2" > "$P/addr_trsvcid" && ln -s "$S" "$P/subsystems/$3" \
         && echo "protolab-guest: nvmet $3 on $1:$2" > /dev/console
+fi
+LIO=$(arg pl.lio)
+if [ -n "$LIO" ]; then
+    set -- $(echo "$LIO" | tr , ' ')
+    B=/sys/kernel/config/target/core/iblock_0/pl
+    mkdir -p "$B" && echo "udev_path=$(disk "$5")" > "$B/control" && echo 1 > "$B/enable"
+    G=/sys/kernel/config/target/iscsi/$3/tpgt_1
+    mkdir -p "$G/lun/lun_0" && ln -s "$B" "$G/lun/lun_0/pl" && mkdir "$G/np/$1:$2"
+    for i in $(echo "$4" | tr + ' '); do mkdir -p "$G/acls/$i/lun_0" && ln -s "$G/lun/lun_0" "$G/acls/$i/lun_0/pl"; done
+    echo 0 > "$G/attrib/authentication" && echo 1 > "$G/enable" \
+        && echo "protolab-guest: lio $3 on $1:$2" > /dev/console
+fi
+ISCSI=$(arg pl.iscsi)
+if [ -n "$ISCSI" ]; then
+    set -- $(echo "$ISCSI" | tr , ' ')
+    mkdir -p /etc/iscsi /var/lock/iscsi /run/lock/iscsi
+    for s in $(seq "$5"); do
+        i=0
+        # each session from an interface name of its own: iscsistart refuses a second session on the same one
+        until iscsistart -i "$4" -t "$3" -g 1 -a "$1" -p "$2" -P "iface.iscsi_ifacename=pl$s" > /dev/console 2>&1; do
+            i=$((i + 1))
+            [ $i -lt 60 ] || { echo "protolab-guest: iscsi login to $1:$2 failed" > /dev/console; break; }
+            sleep 0.5
+        done
+    done
+    i=0
+    until [ "$(ls /sys/block | grep -c '^sd')" -ge "$5" ] || [ $i -ge 50 ]; do i=$((i + 1)); sleep 0.2; done
+    [ $i -ge 50 ] || echo "protolab-guest: iscsi $3 at $1:$2 sessions $5" > /dev/console
 fi
 NVME=$(arg pl.nvme)
 if [ -n "$NVME" ]; then
@@ -144,6 +190,8 @@ NMOD=$(wc -l < "$STAGE/etc/modules")
 # the kernel data paths this image can serve and attach (vm.kernelpaths): both ends' modules are in it
 KPATHS=""
 grep -qx nvmet-tcp.ko "$STAGE/etc/modules" && grep -qx nvme-tcp.ko "$STAGE/etc/modules" && KPATHS='"nvme-tcp"'
+grep -qx iscsi_target_mod.ko "$STAGE/etc/modules" && grep -qx iscsi_tcp.ko "$STAGE/etc/modules" \
+    && [ -x "$STAGE/bin/iscsistart" ] && KPATHS="$KPATHS${KPATHS:+, }\"iscsi\""
 cat > "$OUT/guest.json" <<EOF
 {"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS]}
 EOF

@@ -95,6 +95,29 @@ build_fio() {
   say "fio: $("$fio" --version) built into $DEPS/fio"
 }
 
+# Tools the guest image carries that this host must not install (their daemons and services are the guests'):
+# open-iscsi's iscsistart (a load guest's kernel iSCSI login, no iscsid) and its library, unpacked into
+# .deps/guest-debs/root from Debian's packages, not installed. Idempotent; without them the image has no iSCSI
+# initiator and doctor says so.
+GUEST_DEBS=(open-iscsi libopeniscsiusr)
+fetch_guest_debs() {
+  local out="$DEPS/guest-debs"
+  if [ -x "$out/root/sbin/iscsistart" ] && [ -f "$out/debs.txt" ]; then
+    say "guest tools: present ($(tr '\n' ' ' < "$out/debs.txt"))"; return
+  fi
+  rm -rf "$out"; mkdir -p "$out/root"
+  if ! (cd "$out" && apt-get -o APT::Sandbox::User=root download "${GUEST_DEBS[@]}" >/dev/null 2>&1); then
+    apt-get update -qq
+    (cd "$out" && apt-get -o APT::Sandbox::User=root download "${GUEST_DEBS[@]}" >/dev/null) \
+      || { say "guest tools: could not download ${GUEST_DEBS[*]}"; return; }
+  fi
+  local d
+  for d in "$out"/*.deb; do dpkg-deb -x "$d" "$out/root"; done
+  (cd "$out" && ls ./*.deb | sed 's|^./||') > "$out/debs.txt"
+  rm -f "$out"/*.deb
+  say "guest tools: $(tr '\n' ' ' < "$out/debs.txt")"
+}
+
 # The device model's FUSE daemon (lab.storage) and NFS-Ganesha's direct-I/O shim; rebuilt when a source changes.
 build_blockdev() {
   local dir=src/protolab/lab/blockdev out="$DEPS/blockdev/bin/protolab-blockdev" lib="$DEPS/blockdev/lib/protolab-direct.so"
@@ -131,6 +154,7 @@ fi
 install_apt "${1:-}"
 build_fio
 build_blockdev
+fetch_guest_debs
 # idempotent: the guest image for VM load hosts; optional — without it the VM tests skip and doctor says why
 scripts/build-guest.sh "$DEPS/guest" || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
 make_venv

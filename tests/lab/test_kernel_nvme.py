@@ -50,7 +50,7 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
         pytest.skip("needs qemu-system-x86 (make deps)")
     image = guest_image()
     lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp"})  # every packet a frame, as in the capture
-    server = server_guest(lab, image, [lab.names.host_nqn(0)], mtu=9000, fio_port=free_port())
+    server = server_guest(lab, image, nvme_hosts=[lab.names.host_nqn(0)], mtu=9000, fio_port=free_port())
     load = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, queues=2, fio_port=free_port())
     st_ns, st_if = lab.names.storage_ns, lab.names.storage_link(0).near.ifname
     try:
@@ -143,7 +143,7 @@ def test_a_vm_plan_measures_nvme_tcp_by_the_kernels_beside_a_userspace_path(tmp_
     m = rundir.manifest()
     assert len(m.agents) == 2 and all(a.startswith("guest ") for a in m.agents)
     logs = sorted(p.name for p in (rundir.path / "lab-logs").glob("*.console.log"))
-    assert f"{PREFIX}-nvmet.console.log" in logs, logs
+    assert f"{PREFIX}-storage-guest.console.log" in logs, logs
     console = (rundir.path / "lab-logs" / f"{PREFIX}-nvme-tcp-h1-vm1.console.log").read_text()
     assert "protolab-guest: nvme-tcp nqn.2024-01.org.protolab:" in console, console[-1500:]
     from protolab.report.commands import write_report

@@ -178,6 +178,15 @@ class Names:
         """The NVMe subsystem name of the lab's NVMe/TCP export."""
         return f"nqn.2024-01.org.protolab:{self.prefix}.nvme"
 
+    @property
+    def lio_iqn(self) -> str:
+        """The iSCSI target name of the storage server guest's LIO export (a kernel data path)."""
+        return f"iqn.2024-01.org.protolab:{self.prefix}.lio"
+
+    def initiator_iqn(self, host: int, vm: int = 0) -> str:
+        """The initiator name of host ``host``'s load guest ``vm`` (LIO's ACL admits it by this name)."""
+        return f"iqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}"
+
     def host_nqn(self, host: int, vm: int = 0) -> str:
         """The host NQN of host ``host``'s load guest ``vm`` (the server guest admits it by this name)."""
         return f"nqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}"

@@ -142,8 +142,9 @@ class VmTestbed(LabTestbed):
         hosts = [self.lab.names.host_nqn(h, vm) for h in range(spec.hosts) if access.admits(h)
                  for vm in range(self.hv.vms_per_host)]
         mtu = max(spec.link.merged(c.link).mtu for c in self.plan.configurations)
-        self.server = server_guest(self.lab, self.image, hosts, mtu=mtu, accel=self.accel.accel, vcpus=self.hv.vcpus,
-                                   memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner)
+        self.server = server_guest(self.lab, self.image, nvme_hosts=hosts, mtu=mtu, accel=self.accel.accel,
+                                   vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
+                                   runner=self.runner)
         self.progress.note(f"booting the storage server guest ({self.accel.accel}, nvmet-tcp)")
         self.server.start()
         self.server.wait_ready(timeout=BOOT_TIMEOUT_S)
@@ -156,9 +157,11 @@ class VmTestbed(LabTestbed):
             from ..vm.kernelpaths import load_guest
 
             self._server_guest()
-            return load_guest(self.lab, self.image, name, host, vm=vm, slot=len(self.guests), queues=self.hv.vcpus,
-                              accel=self.accel.accel, vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib,
-                              fio_port=free_port(), runner=self.runner), f"its kernel's {lab_protocol(self.plan, c)}"
+            protocol = lab_protocol(self.plan, c)
+            return load_guest(self.lab, self.image, name, host, protocol, vm=vm, slot=len(self.guests),
+                              queues=self.hv.vcpus, accel=self.accel.accel, vcpus=self.hv.vcpus,
+                              memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner), \
+                f"its kernel's {protocol}"
         from ..vm.host import lab_guest
 
         disks = [(lab_protocol(self.plan, c), self.controller(c))] * self.hv.disks_per_vm

@@ -6,15 +6,19 @@ virtio disk and exports it from its kernel; a **load guest** runs in a load host
 export with its kernel's initiator and serves fio on the block device. Both sit on the lab's links behind
 their namespaces (guestnet), so link rate, MTU and shaping apply and the lab's counters see their traffic.
 
-NVMe/TCP is the first path: nvmet-tcp in the server guest (configfs, no tools; access by host NQN), the
-kernel's nvme-tcp in the load guest (/dev/nvme-fabrics, I/O queues from the caller). Every value that reaches
-a guest's kernel command line is checked here first (addresses in the lab range, ports, queue counts, NQN
-grammar): the guest's init splits them on commas and never evaluates them.
+Two paths so far, both configured through configfs with no tools in the server guest:
+- NVMe/TCP: nvmet-tcp (access by host NQN); the load guest's nvme-tcp connects (/dev/nvme-fabrics, I/O queues
+  given).
+- iSCSI: LIO (an iblock backstore on the disk, LUN 0, an ACL per initiator IQN, no CHAP); the load guest's
+  iscsi_tcp, logged in by open-iscsi's iscsistart once per session asked for (each session a SCSI disk).
+Every value that reaches a guest's kernel command line is checked here first (addresses in the lab range,
+ports, counts, NQN and IQN grammar): the guest's init splits them on commas and never evaluates them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
@@ -35,6 +39,10 @@ NVME_TCP_PORT = PROTOCOLS["nvme-tcp"].port
 _NQN = re.compile(r"nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*")
 NQN_MAX = 223
 MAX_QUEUES = 128
+MAX_SESSIONS = 16
+ISCSI_PORT = PROTOCOLS["iscsi"].port
+_IQN = re.compile(r"(iqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*|eui\.[0-9A-Fa-f]{16})")
+IQN_MAX = 223
 
 
 def check_nqn(nqn: str, what: str = "NQN") -> str:
@@ -43,6 +51,19 @@ def check_nqn(nqn: str, what: str = "NQN") -> str:
         raise ProtolabError(f"{what} {nqn!r} is not an NVMe qualified name; write nqn.YYYY-MM.reversed.domain:name "
                             f"(letters, digits, '.', '-', '_', ':'; at most {NQN_MAX} characters)")
     return nqn
+
+
+def check_iqn(iqn: str, what: str = "IQN") -> str:
+    """``iqn`` if it follows the iSCSI name grammar (RFC 3720 3.2.6: iqn. or eui. names); ProtolabError if not."""
+    if len(iqn) > IQN_MAX or not _IQN.fullmatch(iqn):
+        raise ProtolabError(f"{what} {iqn!r} is not an iSCSI qualified name; write iqn.YYYY-MM.reversed.domain:name "
+                            f"(letters, digits, '.', '-', '_', ':'; at most {IQN_MAX} characters)")
+    return iqn
+
+
+def _check_serial(disk: str) -> None:
+    if not re.fullmatch(r"pl[0-9]{1,2}", disk):
+        raise ProtolabError(f"disk serial {disk!r}: protolab's disks are pl0, pl1, …")
 
 
 def _check_endpoint(address: str, port: int) -> None:
@@ -54,21 +75,45 @@ def _check_endpoint(address: str, port: int) -> None:
 
 @dataclass(frozen=True)
 class NvmeTarget:
-    """What the storage server guest's nvmet-tcp exports: its address and port, the subsystem, the hosts allowed."""
+    """What the storage server guest's nvmet-tcp exports: its address and port, the subsystem, the hosts allowed,
+    and the disk (by serial) it exports."""
 
     address: str
     port: int
     nqn: str
     hosts: tuple[str, ...]
+    disk: str = "pl0"
 
     def kernel_args(self) -> list[str]:
         """The server guest's kernel command line word (see scripts/build-guest.sh)."""
         _check_endpoint(self.address, self.port)
+        _check_serial(self.disk)
         check_nqn(self.nqn, "subsystem NQN")
         if not self.hosts:
             raise ProtolabError("nvmet-tcp: no host may connect (no load host is granted the export)")
         hosts = [check_nqn(h, "host NQN") for h in self.hosts]
-        return [f"pl.nvmet={self.address},{self.port},{self.nqn},{'+'.join(hosts)}"]
+        return [f"pl.nvmet={self.address},{self.port},{self.nqn},{'+'.join(hosts)},{self.disk}"]
+
+
+@dataclass(frozen=True)
+class LioTarget:
+    """What the storage server guest's LIO exports over iSCSI: portal, target IQN, initiators allowed, the disk."""
+
+    address: str
+    port: int
+    iqn: str
+    initiators: tuple[str, ...]
+    disk: str = "pl1"
+
+    def kernel_args(self) -> list[str]:
+        """The server guest's kernel command line word (see scripts/build-guest.sh)."""
+        _check_endpoint(self.address, self.port)
+        _check_serial(self.disk)
+        check_iqn(self.iqn, "target IQN")
+        if not self.initiators:
+            raise ProtolabError("LIO iSCSI: no initiator may log in (no load host is granted the export)")
+        initiators = [check_iqn(i, "initiator IQN") for i in self.initiators]
+        return [f"pl.lio={self.address},{self.port},{self.iqn},{'+'.join(initiators)},{self.disk}"]
 
 
 @dataclass(frozen=True)
@@ -91,39 +136,79 @@ class NvmeConnect:
         return [f"pl.nvme={self.address},{self.port},{self.nqn},{self.queues},{self.hostnqn}"]
 
 
-def server_guest(lab: Lab, image: GuestImage, hosts: list[str], *, mtu: int, accel: str = "tcg", vcpus: int = 1,
-                 memory_mib: int = 512, fio_port: int, port: int = 0, runner: Runner | None = None) -> Guest:
-    """The storage server guest (not started): the pool's NVMe/TCP volume as its disk, exported by nvmet-tcp on its
-    address on storage port ``port`` to the host NQNs ``hosts``. Its data NIC runs at ``mtu``, the largest MTU of
-    the run's links, so every configuration's MTU works without a reboot: TCP's MSS follows the smaller end. Its
-    QEMU runs in the servers' cgroup: its CPU is the storage server's."""
+@dataclass(frozen=True)
+class IscsiLogin:
+    """A load guest's iSCSI logins: the portal, the target IQN, its own initiator IQN, how many sessions."""
+
+    address: str
+    port: int
+    iqn: str
+    initiator: str
+    sessions: int = 1
+
+    def kernel_args(self) -> list[str]:
+        """The load guest's kernel command line word (see scripts/build-guest.sh)."""
+        _check_endpoint(self.address, self.port)
+        if not 1 <= self.sessions <= MAX_SESSIONS:
+            raise ProtolabError(f"iSCSI sessions {self.sessions}: give 1-{MAX_SESSIONS}")
+        check_iqn(self.iqn, "target IQN")
+        check_iqn(self.initiator, "initiator IQN")
+        return [f"pl.iscsi={self.address},{self.port},{self.iqn},{self.initiator},{self.sessions}"]
+
+
+#: the server guest's disks, in this order, one per kernel path it serves (serials pl0, pl1, …)
+SERVED = ("nvme-tcp", "iscsi")
+
+
+def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (), iscsi_initiators: Sequence[str] = (),
+                 mtu: int, accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512, fio_port: int, port: int = 0,
+                 runner: Runner | None = None) -> Guest:
+    """The storage server guest (not started) on storage port ``port``: the nvme-tcp volume exported by nvmet-tcp
+    to host NQNs ``nvme_hosts``, and the iscsi volume by LIO to initiator IQNs ``iscsi_initiators`` (each only
+    when given). Its data NIC runs at ``mtu``, the largest MTU of the run's links, so every configuration's MTU
+    works without a reboot: TCP's MSS follows the smaller end. Its QEMU runs in the servers' cgroup: its CPU is
+    the storage server's."""
     names = lab.names
     nic = DataNic(names.storage_ns, names.tap("st"), names.server_guest_address(port), SUBNET_PREFIXLEN,
                   mtu, names.storage_link(port).near.ifname, index=1)
-    target = NvmeTarget(nic.address, NVME_TCP_PORT, names.nqn, tuple(hosts))
-    spec = GuestSpec(f"{lab.spec.prefix}-nvmet", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
-                     memory_mib=memory_mib, disks=(Disk(str(lab.export_file("nvme-tcp")), "virtio-blk"),),
-                     fio_port=fio_port, nic=nic, append=tuple(target.kernel_args()))
+    disks, words = [], []
+    if nvme_hosts:
+        words += NvmeTarget(nic.address, NVME_TCP_PORT, names.nqn, tuple(nvme_hosts), f"pl{len(disks)}").kernel_args()
+        disks.append(Disk(str(lab.export_file("nvme-tcp")), "virtio-blk"))
+    if iscsi_initiators:
+        words += LioTarget(nic.address, ISCSI_PORT, names.lio_iqn, tuple(iscsi_initiators),
+                           f"pl{len(disks)}").kernel_args()
+        disks.append(Disk(str(lab.export_file("iscsi")), "virtio-blk"))
+    if not disks:
+        raise ProtolabError("the storage server guest serves nothing: give it nvme-tcp hosts or iSCSI initiators")
+    spec = GuestSpec(f"{lab.spec.prefix}-storage-guest", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
+                     memory_mib=memory_mib, disks=tuple(disks), fio_port=fio_port, nic=nic, append=tuple(words))
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.storage_ns, lab.workdir / "vm",
                  lab.cgroups, role="servers")
 
 
-def load_guest(lab: Lab, image: GuestImage, name: str, host: int, *, vm: int = 0, slot: int = 0, queues: int = 1,
-               accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512, fio_port: int,
-               runner: Runner | None = None) -> Guest:
-    """Load guest ``slot`` of host ``host`` (not started): its kernel connects to the server guest's subsystem over
-    the host's first NIC with ``queues`` I/O queues, as host NQN (host, vm), before its fio server is ready."""
+def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str = "nvme-tcp", *, vm: int = 0,
+               slot: int = 0, queues: int = 1, sessions: int = 1, accel: str = "tcg", vcpus: int = 1,
+               memory_mib: int = 512, fio_port: int, runner: Runner | None = None) -> Guest:
+    """Load guest ``slot`` of host ``host`` (not started): before its fio server is ready, its kernel attaches
+    the server guest's export of ``protocol`` over the host's first NIC — nvme-tcp with ``queues`` I/O queues as
+    host NQN (host, vm), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm)."""
     names = lab.names
     if lab.spec.port_of(host, 0) != 0:
         raise ProtolabError(f"host {host + 1}: the storage server guest is on storage port 0 only; kernel data paths "
                             "need every host's first NIC on port 0 (lab.paths)")
     nic = DataNic(names.host_ns(host), names.tap(f"g{slot}"), names.load_guest_address(host, slot),
                   SUBNET_PREFIXLEN, lab.link.mtu, names.host_link(host, 0).near.ifname, index=16 + slot)
-    connect = NvmeConnect(names.server_guest_address(0), NVME_TCP_PORT, names.nqn, queues,
-                          names.host_nqn(host, vm))
+    server = names.server_guest_address(0)
+    if protocol == "nvme-tcp":
+        attach = NvmeConnect(server, NVME_TCP_PORT, names.nqn, queues, names.host_nqn(host, vm)).kernel_args()
+    elif protocol == "iscsi":
+        attach = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm), sessions).kernel_args()
+    else:
+        raise ProtolabError(f"kernel data path {protocol!r}: one of {', '.join(SERVED)}")
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
-                     fio_port=fio_port, nic=nic, append=tuple(connect.kernel_args()))
+                     fio_port=fio_port, nic=nic, append=tuple(attach))
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.host_ns(host), lab.workdir / "vm",
                  lab.cgroups)
