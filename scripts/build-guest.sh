@@ -100,12 +100,14 @@ cat > "$STAGE/init" <<'EOF'
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+exec 2>/dev/console  # the kernel may start init with no stdio (no /dev/console in the initramfs): errors seen
 for m in $(cat /etc/modules); do insmod /lib/modules/$m 2>/dev/null; done
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
 arg() { for a in $(cat /proc/cmdline); do case "$a" in "$1"=*) echo "${a#*=}"; return ;; esac; done; }
+echo "protolab-guest: cmdline $(cat /proc/cmdline)" > /dev/console
 MAC=$(arg pl.mac)
 if [ -n "$MAC" ]; then
     for d in /sys/class/net/*; do [ "$(cat "$d/address")" = "$MAC" ] && DATA=${d##*/}; done
@@ -114,7 +116,7 @@ if [ -n "$MAC" ]; then
     echo "protolab-guest: data $DATA $(arg pl.ip) mtu $(arg pl.mtu)" > /dev/console
 fi
 # the virtio disk whose serial is $1 (protolab names each disk's serial)
-disk() { for d in /sys/block/vd*; do [ "$(cat "$d/serial" 2>/dev/null)" = "$1" ] && echo "/dev/${d##*/}"; done; }
+disk() { for d in /sys/block/vd*; do [ "$(cat "$d/serial" 2>/dev/null)" = "$1" ] && echo "/dev/${d##*/}"; done; return 0; }
 mount -t configfs none /sys/kernel/config
 NVMET=$(arg pl.nvmet)
 if [ -n "$NVMET" ]; then
@@ -128,6 +130,8 @@ if [ -n "$NVMET" ]; then
     mkdir "$P" && echo ipv4 > "$P/addr_adrfam" && echo tcp > "$P/addr_trtype" && echo "$1" > "$P/addr_traddr" \
         && echo "$2" > "$P/addr_trsvcid" && ln -s "$S" "$P/subsystems/$3" \
         && echo "protolab-guest: nvmet $3 on $1:$2" > /dev/console
+    echo "protolab-guest: nvmet namespace 1: $(cat "$S/namespaces/1/device_path") enabled $(cat "$S/namespaces/1/enable")" \
+        > /dev/console
 fi
 LIO=$(arg pl.lio)
 if [ -n "$LIO" ]; then
@@ -155,7 +159,11 @@ if [ -n "$ISCSI" ]; then
     done
     i=0
     until [ "$(ls /sys/block | grep -c '^sd')" -ge "$5" ] || [ $i -ge 50 ]; do i=$((i + 1)); sleep 0.2; done
-    [ $i -ge 50 ] || echo "protolab-guest: iscsi $3 at $1:$2 sessions $5" > /dev/console
+    if [ $i -ge 50 ]; then
+        echo "protolab-guest: iscsi $3 at $1:$2 gave $(ls /sys/block | grep -c '^sd') of $5 disks" > /dev/console
+    else
+        echo "protolab-guest: iscsi $3 at $1:$2 sessions $5" > /dev/console
+    fi
 fi
 NVME=$(arg pl.nvme)
 if [ -n "$NVME" ]; then
@@ -168,7 +176,11 @@ if [ -n "$NVME" ]; then
     done
     i=0
     until ls /sys/block | grep -q '^nvme' || [ $i -ge 50 ]; do i=$((i + 1)); sleep 0.2; done
-    [ $i -ge 50 ] || echo "protolab-guest: nvme-tcp $3 at $1:$2" > /dev/console
+    if [ $i -ge 50 ]; then
+        echo "protolab-guest: nvme-tcp $3 at $1:$2 gave no namespace (controllers: $(ls /sys/class/nvme))" > /dev/console
+    else
+        echo "protolab-guest: nvme-tcp $3 at $1:$2" > /dev/console
+    fi
 fi
 sleep 1
 # nvmeXcYnZ: a multipath controller's hidden path, no /dev node (fio opens nvmeXnZ)

@@ -68,14 +68,19 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
         job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\n"
                        f"runtime={RUNTIME_S}\nsize=32M\n[nvme]\nfilename=/dev/nvme0n1\n")
         pcap = tmp_path / "port.pcap"  # a capture on the same port, beside protolab's counters
-        tcpdump = subprocess.Popen(["ip", "netns", "exec", st_ns, "tcpdump", "-i", st_if, "-nn", "-s", "96", "-w",
-                                    str(pcap), "tcp port 4420"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(1.5)
+        # a 64 MiB buffer: TCG guests keep both CPUs busy, so tcpdump reads late (a 2 MiB one lost 2-4 %)
+        tcpdump = subprocess.Popen(["ip", "netns", "exec", st_ns, "tcpdump", "-i", st_if, "-nn", "-s", "96",
+                                    "-B", "65536", "-w",
+                                    str(pcap), "tcp port 4420"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True)
+        assert "listening on" in tcpdump.stderr.readline()  # capturing before the counters are read
         packets0, bytes0 = counters(st_ns, st_if)
         cell = run_cell(load, job, str(FIO), timeout=120)
         packets, wire = (b - a for a, b in zip((packets0, bytes0), counters(st_ns, st_if)))
+        time.sleep(2)  # tcpdump drains its buffer before it is told to stop
         tcpdump.send_signal(signal.SIGINT)
-        tcpdump.wait(timeout=30)
+        _, err = tcpdump.communicate(timeout=30)
+        assert re.search(r"^0 packets dropped by kernel", err, re.M), err
         ios = sum(cell.ios.values())
         assert ios > 100, cell.ios
         model = wire_cost("nvme-tcp", block_size=4096, read_pct=100, mtu=lab.link.mtu)
@@ -107,10 +112,11 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
     assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode != 0
 
 
-def test_a_vm_plan_measures_nvme_tcp_by_the_kernels_beside_a_userspace_path(tmp_path):
-    """lab:nvme-tcp in a [hypervisor] plan: the storage server guest boots once, the load guest's kernel connects;
-    its cells have IOPS, latency, server CPU (the server guest's QEMU), hypervisor and guest CPU and the storage
-    port's frames per I/O, and nothing of either guest is left after the run."""
+def test_a_vm_plan_measures_the_kernel_paths_beside_a_userspace_path(tmp_path):
+    """lab:nvme-tcp and lab:iscsi served by LIO (2 sessions) in a [hypervisor] plan, beside NBD through QEMU: the
+    storage server guest boots once and serves both, each load guest's kernel attaches; every cell has IOPS,
+    latency, server CPU (the server guest's QEMU), hypervisor and guest CPU and the storage port's frames per I/O,
+    and nothing of any guest is left after the run."""
     from test_study import PREFIX
     from test_vm_study import qemus, vm_plan
 
@@ -123,37 +129,43 @@ def test_a_vm_plan_measures_nvme_tcp_by_the_kernels_beside_a_userspace_path(tmp_
         pytest.skip("needs qemu-system-x86 (make deps)")
     guest_image()
     workdir = workdir_for("kernel-nvme-study")
-    text = vm_plan([("vblk-nbd", "nbd", "virtio-blk"), ("nvme-tcp", "nvme-tcp", "")])
+    text = vm_plan([("vblk-nbd", "nbd", "virtio-blk"), ("nvme-tcp", "nvme-tcp", ""), ("lio", "iscsi", "")])
+    text = text.replace('name = "lio"\ntarget = "lab:iscsi"\n', 'name = "lio"\ntarget = "lab:iscsi"\nserver = "lio"\n'
+                        'sessions = 2\n')
     try:
         rundir = Study(load_plan_text(text), text, "vm", results_root=tmp_path / "r", lab_workdir=workdir).run()
     finally:
         assert qemus() == [] and leftovers(PREFIX) == []
     recs = rundir.records()
-    assert sorted(r.configuration for r in recs) == ["nvme-tcp", "vblk-nbd"]
-    model = wire_cost("nvme-tcp", block_size=8192, read_pct=60, mtu=1500)
+    assert sorted(r.configuration for r in recs) == ["lio", "nvme-tcp", "vblk-nbd"]
     for r in recs:
         f = figures(r)
         assert r.result.iops > 0 and r.result.errors == 0 and r.result.percentiles_us.get("p99", 0) > 0, r.cell_id
         assert f.cpu_us_per_io_hypervisor > 0 and f.cpu_us_per_io_guest > 0 and f.cpu_us_per_io_server > 0, r.cell_id
         assert f.packets_counted_as == "frames" and f.wire_bytes_per_io > 8192, (r.cell_id, f.wire_bytes_per_io)
-        if r.configuration == "nvme-tcp":
+        if r.configuration in ("nvme-tcp", "lio"):
             # the kernel path's traffic crossed the storage port: the model's frames (merged to RFC 1122's ACKs)
+            model = wire_cost(r.configuration.replace("lio", "iscsi"), block_size=8192, read_pct=60, mtu=1500)
             assert model.frames_low * 0.95 <= f.packets_per_io <= model.frames_high * 1.05, \
-                (model.frames_low, f.packets_per_io, model.frames_high)
+                (r.configuration, model.frames_low, f.packets_per_io, model.frames_high)
     m = rundir.manifest()
-    assert len(m.agents) == 2 and all(a.startswith("guest ") for a in m.agents)
+    assert len(m.agents) == 3 and all(a.startswith("guest ") for a in m.agents)
     logs = sorted(p.name for p in (rundir.path / "lab-logs").glob("*.console.log"))
     assert f"{PREFIX}-storage-guest.console.log" in logs, logs
     console = (rundir.path / "lab-logs" / f"{PREFIX}-nvme-tcp-h1-vm1.console.log").read_text()
     assert "protolab-guest: nvme-tcp nqn.2024-01.org.protolab:" in console, console[-1500:]
+    console = (rundir.path / "lab-logs" / f"{PREFIX}-lio-h1-vm1.console.log").read_text()
+    assert "protolab-guest: iscsi iqn.2024-01.org.protolab:" in console and " sessions 2" in console, console[-1500:]
+    assert "2 session(s)" in m.targets["lio"] and "LIO" in m.targets["lio"], m.targets
     from protolab.report.commands import write_report
 
     write_report(rundir, figures=False)
     md = (rundir.path / "report.md").read_text()
-    assert "Kernel data paths (nvme-tcp: nvme-tcp): no virtual disk" in md and "Accelerator: **tcg**" in md
+    assert "Kernel data paths (nvme-tcp: nvme-tcp by nvmet-tcp, lio: iscsi by LIO): no virtual disk" in md
+    assert "Accelerator: **tcg**" in md
     import csv
 
     rows = list(csv.DictReader((rundir.path / "cells.csv").open()))
     assert {(r["configuration"], r["protocol"], r["controller"]) for r in rows} == {
-        ("nvme-tcp", "nvme-tcp", ""), ("vblk-nbd", "nbd", "virtio-blk")}
+        ("nvme-tcp", "nvme-tcp", ""), ("lio", "iscsi", ""), ("vblk-nbd", "nbd", "virtio-blk")}
     assert all(float(r["cpu_us_per_io_server"]) > 0 and float(r["packets_per_io"]) > 0 for r in rows), rows

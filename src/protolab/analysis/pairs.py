@@ -34,7 +34,7 @@ PAIR_METRICS = ("packets_per_io", "cpu_us_per_io_server", "cpu_us_per_io_total",
 
 def _settings(plan: Any, c: Any) -> tuple:
     return (plan.target_of(c).url, c.ioengine, c.direct, tuple(sorted(c.fio.items())), c.path_policy,
-            getattr(c, "controller", None))
+            getattr(c, "controller", None), getattr(c, "server", None), getattr(c, "sessions", None))
 
 
 def mtu_pairs(plan: Any) -> list[tuple[str, str, int, int]]:

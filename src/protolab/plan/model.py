@@ -16,8 +16,9 @@ from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
+from .servers import check_server, server_for
 from .stages import Fill, normalise_stages
-from .targets import is_lab_target
+from .targets import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
 from .workload import (  # noqa: F401
     MAX_DATA,
@@ -81,6 +82,11 @@ class Configuration(_Model):
     controller: Literal["virtio-blk", "virtio-scsi", "lsi", "megasas", "pvscsi"] | None = Field(
         default=None,
         description="the VMs' virtual disk controller ([hypervisor] plans; default hypervisor.controller)")
+    server: str | None = Field(
+        default=None, description="the lab's server for the target's protocol (plan.servers: tgt or lio for "
+        "lab:iscsi); default the protocol's own; a kernel's (lio, nvmet) runs in the storage server guest")
+    sessions: int | None = Field(
+        default=None, ge=1, le=16, description="iSCSI sessions each load guest's kernel logs in (server = \"lio\")")
     path_policy: Literal["fixed", "round-robin"] = Field(
         default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
     )
@@ -310,7 +316,13 @@ class Plan(_Model):
         if capped and not self.uses_lab() and self.hypervisor is None:
             raise ValueError(f"configurations {', '.join(capped)}: cpu_limit caps the CPU of the embedded lab's "
                              "roles; use lab: targets or remove cpu_limit")
-        kernel = {c.name: url for c in self.configurations if _kernel_path(url := self.target_of(c).url)}
+        for c in self.configurations:
+            url = self.target_of(c).url
+            try:
+                check_server(protocol_named(url) if is_lab_target(url) else None, c.server, c.sessions)
+            except ValueError as e:
+                raise ValueError(f"configuration {c.name!r}: {e}") from None
+        kernel = {c.name: url for c in self.configurations if _kernel_path(self.target_of(c).url, c.server)}
         if kernel and self.hypervisor is None:
             raise ValueError(f"configurations {', '.join(kernel)}: {', '.join(sorted(set(kernel.values())))} is "
                              "served and reached by the kernels of the lab's guests; add a [hypervisor] table")
@@ -361,10 +373,7 @@ class Plan(_Model):
         return any(is_lab_target(self.target_of(c).url) for c in self.configurations)
 
 
-def _kernel_path(url: str) -> bool:
-    """True when ``url`` is a lab target of a kernel data path (they run in guests only)."""
-    from .protocols import PROTOCOLS
-    from .targets import protocol_named
-
-    name = protocol_named(url) if is_lab_target(url) else None
-    return name is not None and PROTOCOLS[name].kernel
+def _kernel_path(url: str, server: str | None = None) -> bool:
+    """True when ``url`` is a lab target served by a kernel (they run in guests only)."""
+    s = server_for(protocol_named(url), server) if is_lab_target(url) else None
+    return s is not None and s.kernel

@@ -15,6 +15,7 @@ from typing import Callable
 from ..errors import PlanError
 from .model import Configuration, Plan, Workload
 from .protocols import PROTOCOLS, lab_targets
+from .servers import server_for
 from .targets import TargetRef, looks_like_target, parse_target
 from .units import format_size
 
@@ -128,7 +129,7 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
         if url not in vm_targets:
             raise PlanError(f"{source}: configuration {c.name!r}: target {url} cannot be a VM's disk; with "
                             f"[hypervisor] every target is {', '.join(vm_targets[:-1])} or {vm_targets[-1]}")
-        if c.controller is not None and PROTOCOLS[r.lab or ""].kernel:
+        if c.controller is not None and server_for(r.lab, c.server) and server_for(r.lab, c.server).kernel:
             raise PlanError(f"{source}: configuration {c.name!r}: controller applies to disks QEMU attaches; the "
                             f"guest's kernel attaches {url} itself; remove controller")
         if c.controller is not None and hv.queues is not None and c.controller not in ("virtio-blk", "virtio-scsi"):

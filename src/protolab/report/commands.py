@@ -75,13 +75,14 @@ def _configuration_columns(plan) -> dict[str, dict[str, str]]:
         from ..plan.hypervisor import Hypervisor
 
         hv = Hypervisor.model_validate(hv)
-    from ..plan.protocols import PROTOCOLS
+    from ..plan.servers import server_for
 
     default = hv.controller if hv is not None else None
     out = {}
     for c in plan.configurations:
         protocol = protocol_named(plan.target_of(c).url) or ""
-        kernel = protocol and PROTOCOLS[protocol].kernel  # the guest's kernel attaches it: no virtual disk
+        server = server_for(protocol, getattr(c, "server", None)) if is_lab_target(plan.target_of(c).url) else None
+        kernel = server is not None and server.kernel  # the guest's kernel attaches it: no virtual disk
         out[c.name] = {"protocol": protocol,
                        "controller": (c.controller or default or "") if default is not None and not kernel else "",
                        "device_model": device if is_lab_target(plan.target_of(c).url) else ""}

@@ -29,6 +29,7 @@ from ..engine.targets import Access, resolve
 from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
+from ..plan.servers import server_for
 from ..proc import Runner
 from ..telemetry.window import Window
 from .labbed import LabTestbed, lab_protocol
@@ -103,7 +104,8 @@ class VmTestbed(LabTestbed):
                              "disks_per_vm": hv.disks_per_vm, "accel_wanted": hv.accel,
                              "accel": self.accel.accel if self.accel else None,
                              "accel_reason": self.accel.reason if self.accel else None}
-        kernel = {c.name: lab_protocol(self.plan, c) for c in self.plan.configurations if self.kernel(c)}
+        kernel = {c.name: f"{lab_protocol(self.plan, c)} by {server_for(lab_protocol(self.plan, c), c.server).title}"
+                  for c in self.plan.configurations if self.kernel(c)}
         if kernel:  # configurations whose guests' kernels attach the export (vm.kernelpaths)
             out["hypervisor"]["kernel_paths"] = kernel
         return out
@@ -113,14 +115,16 @@ class VmTestbed(LabTestbed):
         return c.controller or self.hv.controller
 
     def kernel(self, c: Configuration) -> bool:
-        """True when the configuration's path is a kernel's (its guests attach it themselves, vm.kernelpaths)."""
-        protocol = lab_protocol(self.plan, c)
-        return protocol is not None and PROTOCOLS[protocol].kernel
+        """True when a kernel serves the configuration's export (its guests' kernels attach it, vm.kernelpaths)."""
+        server = server_for(lab_protocol(self.plan, c), c.server)
+        return server is not None and server.kernel
 
     def target_label(self, c: Configuration) -> str:
         if self.kernel(c):
-            return (f"{PROTOCOLS[lab_protocol(self.plan, c)].title} by the guest's kernel ({self.hv.vcpus} I/O "
-                    f"queue(s)) from the storage server guest's nvmet-tcp")
+            protocol = lab_protocol(self.plan, c)
+            how = f"{c.sessions or 1} session(s)" if protocol == "iscsi" else f"{self.hv.vcpus} I/O queue(s)"
+            return (f"{PROTOCOLS[protocol].title} by the guest's kernel ({how}) from the storage server guest's "
+                    f"{server_for(protocol, c.server).title}")
         return f"{self.hv.disks_per_vm} {self.controller(c)} disk(s) per VM over {self.data_access(c).describe()}"
 
     def data_access(self, c: Configuration) -> Access:
@@ -137,15 +141,22 @@ class VmTestbed(LabTestbed):
         from ..vm.accel import free_port
         from ..vm.kernelpaths import server_guest
 
-        spec = self.plan.lab
-        access = spec.access("nvme-tcp")
-        hosts = [self.lab.names.host_nqn(h, vm) for h in range(spec.hosts) if access.admits(h)
-                 for vm in range(self.hv.vms_per_host)]
+        spec, names = self.plan.lab, self.lab.names
+        served = {lab_protocol(self.plan, c) for c in self.plan.configurations if self.kernel(c)}
+
+        def granted(protocol: str, name) -> list[str]:
+            if protocol not in served:
+                return []
+            access = spec.access(protocol)
+            return [name(h, vm) for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
+
         mtu = max(spec.link.merged(c.link).mtu for c in self.plan.configurations)
-        self.server = server_guest(self.lab, self.image, nvme_hosts=hosts, mtu=mtu, accel=self.accel.accel,
+        self.server = server_guest(self.lab, self.image, nvme_hosts=granted("nvme-tcp", names.host_nqn),
+                                   iscsi_initiators=granted("iscsi", names.initiator_iqn), mtu=mtu,
+                                   accel=self.accel.accel,
                                    vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
                                    runner=self.runner)
-        self.progress.note(f"booting the storage server guest ({self.accel.accel}, nvmet-tcp)")
+        self.progress.note(f"booting the storage server guest ({self.accel.accel}: {', '.join(sorted(served))})")
         self.server.start()
         self.server.wait_ready(timeout=BOOT_TIMEOUT_S)
 
@@ -159,8 +170,9 @@ class VmTestbed(LabTestbed):
             self._server_guest()
             protocol = lab_protocol(self.plan, c)
             return load_guest(self.lab, self.image, name, host, protocol, vm=vm, slot=len(self.guests),
-                              queues=self.hv.vcpus, accel=self.accel.accel, vcpus=self.hv.vcpus,
-                              memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner), \
+                              queues=self.hv.vcpus, sessions=c.sessions or 1, accel=self.accel.accel,
+                              vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
+                              runner=self.runner), \
                 f"its kernel's {protocol}"
         from ..vm.host import lab_guest
 

@@ -109,3 +109,29 @@ def test_doctor_says_where_each_kernel_path_runs():
     old = kernel_paths_check(FakeRunner(), {}, "kvm")  # an image built before the kernel paths
     assert not old.ok and old.detail.startswith("none in KVM guests; this host's kernel has nvmet-tcp yes")
     assert "scripts/build-guest.sh" in old.fix
+
+
+@pytest.mark.parametrize("config, message", [
+    ('target = "lab:nfs"\nserver = "lio"\n', "configuration 'b': server 'lio' serves iscsi, not nfs; use one of "
+                                            "ganesha"),
+    ('target = "lab:iscsi"\nserver = "scst"\n', "configuration 'b': server 'scst' is not a lab server; use one of "
+                                               "tgt, lio, ganesha, nbdkit, nvmet"),
+    ('target = "lab:iscsi"\nsessions = 4\n', "configuration 'b': sessions applies to iSCSI logged in by a guest's "
+                                            "kernel (server = \"lio\"); remove sessions"),
+    ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n', "plan: configurations b: lab:iscsi is served and "
+     "reached by the kernels of the lab's guests; add a [hypervisor] table"),
+    ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n[hypervisor]\naccel = "tcg"\n', None),
+])
+def test_a_configuration_chooses_its_lab_server_and_kernel_iscsi_sessions(tmp_path, config, message):
+    import subprocess
+    import sys
+
+    plan = tmp_path / "lio.toml"
+    plan.write_text(KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config)
+    done = subprocess.run([sys.executable, "-m", "protolab.cli", "validate", str(plan)], capture_output=True,
+                          text=True, timeout=60)
+    if message is None:
+        assert done.returncode == 0 and "plan 'x' is valid" in done.stdout, done.stderr
+    else:
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert message in done.stderr, done.stderr

@@ -1,0 +1,61 @@
+"""The lab's storage servers: which protocol each serves, and whether it is a kernel's (the one owner of that list).
+
+A lab target (`lab:PROTOCOL`) is served by the protocol's own server (plan.protocols: tgt, NFS-Ganesha, nbdkit,
+nvmet) unless its configuration names another with `server = "…"`. Kernel servers run in the lab's storage
+server guest and are reached by the load guests' kernels (vm.kernelpaths), so they need a [hypervisor] table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Server:
+    """A storage server of the lab: its name in plans, the protocol it serves, its title, kernel or userspace."""
+
+    name: str
+    protocol: str
+    title: str
+    kernel: bool = False
+
+
+SERVERS: dict[str, Server] = {s.name: s for s in [
+    Server("tgt", "iscsi", "tgt"),
+    Server("lio", "iscsi", "LIO", kernel=True),
+    Server("ganesha", "nfs", "NFS-Ganesha"),
+    Server("nbdkit", "nbd", "nbdkit"),
+    Server("nvmet", "nvme-tcp", "nvmet-tcp", kernel=True),
+]}
+
+
+def serving(protocol: str) -> list[str]:
+    """The servers that can serve ``protocol``."""
+    return [s.name for s in SERVERS.values() if s.protocol == protocol]
+
+
+def server_for(protocol: str | None, chosen: str | None) -> Server | None:
+    """The server of a lab target of ``protocol``: ``chosen``, else the protocol's own (None for lab:local)."""
+    from .protocols import PROTOCOLS
+
+    if chosen is not None:
+        return SERVERS[chosen]
+    own = PROTOCOLS[protocol].server if protocol in PROTOCOLS else None
+    return SERVERS.get(own or "")
+
+
+def check_server(protocol: str | None, chosen: str | None, sessions: int | None) -> None:
+    """ValueError (one sentence, what to write) unless ``chosen`` serves ``protocol`` and ``sessions`` fits."""
+    if chosen is not None:
+        if chosen not in SERVERS:
+            raise ValueError(f"server {chosen!r} is not a lab server; use one of {', '.join(SERVERS)}")
+        if protocol is None or SERVERS[chosen].protocol != protocol:
+            choices = serving(protocol) if protocol else []
+            raise ValueError(f"server {chosen!r} serves {SERVERS[chosen].protocol}, not "
+                             f"{'this target' if protocol is None else protocol}; "
+                             + (f"use one of {', '.join(choices)}" if choices else "remove server"))
+    if sessions is not None:
+        s = server_for(protocol, chosen)
+        if s is None or not (s.kernel and s.protocol == "iscsi"):
+            raise ValueError("sessions applies to iSCSI logged in by a guest's kernel (server = \"lio\"); "
+                             "remove sessions")
