@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 5
+PLAN_FORMAT = 6
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
 #: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "move"
@@ -28,6 +28,7 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     # seed findings become testable claims; the typed excuse ("here") goes: the report computes why
     3: (4, {"seed_findings": {"claims": []}, "drop": {"seed_findings": ["here"]}}),
     4: (5, {"configurations": {"cpu_limit": {}}}),  # a role's CPU capped per configuration
+    5: (6, {"configurations": {"server": None, "sessions": None}}),  # the lab's server chosen (plan.servers)
 }
 
 
