@@ -74,6 +74,22 @@ target = "lab:nvme-tcp"
 """
 
 
+def check_validate(tmp_path, text: str, message: str | None) -> None:
+    """`protolab validate` on ``text``: valid when ``message`` is None, else exit 2 and that one line."""
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "protolab.cli", "validate", str(plan)], capture_output=True,
+                          text=True, timeout=60)
+    if message is None:
+        assert done.returncode == 0 and "plan 'x' is valid" in done.stdout, done.stderr
+    else:
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+            f"protolab: error: {plan}: {message}"], done.stderr
+
+
 @pytest.mark.parametrize("extra, message", [
     ("", "plan: configurations b: lab:nvme-tcp is served and reached by the kernels of the lab's guests; add a "
          "[hypervisor] table"),
@@ -82,18 +98,7 @@ target = "lab:nvme-tcp"
     ('[hypervisor]\naccel = "tcg"\n', None),
 ])
 def test_lab_nvme_tcp_needs_guests_and_takes_no_controller(tmp_path, extra, message):
-    import subprocess
-    import sys
-
-    plan = tmp_path / "nv.toml"
-    plan.write_text(KERNEL_PLAN + extra)
-    done = subprocess.run([sys.executable, "-m", "protolab.cli", "validate", str(plan)], capture_output=True,
-                          text=True, timeout=60)
-    if message is None:
-        assert done.returncode == 0 and "plan 'x' is valid" in done.stdout, done.stderr
-    else:
-        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-            f"protolab: error: {plan}: {message}"], done.stderr
+    check_validate(tmp_path, KERNEL_PLAN + extra, message)
 
 
 def test_doctor_says_where_each_kernel_path_runs():
@@ -112,26 +117,15 @@ def test_doctor_says_where_each_kernel_path_runs():
 
 
 @pytest.mark.parametrize("config, message", [
-    ('target = "lab:nfs"\nserver = "lio"\n', "configuration 'b': server 'lio' serves iscsi, not nfs; use one of "
+    ('target = "lab:nfs"\nserver = "lio"\n', "plan: configuration 'b': server 'lio' serves iscsi, not nfs; use one of "
                                             "ganesha"),
-    ('target = "lab:iscsi"\nserver = "scst"\n', "configuration 'b': server 'scst' is not a lab server; use one of "
+    ('target = "lab:iscsi"\nserver = "scst"\n', "plan: configuration 'b': server 'scst' is not a lab server; use one of "
                                                "tgt, lio, ganesha, nbdkit, nvmet"),
-    ('target = "lab:iscsi"\nsessions = 4\n', "configuration 'b': sessions applies to iSCSI logged in by a guest's "
+    ('target = "lab:iscsi"\nsessions = 4\n', "plan: configuration 'b': sessions applies to iSCSI logged in by a guest's "
                                             "kernel (server = \"lio\"); remove sessions"),
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n', "plan: configurations b: lab:iscsi is served and "
      "reached by the kernels of the lab's guests; add a [hypervisor] table"),
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n[hypervisor]\naccel = "tcg"\n', None),
 ])
 def test_a_configuration_chooses_its_lab_server_and_kernel_iscsi_sessions(tmp_path, config, message):
-    import subprocess
-    import sys
-
-    plan = tmp_path / "lio.toml"
-    plan.write_text(KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config)
-    done = subprocess.run([sys.executable, "-m", "protolab.cli", "validate", str(plan)], capture_output=True,
-                          text=True, timeout=60)
-    if message is None:
-        assert done.returncode == 0 and "plan 'x' is valid" in done.stdout, done.stderr
-    else:
-        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert message in done.stderr, done.stderr
+    check_validate(tmp_path, KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config, message)
