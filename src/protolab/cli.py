@@ -107,11 +107,21 @@ def _environment(p, lab_workdir: Optional[Path]):
     return Environment.of_machine(engines, workdir)
 
 
+def _ended_complete(rundir) -> bool:
+    """True when the run directory's manifest already says the run is complete."""
+    try:
+        return rundir.manifest().status == "complete"
+    except (ProtolabError, OSError, ValueError):
+        return False
+
+
 def _interrupted(stop, rundir) -> Interrupted:
     """The one line a stopped run ends with; exit code 128 + the signal."""
     where = (f"the testbed was torn down; cells measured so far stay in {rundir.path} — "
              f"'protolab resume {rundir.path}' measures the rest") if rundir is not None else \
         "nothing was measured"
+    if rundir is not None and _ended_complete(rundir):  # the signal came after the session's last word
+        where = f"the run had completed: its report is in {rundir.path}"
     e = Interrupted(f"interrupted by {stop.name}; {where}")
     e.exit_code = stop.exit_code
     return e

@@ -58,11 +58,18 @@ def test_sigterm_at_each_phase_then_resume_completes(workdir, tmp_path, phase):
         if p.poll() is None:
             p.kill()
     assert p.returncode == 143, err
+    assert "Traceback" not in err
+    m = json.loads((run / "manifest.json").read_text())
+    if phase == "report" and m["status"] == "complete":
+        # the report of two cells takes well under a second: the signal may land after the session's last word,
+        # and then the last line must say so, not send the user to resume a complete run (seen once in 2 runs)
+        assert err.strip().splitlines()[-1] == (f"protolab: interrupted by SIGTERM; the run had completed: its "
+                                                f"report is in {run}")
+        assert (run / "report.md").is_file() and leftovers(PREFIX) == []
+        return
     assert err.strip().splitlines()[-1] == (f"protolab: interrupted by SIGTERM; the testbed was torn down; cells "
                                             f"measured so far stay in {run} — 'protolab resume {run}' measures "
                                             "the rest")
-    assert "Traceback" not in err
-    m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == "interrupted" and m["sessions"][0]["how"] == "interrupted"
     assert leftovers(PREFIX) == []  # no namespace, link, mount, loop device or process of the run
     before = len(RunDir.open(run).all_records())

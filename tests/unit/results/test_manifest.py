@@ -314,3 +314,19 @@ def test_add_records_writes_what_add_record_writes_one_by_one(tmp_path):
         assert a == b, name
     made.add_records([])  # nothing to store: nothing changes
     assert made.manifest().cells_done == 126
+
+
+def test_a_signal_after_the_session_ended_complete_says_so_not_resume(rd):
+    """The last line of a stopped run: resume while cells are left; once the manifest says complete (the signal
+    landed after the report), that the run had completed and where its report is."""
+    from types import SimpleNamespace
+
+    from protolab.cli import _interrupted
+
+    stop = SimpleNamespace(name="SIGTERM", exit_code=143)
+    n = rd.events.session_started(2, Provenance())
+    assert str(_interrupted(stop, rd)).endswith(f"'protolab resume {rd.path}' measures the rest")
+    rd.events.session_ended(n, "complete", None, 2)
+    e = _interrupted(stop, rd)
+    assert str(e) == f"interrupted by SIGTERM; the run had completed: its report is in {rd.path}" and e.exit_code == 143
+    assert str(_interrupted(stop, None)) == "interrupted by SIGTERM; nothing was measured"
