@@ -160,18 +160,18 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
 
 def kernel_paths_check(runner: Runner, info: dict, accel: str | None) -> Check:
     """Where each kernel data path runs: in guests (which accelerator), and whether this host's kernel has it."""
-    from .plan.protocols import PROTOCOLS
+    from .plan.servers import SERVERS
 
-    kernel = [p.name for p in PROTOCOLS.values() if p.kernel]
-    in_image = set(info.get("kernel_paths") or [])
+    kernel = [s for s in SERVERS.values() if s.kernel]
+    in_image = set(info.get("kernel_paths") or [])  # by protocol (scripts/build-guest.sh)
     native = {m: runner.run(["modinfo", "-F", "filename", m], check=False, timeout=30).returncode == 0
-              for m in ("nvmet-tcp", "nvme-tcp")}
+              for s in kernel for m in s.modules}
     host = ("this host's kernel has " + ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in native.items())
             + " (protolab runs them in guests)")
-    missing = [k for k in kernel if k not in in_image]
+    missing = [s for s in kernel if s.protocol not in in_image]
     where = f"in {accel.upper()} guests" if accel else "in guests (no accelerator works)"
     return Check("kernel data paths", not missing and accel is not None,
-                 f"{', '.join(k for k in kernel if k in in_image) or 'none'} {where}"
+                 f"{', '.join(f'{s.protocol} by {s.title}' for s in kernel if s not in missing) or 'none'} {where}"
                  + (" — TCG figures measure emulation: only comparisons' mechanics mean anything" if accel == "tcg"
                     else "") + f"; {host}",
                  "rebuild the guest image: scripts/build-guest.sh (or 'make deps')" if missing else

@@ -16,7 +16,7 @@ from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
-from .servers import check_server, server_for
+from .servers import check_server, kernel_served
 from .stages import Fill, normalise_stages
 from .targets import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
@@ -375,5 +375,4 @@ class Plan(_Model):
 
 def _kernel_path(url: str, server: str | None = None) -> bool:
     """True when ``url`` is a lab target served by a kernel (they run in guests only)."""
-    s = server_for(protocol_named(url), server) if is_lab_target(url) else None
-    return s is not None and s.kernel
+    return is_lab_target(url) and kernel_served(protocol_named(url), server)

@@ -15,7 +15,7 @@ from typing import Callable
 from ..errors import PlanError
 from .model import Configuration, Plan, Workload
 from .protocols import PROTOCOLS, lab_targets
-from .servers import server_for
+from .servers import kernel_protocols, kernel_served
 from .targets import TargetRef, looks_like_target, parse_target
 from .units import format_size
 
@@ -125,11 +125,11 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
                         "with hypervisor.vms_per_host VMs on it; several hosts of VMs are not supported yet")
     for c, r in zip(plan.configurations, refs):
         url = plan.target_of(c).url
-        vm_targets = [f"lab:{p.name}" for p in PROTOCOLS.values() if p.lab and (p.qemu or p.kernel)]
+        vm_targets = [f"lab:{p.name}" for p in PROTOCOLS.values() if p.lab and (p.qemu or p.name in kernel_protocols())]
         if url not in vm_targets:
             raise PlanError(f"{source}: configuration {c.name!r}: target {url} cannot be a VM's disk; with "
                             f"[hypervisor] every target is {', '.join(vm_targets[:-1])} or {vm_targets[-1]}")
-        if c.controller is not None and server_for(r.lab, c.server) and server_for(r.lab, c.server).kernel:
+        if c.controller is not None and kernel_served(r.lab, c.server):
             raise PlanError(f"{source}: configuration {c.name!r}: controller applies to disks QEMU attaches; the "
                             f"guest's kernel attaches {url} itself; remove controller")
         if c.controller is not None and hv.queues is not None and c.controller not in ("virtio-blk", "virtio-scsi"):

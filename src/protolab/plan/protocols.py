@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import SplitResult
 
-_IQN = re.compile(r"^(iqn|eui|naa)\.[A-Za-z0-9.:_-]{1,220}$")
+#: an iSCSI name (RFC 3720 3.2.6: iqn., eui. or naa.), as protolab accepts it anywhere (match it whole)
+IQN = re.compile(r"(iqn|eui|naa)\.[A-Za-z0-9.:_-]{1,220}")
 _EXPORT = re.compile(r"^[A-Za-z0-9_./+-]{1,1024}$")
 
 
@@ -70,7 +71,6 @@ class Protocol:
     tcp: bool = False  # it runs over TCP/IP: links, MTU and the wire model apply
     wire_model: str | None = None  # analysis.wire's model of its frames (None: no wire)
     modelled_only: bool = False  # in the wire model only: the lab cannot run it (FC, FCoE)
-    kernel: bool = False  # served and reached by kernels in the lab's guests: [hypervisor] plans only (vm.kernelpaths)
     fc_link: bool = False  # it needs an FC link, not Ethernet
     min_mtu: int | None = None  # the smallest Ethernet MTU it fits in
     own_file: bool = False  # protolab writes only its own file there (an NFS export): no overwrite opt-in needed
@@ -79,7 +79,7 @@ class Protocol:
 
 def _iscsi(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRef:
     pieces = parts.path.strip("/").split("/")
-    if len(pieces) != 2 or not _IQN.match(pieces[0]) or not pieces[1].isdigit() or int(pieces[1]) > 16383:
+    if len(pieces) != 2 or not IQN.fullmatch(pieces[0]) or not pieces[1].isdigit() or int(pieces[1]) > 16383:
         raise ValueError(f"target {text!r}: an iSCSI target is {PROTOCOLS['iscsi'].form} "
                          "(an iqn./eui./naa. name and a LUN number from 0 to 16383)")
     return TargetRef("iscsi", text, host, port or PROTOCOLS["iscsi"].port, pieces[0], int(pieces[1]))
@@ -108,8 +108,7 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
              own_file=True, qemu_module="block-nfs"),
     Protocol("nbd", "NBD", "nbd://HOST[:PORT][/EXPORT]", 10809, _nbd, "nbdkit", True, "nbd", True, True, "nbd"),
     # a kernel data path: nvmet-tcp in the lab's storage server guest, the kernel's nvme-tcp in each load guest
-    Protocol("nvme-tcp", "NVMe/TCP", port=4420, server="nvmet", lab=True, tcp=True, wire_model="nvme-tcp",
-             kernel=True),
+    Protocol("nvme-tcp", "NVMe/TCP", port=4420, server="nvmet", lab=True, tcp=True, wire_model="nvme-tcp"),
     Protocol("fc", "Fibre Channel", wire_model="fc", modelled_only=True, fc_link=True),
     Protocol("fcoe", "FCoE", wire_model="fcoe", modelled_only=True, min_mtu=2158),
 ]}

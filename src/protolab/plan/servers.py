@@ -18,14 +18,15 @@ class Server:
     protocol: str
     title: str
     kernel: bool = False
+    modules: tuple[str, ...] = ()  # a kernel server's target and initiator modules (doctor: does this host have them)
 
 
 SERVERS: dict[str, Server] = {s.name: s for s in [
     Server("tgt", "iscsi", "tgt"),
-    Server("lio", "iscsi", "LIO", kernel=True),
+    Server("lio", "iscsi", "LIO", kernel=True, modules=("iscsi_target_mod", "iscsi_tcp")),
     Server("ganesha", "nfs", "NFS-Ganesha"),
     Server("nbdkit", "nbd", "nbdkit"),
-    Server("nvmet", "nvme-tcp", "nvmet-tcp", kernel=True),
+    Server("nvmet", "nvme-tcp", "nvmet-tcp", kernel=True, modules=("nvmet-tcp", "nvme-tcp")),
 ]}
 
 
@@ -44,6 +45,17 @@ def server_for(protocol: str | None, chosen: str | None) -> Server | None:
     return SERVERS.get(own or "")
 
 
+def kernel_served(protocol: str | None, chosen: str | None) -> bool:
+    """True when a kernel serves a lab target of ``protocol`` with server ``chosen`` (its guests' kernels attach it)."""
+    s = server_for(protocol, chosen)
+    return s is not None and s.kernel
+
+
+def kernel_protocols() -> list[str]:
+    """The protocols some kernel server serves (reached by the guests' kernels)."""
+    return list(dict.fromkeys(s.protocol for s in SERVERS.values() if s.kernel))
+
+
 def check_server(protocol: str | None, chosen: str | None, sessions: int | None) -> None:
     """ValueError (one sentence, what to write) unless ``chosen`` serves ``protocol`` and ``sessions`` fits."""
     if chosen is not None:
@@ -55,7 +67,6 @@ def check_server(protocol: str | None, chosen: str | None, sessions: int | None)
                              f"{'this target' if protocol is None else protocol}; "
                              + (f"use one of {', '.join(choices)}" if choices else "remove server"))
     if sessions is not None:
-        s = server_for(protocol, chosen)
-        if s is None or not (s.kernel and s.protocol == "iscsi"):
+        if not (protocol == "iscsi" and kernel_served(protocol, chosen)):
             raise ValueError("sessions applies to iSCSI logged in by a guest's kernel (server = \"lio\"); "
                              "remove sessions")

@@ -10,10 +10,11 @@ a forward on 127.0.0.1 of the host's namespace (control traffic never crosses th
 measured links). Guests are recorded in the lab's record, so the lab's teardown —
 after a failure or a signal too — stops every QEMU it started.
 
-A kernel data path (``lab:nvme-tcp``) has no userspace initiator: a storage server guest
-(booted once, in the storage namespace, in the servers' cgroup) exports the pool's volume
-with nvmet-tcp, and each load guest's kernel connects to it over the lab's links
-(vm.kernelpaths); fio in the guest runs on the NVMe namespace.
+A kernel data path (``lab:nvme-tcp``, ``lab:iscsi`` with ``server = "lio"``; plan.servers)
+has no virtual disk: a storage server guest (booted once, in the storage namespace, in the
+servers' cgroup) exports the pool's volumes with nvmet-tcp or LIO, and each load guest's
+kernel attaches one over the lab's links (vm.kernelpaths); fio in the guest runs on the
+NVMe namespace or the iSCSI sessions' disks.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ..engine.targets import Access, resolve
 from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
-from ..plan.servers import server_for
+from ..plan.servers import Server, kernel_served, server_for
 from ..proc import Runner
 from ..telemetry.window import Window
 from .labbed import LabTestbed, lab_protocol
@@ -104,7 +105,7 @@ class VmTestbed(LabTestbed):
                              "disks_per_vm": hv.disks_per_vm, "accel_wanted": hv.accel,
                              "accel": self.accel.accel if self.accel else None,
                              "accel_reason": self.accel.reason if self.accel else None}
-        kernel = {c.name: f"{lab_protocol(self.plan, c)} by {server_for(lab_protocol(self.plan, c), c.server).title}"
+        kernel = {c.name: f"{lab_protocol(self.plan, c)} by {self._server(c).title}"
                   for c in self.plan.configurations if self.kernel(c)}
         if kernel:  # configurations whose guests' kernels attach the export (vm.kernelpaths)
             out["hypervisor"]["kernel_paths"] = kernel
@@ -114,17 +115,20 @@ class VmTestbed(LabTestbed):
         """The configuration's virtual disk controller."""
         return c.controller or self.hv.controller
 
+    def _server(self, c: Configuration) -> Server | None:
+        """The lab's server of the configuration's export (None for lab:local)."""
+        return server_for(lab_protocol(self.plan, c), c.server)
+
     def kernel(self, c: Configuration) -> bool:
         """True when a kernel serves the configuration's export (its guests' kernels attach it, vm.kernelpaths)."""
-        server = server_for(lab_protocol(self.plan, c), c.server)
-        return server is not None and server.kernel
+        return kernel_served(lab_protocol(self.plan, c), c.server)
 
     def target_label(self, c: Configuration) -> str:
         if self.kernel(c):
             protocol = lab_protocol(self.plan, c)
             how = f"{c.sessions or 1} session(s)" if protocol == "iscsi" else f"{self.hv.vcpus} I/O queue(s)"
             return (f"{PROTOCOLS[protocol].title} by the guest's kernel ({how}) from the storage server guest's "
-                    f"{server_for(protocol, c.server).title}")
+                    f"{self._server(c).title}")
         return f"{self.hv.disks_per_vm} {self.controller(c)} disk(s) per VM over {self.data_access(c).describe()}"
 
     def data_access(self, c: Configuration) -> Access:

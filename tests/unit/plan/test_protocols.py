@@ -34,7 +34,10 @@ def fakenet(monkeypatch):
 def test_the_registry_answers_every_list_the_code_needs():
     assert protocols.lab_targets() == ["local", "iscsi", "nfs", "nbd", "nvme-tcp"]
     assert protocols.exported() == ["iscsi", "nfs", "nbd", "nvme-tcp"]
-    assert [p.name for p in PROTOCOLS.values() if p.kernel] == ["nvme-tcp"]
+    from protolab.plan.servers import kernel_protocols, kernel_served
+
+    assert kernel_protocols() == ["iscsi", "nvme-tcp"] and kernel_served("nvme-tcp", None)
+    assert kernel_served("iscsi", "lio") and not kernel_served("iscsi", None) and not kernel_served("local", None)
     assert protocols.engines() == ["libiscsi", "nfs", "nbd"]
     assert protocols.modelled() == ["iscsi", "nfs", "nbd", "nvme-tcp", "fc", "fcoe"]
     ref = parse_target("iscsi://198.18.0.1/iqn.2026-11.org.protolab:x/0")

@@ -32,6 +32,17 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
     with pytest.raises(ProtolabError, match="no host may connect"):
         NvmeTarget("198.18.0.2", 4420, good["nqn"], ()).kernel_args()
     assert check_nqn("nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+    from protolab.vm.kernelpaths import IscsiLogin
+
+    login = dict(address="198.18.0.2", port=3260, iqn="iqn.2024-01.org.protolab:pl.lio",
+                 initiator="iqn.2024-01.org.protolab:pl.h0v0", sessions=2)
+    assert IscsiLogin(**login).kernel_args() == [
+        "pl.iscsi=198.18.0.2,3260,iqn.2024-01.org.protolab:pl.lio,iqn.2024-01.org.protolab:pl.h0v0,2"]
+    for bad in ("iqn.2024-01.org.x:a,b", "iqn.2024-01.org.x:a\n", "iqn.2024-01.org.x:a b"):
+        with pytest.raises(ProtolabError, match="is not an iSCSI name"):
+            IscsiLogin(**{**login, "initiator": bad}).kernel_args()
+    with pytest.raises(ProtolabError, match="iSCSI sessions 17: give 1-16"):
+        IscsiLogin(**{**login, "sessions": 17}).kernel_args()
 
 
 def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel_command_line(tmp_path):
@@ -107,12 +118,14 @@ def test_doctor_says_where_each_kernel_path_runs():
 
     no = Completed(("modinfo",), 1, "", "modinfo: ERROR: Module nvmet-tcp not found.")
     runner = FakeRunner({("modinfo", "-F", "filename"): no})
-    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp"]}, "tcg")
-    assert c.ok and c.detail == ("nvme-tcp in TCG guests — TCG figures measure emulation: only comparisons' "
-                                 "mechanics mean anything; this host's kernel has nvmet-tcp no, nvme-tcp no "
-                                 "(protolab runs them in guests)")
+    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp", "iscsi"]}, "tcg")
+    assert c.ok and c.detail == ("iscsi by LIO, nvme-tcp by nvmet-tcp in TCG guests — TCG figures measure emulation: "
+                                 "only comparisons' mechanics mean anything; this host's kernel has iscsi_target_mod "
+                                 "no, iscsi_tcp no, nvmet-tcp no, nvme-tcp no (protolab runs them in guests)")
+    partial = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp"]}, "tcg")  # no iscsistart in the image
+    assert not partial.ok and partial.detail.startswith("nvme-tcp by nvmet-tcp in TCG guests")
     old = kernel_paths_check(FakeRunner(), {}, "kvm")  # an image built before the kernel paths
-    assert not old.ok and old.detail.startswith("none in KVM guests; this host's kernel has nvmet-tcp yes")
+    assert not old.ok and old.detail.startswith("none in KVM guests; this host's kernel has iscsi_target_mod yes")
     assert "scripts/build-guest.sh" in old.fix
 
 
