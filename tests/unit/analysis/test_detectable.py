@@ -100,3 +100,27 @@ def test_decide_gives_the_detectable_size_only_to_no_clear_difference():
     assert q.detectable == pytest.approx(max(want, 0.02))
     assert 0.02 < q.detectable < 0.5
     assert math.isnan(vs[1].detectable) and math.isnan(vs[1].alpha_tested)
+
+
+@pytest.mark.parametrize("alpha", [1.8e-5, 1.5e-3, 0.05])
+@pytest.mark.parametrize("lo, hi", [(2.0, 4.0), (1.01, 200.0), (2.0, 1e7)])
+def test_many_distinct_df_are_interpolated_within_1e_5_of_the_exact_solution(alpha, lo, hi):
+    """A large study's thousands of Welch df go through the Chebyshev interpolation; each figure stays within 1e-5
+    (relative) of λ solved for that df alone, and the test's power there is 80 %."""
+    from protolab.analysis import detectable
+
+    rng = np.random.default_rng(7)
+    df = np.exp(rng.uniform(np.log(lo), np.log(hi), 400))
+    se = rng.uniform(0.01, 0.2, df.size)
+    got = smallest_detectable(se, df, alpha)
+    assert np.unique(df).size > detectable._EXACT_UP_TO  # the interpolated path
+    d = np.minimum(df, detectable._MAX_DF)
+    exact = detectable._lambda(d, np.full(d.size, alpha), POWER) * se
+    assert np.max(np.abs(got / exact - 1)) < 1e-5
+    for i in rng.choice(df.size, 5, replace=False):  # against scipy.stats' own noncentral t
+        lam, t_crit = got[i] / se[i], sps.t.ppf(1 - alpha / 2, d[i])
+        assert sps.nct.sf(t_crit, d[i], lam) + sps.nct.sf(t_crit, d[i], -lam) == pytest.approx(0.80, abs=1e-4)
+    # a few distinct df (and the same df repeated) are solved exactly, each
+    few = smallest_detectable(se[:10], np.repeat(df[:5], 2), alpha)
+    assert few == pytest.approx(detectable._lambda(np.repeat(d[:5], 2), np.full(10, alpha), POWER) * se[:10],
+                                rel=1e-12)
