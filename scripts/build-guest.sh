@@ -52,7 +52,7 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$STAGE/tmp" \
          "$STAGE/lib/modules" "$STAGE/etc" "$OUT"
 cp "$BUSYBOX" "$STAGE/bin/busybox"
-for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr; do
+for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty head; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -96,6 +96,7 @@ cat > "$STAGE/init" <<'EOF'
 #   pl.lio=ADDR,PORT,IQN,INITIATOR[+…],SERIAL    storage server: the disk with that serial, LIO iSCSI LUN 0, to those
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
+#   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends there
 # protolab validates every value (addresses, numbers, NQN grammar) before it writes a command line.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -181,6 +182,12 @@ if [ -n "$NVME" ]; then
     else
         echo "protolab-guest: nvme-tcp $3 at $1:$2" > /dev/console
     fi
+fi
+# pl.stat=ttyS1: answer each line from the host on the second serial port with /proc/stat's cpu line (vm.guestcpu)
+if [ "$(arg pl.stat)" = ttyS1 ] && [ -c /dev/ttyS1 ]; then
+    stty -F /dev/ttyS1 raw -echo
+    (exec < /dev/ttyS1 > /dev/ttyS1; while read -r _; do head -n 1 /proc/stat; done) &
+    echo "protolab-guest: stat on ttyS1" > /dev/console
 fi
 sleep 1
 # nvmeXcYnZ: a multipath controller's hidden path, no /dev node (fio opens nvmeXnZ)

@@ -115,9 +115,9 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
 def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):
     """lab:nvme-tcp and lab:iscsi served by LIO (2 sessions: two SCSI disks, one per stream) in a [hypervisor] plan:
     the storage server guest boots once and serves both, each load guest's kernel attaches; every cell has IOPS,
-    latency, server CPU (the server guest's QEMU), hypervisor and guest CPU, and the storage port's bytes and frames
-    per I/O as the wire model says; nothing of any guest is left after the run. (QEMU's own initiators beside a
-    kernel path in one plan: the same testbed, tests/lab/test_vm_study.py.)"""
+    latency, server CPU (the server guest's QEMU, and its own /proc/stat), hypervisor and guest CPU, and the storage
+    port's bytes and frames per I/O as the wire model says; nothing of any guest is left after the run. (QEMU's own
+    initiators beside a kernel path in one plan: the same testbed, tests/lab/test_vm_study.py.)"""
     from test_study import PREFIX
     from test_vm_study import qemus, vm_plan
 
@@ -139,10 +139,17 @@ def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):
         assert qemus() == [] and leftovers(PREFIX) == []
     recs = rundir.records()
     assert sorted(r.configuration for r in recs) == ["lio", "nvme-tcp"]
+    vcpus = load_plan_text(text).hypervisor.vcpus
     for r in recs:
         f = figures(r)
         assert r.result.iops > 0 and r.result.errors == 0 and r.result.percentiles_us.get("p99", 0) > 0, r.cell_id
         assert f.cpu_us_per_io_hypervisor > 0 and f.cpu_us_per_io_guest > 0 and f.cpu_us_per_io_server > 0, r.cell_id
+        # the server guest's own kernel counted its targets' CPU (its /proc/stat over the stat port): some, and no
+        # more than its vCPUs could give in the window
+        assert 0 < f.server_guest_cpu_s <= 1.1 * r.telemetry.elapsed_s * vcpus, (r.cell_id, f.server_guest_cpu_s)
+        assert f.cpu_us_per_io_server_guest > 0, r.cell_id
+        print(f"\n{r.configuration}: {r.result.iops:.0f} IOPS; server CPU per I/O: {f.cpu_us_per_io_server:.0f} µs "
+              f"(its QEMU), {f.cpu_us_per_io_server_guest:.0f} µs (the guest's own /proc/stat)")
         assert f.packets_counted_as == "frames" and f.wire_bytes_per_io > 8192, (r.cell_id, f.wire_bytes_per_io)
         # the kernel path's traffic crossed the storage port as the model says (one run: within 1 % in bytes)
         model = wire_cost(r.configuration.replace("lio", "iscsi"), block_size=8192, read_pct=60, mtu=1500)
@@ -172,3 +179,6 @@ def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):
     assert {(r["configuration"], r["protocol"], r["controller"]) for r in rows} == {
         ("nvme-tcp", "nvme-tcp", ""), ("lio", "iscsi", "")}
     assert all(float(r["cpu_us_per_io_server"]) > 0 and float(r["packets_per_io"]) > 0 for r in rows), rows
+    assert all(float(r["cpu_us_per_io_server_guest"]) > 0 for r in rows), rows
+    assert "protolab-guest: stat on ttyS1" in (rundir.path / "lab-logs" / f"{PREFIX}-storage-guest.console.log"
+                                               ).read_text()

@@ -77,6 +77,10 @@ def derive(ios: int, loadgen_cpu_s: float | None, telemetry: dict[str, Any] | No
                 "hypervisor_cpu_s": hv_s, "cpu_us_per_io_hypervisor": per_io(hv_s, ios, 1e6),
                 "cpu_us_per_io_hv_vcpu": per_io(hv.get("vcpu"), ios, 1e6),
                 "cpu_us_per_io_hv_io": per_io(hv.get("io"), ios, 1e6)}
+    guest_server = telemetry.get("server_guest_cpu_s")
+    if guest_server is not None:  # the kernel data paths' targets, as the server guest's own kernel counts them
+        out |= {"server_guest_cpu_s": guest_server,
+                "cpu_us_per_io_server_guest": per_io(guest_server, ios, 1e6)}
     busy, total = telemetry.get("machine_busy_s"), telemetry.get("machine_total_s")
     if busy is not None and total:
         ours = sum(roles.values()) if roles else (server_s or 0.0) + (loadgen_cpu_s or 0.0)
@@ -134,6 +138,8 @@ class Figures(BaseModel):
     cpu_us_per_io_hypervisor: float | None = None
     cpu_us_per_io_hv_vcpu: float | None = None
     cpu_us_per_io_hv_io: float | None = None
+    server_guest_cpu_s: float | None = None
+    cpu_us_per_io_server_guest: float | None = None
     bytes_by_port: dict[str, int] = {}
     share_by_port: dict[str, float] = {}
 

@@ -106,6 +106,8 @@ class Telemetry(_Record):
     server_threads: dict[str, BusiestThread] = Field(default_factory=dict,
                                                      description="per storage server process: its busiest thread")
     hypervisor_thread: BusiestThread | None = Field(default=None, description="QEMU's busiest thread (all guests)")
+    server_guest_cpu_s: float | None = Field(default=None, description="the storage server guest's own busy CPU "
+                                             "seconds (its /proc/stat; kernel data paths, vm.guestcpu)")
     cores_softirq_s: list[float] = Field(default_factory=list, description="softirq seconds per core "
                                          "(/proc/stat, sampled at the tick)")
 

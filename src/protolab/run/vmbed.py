@@ -222,10 +222,13 @@ class VmTestbed(LabTestbed):
     def window(self) -> Window:
         """The lab's window with the guests' QEMU threads as one more source (guests boot on first use: their
         processes are asked for at each sample)."""
+        from ..vm.guestcpu import GuestCpu
         from ..vm.telemetry import QemuThreads
 
         window = super().window()
         window.add(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
+        # the storage server guest's own CPU (its /proc/stat), once it is up: kernel data paths only
+        window.add(GuestCpu(lambda: self.server.spec.stat if self.server is not None else None))
         return window
 
     def problems(self) -> list[str]:

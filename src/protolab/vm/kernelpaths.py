@@ -27,6 +27,7 @@ from ..errors import ProtolabError
 from ..lab.names import SUBNET_PREFIXLEN, check_in_lab_range
 from ..plan.protocols import IQN, PROTOCOLS
 from ..proc import Runner, SubprocessRunner
+from .guestcpu import StatChannel
 from .guestnet import DataNic
 from .image import GuestImage
 from .qemu import Disk, Guest, GuestSpec
@@ -165,7 +166,7 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
     to host NQNs ``nvme_hosts``, and the iscsi volume by LIO to initiator IQNs ``iscsi_initiators`` (each only
     when given). Its data NIC runs at ``mtu``, the largest MTU of the run's links, so every configuration's MTU
     works without a reboot: TCP's MSS follows the smaller end. Its QEMU runs in the servers' cgroup: its CPU is
-    the storage server's."""
+    the storage server's; the guest answers with its own /proc/stat on its stat port (vm.guestcpu)."""
     names = lab.names
     nic = DataNic(names.storage_ns, names.tap("st"), names.server_guest_address(port), SUBNET_PREFIXLEN,
                   mtu, names.storage_link(port).near.ifname, index=1)
@@ -179,8 +180,10 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
         disks.append(Disk(str(lab.export_file("iscsi")), "virtio-blk"))
     if not disks:
         raise ProtolabError("the storage server guest serves nothing: give it nvme-tcp hosts or iSCSI initiators")
-    spec = GuestSpec(f"{lab.spec.prefix}-storage-guest", image.kernel, image.initrd, accel=accel, vcpus=vcpus,
-                     memory_mib=memory_mib, disks=tuple(disks), fio_port=fio_port, nic=nic, append=tuple(words))
+    name = f"{lab.spec.prefix}-storage-guest"
+    spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
+                     disks=tuple(disks), fio_port=fio_port, nic=nic, append=tuple(words),
+                     stat=StatChannel(lab.workdir / "vm" / f"{name}.stat"))
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.storage_ns, lab.workdir / "vm",
                  lab.cgroups, role="servers")

@@ -21,6 +21,8 @@ from ..plan.protocols import qemu_schemes
 from ..proc import Runner
 from ..trust import open_nofollow
 from .controllers import controller, device_args
+from .guestcpu import KERNEL_ARG as STAT_ARG
+from .guestcpu import StatChannel
 from .guestnet import DataNic
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ class GuestSpec:
     fio_port: int = 18765  # on 127.0.0.1 in the load host's namespace
     nic: DataNic | None = None
     append: tuple[str, ...] = ()
+    stat: StatChannel | None = None  # the guest answers with its /proc/stat on a second serial port (vm.guestcpu)
 
     def argv(self, pidfile: Path, console: Path) -> list[str]:
         """The QEMU command line."""
@@ -77,10 +80,13 @@ class GuestSpec:
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
                 "-append", " ".join(["console=ttyS0 quiet panic=-1", *self.append,
-                                     *(self.nic.kernel_args() if self.nic else [])]),
+                                     *(self.nic.kernel_args() if self.nic else []),
+                                     *([STAT_ARG] if self.stat else [])]),
                 "-serial", f"file:{console}", "-pidfile", str(pidfile),
                 "-netdev", f"user,id=ctl,restrict=on,hostfwd=tcp:127.0.0.1:{self.fio_port}-:{GUEST_FIO_PORT}",
                 "-device", "virtio-net-pci,netdev=ctl"]
+        if self.stat is not None:
+            argv += self.stat.qemu_args()  # after the console: ttyS1
         if self.nic is not None:
             argv += self.nic.qemu_args()
         for i, d in enumerate(self.disks):
@@ -124,6 +130,8 @@ class Guest:
         self.workdir.mkdir(parents=True, exist_ok=True)
         argv = self.spec.argv(self.pidfile, self.console)
         self.console.unlink(missing_ok=True)  # readiness is read from it: no earlier boot's lines
+        if self.spec.stat is not None:
+            self.spec.stat.make()
         self.resource = self.record.add("process", f"qemu-{self.spec.name}", netns=self.netns,
                                         pidfile=str(self.pidfile))
         netns = self.netns
@@ -186,3 +194,5 @@ class Guest:
         self.record.drop(self.resource)
         self.resource = None
         self.pidfile.unlink(missing_ok=True)
+        if self.spec.stat is not None:
+            self.spec.stat.remove()

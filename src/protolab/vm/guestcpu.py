@@ -1,0 +1,152 @@
+"""A guest's own CPU, from its /proc/stat, over a second serial port: the storage server guest's CPU as its kernel
+counts it (the kernel data paths' targets run there), beside its QEMU threads' CPU on this host.
+
+The channel is QEMU's ``pipe`` character device on the guest's second serial port (ttyS1; the 8250 driver is
+built into Debian's kernel, so no module is needed): two FIFOs in the guest's directory, ``NAME.stat.in`` (to the
+guest) and ``NAME.stat.out`` (from it). The guest's init answers each newline it reads with /proc/stat's first
+line ('cpu  user nice system idle iowait irq softirq steal …', in USER_HZ ticks). Nothing the guest sends is run
+or trusted beyond being parsed as numbers: a line that is not one gives no figure.
+
+Under TCG the guest's ticks are emulated time: the figure shows where the guest's kernel spent its time, not
+what that costs on a real CPU (the report says so for TCG runs).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from ..telemetry.source import Fields, lerp
+
+#: the kernel's clock ticks per second as /proc/stat counts them (USER_HZ: 100 on every Linux architecture
+#: protolab boots, whatever the kernel's own HZ)
+USER_HZ = 100
+#: how long a sample waits for the guest's answer (a busy TCG guest answers in milliseconds)
+ANSWER_TIMEOUT_S = 2.0
+#: the kernel command line word that makes the guest's init answer on ttyS1
+KERNEL_ARG = "pl.stat=ttyS1"
+
+
+class GuestStat(NamedTuple):
+    """CPU seconds of the whole guest since its boot: busy (everything but idle and iowait) and in all."""
+
+    busy_s: float
+    total_s: float
+
+
+def parse_cpu_line(line: str) -> GuestStat | None:
+    """/proc/stat's 'cpu' line as busy and total seconds; None for anything else."""
+    words = line.split()
+    if len(words) < 5 or words[0] != "cpu":
+        return None
+    try:
+        ticks = [int(w) for w in words[1:9]]
+    except ValueError:
+        return None
+    if any(t < 0 for t in ticks):
+        return None
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    total = sum(ticks)  # user nice system idle iowait irq softirq steal (guest time is inside user already)
+    return GuestStat((total - idle) / USER_HZ, total / USER_HZ)
+
+
+@dataclass(frozen=True)
+class StatChannel:
+    """The two FIFOs of a guest's stat port (``base``.in, ``base``.out), made before its QEMU starts."""
+
+    base: Path
+
+    @property
+    def to_guest(self) -> Path:
+        return self.base.with_name(self.base.name + ".in")
+
+    @property
+    def from_guest(self) -> Path:
+        return self.base.with_name(self.base.name + ".out")
+
+    def qemu_args(self, chardev: str = "plstat") -> list[str]:
+        """QEMU's arguments for the port: the pipe character device as the second serial port."""
+        return ["-chardev", f"pipe,id={chardev},path={self.base}", "-serial", f"chardev:{chardev}"]
+
+    def make(self) -> None:
+        """Create both FIFOs (root's alone), replacing any left by an earlier boot."""
+        for p in (self.to_guest, self.from_guest):
+            p.unlink(missing_ok=True)
+            os.mkfifo(p, 0o600)
+
+    def remove(self) -> None:
+        for p in (self.to_guest, self.from_guest):
+            p.unlink(missing_ok=True)
+
+    def ask(self, timeout: float = ANSWER_TIMEOUT_S) -> GuestStat | None:
+        """The guest's CPU now; None when it does not answer in time (or answers nonsense)."""
+        flags = os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW  # O_RDWR: a FIFO opens without waiting for the other end
+        try:
+            fd_out = os.open(self.from_guest, flags)
+        except OSError:
+            return None
+        try:
+            _drain(fd_out)  # a late answer to an earlier question is not this one's
+            fd_in = os.open(self.to_guest, flags)
+            try:
+                os.write(fd_in, b"\n")
+            finally:
+                os.close(fd_in)
+            return parse_cpu_line(_line(fd_out, timeout))
+        except OSError:
+            return None
+        finally:
+            os.close(fd_out)
+
+
+def _drain(fd: int) -> None:
+    while select.select([fd], [], [], 0)[0]:
+        if not os.read(fd, 4096):
+            return
+
+
+def _line(fd: int, timeout: float) -> str:
+    """One line from ``fd`` within ``timeout`` ('' if none came); at most 4 KiB are read."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in got and len(got) < 4096:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return ""
+        chunk = os.read(fd, 4096 - len(got))
+        if not chunk:
+            return ""
+        got += chunk
+    return got.split(b"\n", 1)[0].decode("ascii", errors="replace")
+
+
+class GuestCpu:
+    """The storage server guest's own CPU around a window (a telemetry source): ``server_guest_cpu_s``, busy
+    seconds by its /proc/stat. No figure when the guest is not up or does not answer at either end."""
+
+    name = "server_guest"
+    instant = False  # a question to a guest: read after the instant
+
+    def __init__(self, channel: Callable[[], StatChannel | None]):
+        self.channel = channel
+
+    def start(self) -> None:
+        pass
+
+    def sample(self) -> GuestStat | None:
+        ch = self.channel()
+        return ch.ask() if ch is not None else None
+
+    def interpolate(self, a: Any, b: Any, f: float) -> GuestStat | None:
+        if a is None or b is None:
+            return None
+        return GuestStat(lerp(a.busy_s, b.busy_s, f), lerp(a.total_s, b.total_s, f))
+
+    def delta(self, before: Any, after: Any) -> Fields:
+        if before is None or after is None or after.total_s < before.total_s:  # not answered, or a reboot between
+            return {}
+        return {"server_guest_cpu_s": max(0.0, after.busy_s - before.busy_s)}
