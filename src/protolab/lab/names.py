@@ -183,13 +183,16 @@ class Names:
         """The iSCSI target name of the storage server guest's LIO export (a kernel data path)."""
         return f"iqn.2024-01.org.protolab:{self.prefix}.lio"
 
-    def initiator_iqn(self, host: int, vm: int = 0) -> str:
-        """The initiator name of host ``host``'s load guest ``vm`` (LIO's ACL admits it by this name)."""
-        return f"iqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}"
+    def initiator_iqn(self, host: int, vm: int = 0, config: int = 0) -> str:
+        """The initiator name of host ``host``'s load guest ``vm`` for configuration number ``config`` (LIO's ACL
+        admits it by this name). Each configuration's guest has its own: iscsistart's sessions have fixed ISIDs, and
+        a second login with the same name and ISID reinstates the session, ending the first guest's."""
+        return f"iqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}c{config}"
 
-    def host_nqn(self, host: int, vm: int = 0) -> str:
-        """The host NQN of host ``host``'s load guest ``vm`` (the server guest admits it by this name)."""
-        return f"nqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}"
+    def host_nqn(self, host: int, vm: int = 0, config: int = 0) -> str:
+        """The host NQN of host ``host``'s load guest ``vm`` for configuration number ``config`` (the server guest
+        admits it by this name)."""
+        return f"nqn.2024-01.org.protolab:{self.prefix}.h{host}v{vm}c{config}"
 
 
 def check_in_lab_range(address: str) -> None:

@@ -125,7 +125,9 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
                         "with hypervisor.vms_per_host VMs on it; several hosts of VMs are not supported yet")
     for c, r in zip(plan.configurations, refs):
         url = plan.target_of(c).url
-        vm_targets = [f"lab:{p.name}" for p in PROTOCOLS.values() if p.lab and (p.qemu or p.name in kernel_protocols())]
+        # QEMU's initiators, the guests' kernels, or (lab:local) QEMU on the pool's file: the baseline with no wire
+        vm_targets = [f"lab:{p.name}" for p in PROTOCOLS.values()
+                      if p.lab and (p.qemu or p.name in kernel_protocols() or p.name == "local")]
         if url not in vm_targets:
             raise PlanError(f"{source}: configuration {c.name!r}: target {url} cannot be a VM's disk; with "
                             f"[hypervisor] every target is {', '.join(vm_targets[:-1])} or {vm_targets[-1]}")

@@ -250,16 +250,23 @@ class Procedure:
         self.rundir.add_series([SeriesRow(seq=seq, cell_id=cell.id, phase="warmup", host="all",
                                           t_s=(i + 1.0) * m.interval, iops=v, session=session)
                                 for i, v in enumerate(run.warmup_series)])
-        delta = window.delta(run.before, run.after)
-        if self.testbed.serves(cell.configuration) is False:  # no server in the path: its idle CPU is no figure
-            delta = _without_servers(delta)
-        telemetry = Telemetry(**delta, storage_ports=self.testbed.storage_ports())
+        telemetry = window_telemetry(window.delta(run.before, run.after), self.testbed.storage_ports(),
+                                     served=self.testbed.serves(cell.configuration))
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
         return Window_(meas, telemetry, started[0], offset, run.out_of_step_s), rule.record(run.warmup_s)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""
         return _steadiness(series, self.plan.method.steady_window)
+
+
+def window_telemetry(delta: dict, storage_ports: list[str], *, served: bool | None) -> Telemetry:
+    """A window's Telemetry record; a path no server serves (``served`` False: the lab's local path) has no server
+    CPU and no wire: what crossed the storage ports meanwhile was other paths' (a VM study's idle kernel sessions
+    keep their keep-alives going), so it is no figure of this cell (its counters stay in the record)."""
+    if served is False:
+        return Telemetry(**_without_servers(delta), storage_ports=[])
+    return Telemetry(**delta, storage_ports=storage_ports)
 
 
 def _without_servers(delta: dict) -> dict:

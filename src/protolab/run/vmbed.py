@@ -2,8 +2,8 @@
 
 Each (configuration, host, VM) gets a guest whose data disks QEMU opens from the
 host's namespace over the configuration's protocol (libiscsi to tgt, nbd to nbdkit,
-libnfs to a disk-image file on the NFS export) behind the configuration's virtual
-disk controller, so the storage traffic crosses the emulated links and the
+libnfs to a disk-image file on the NFS export; lab:local: the pool's file, no wire) behind
+the configuration's virtual disk controller, so the storage traffic crosses the emulated links and the
 telemetry counts it. A guest boots on first use and serves every cell of its
 configuration; fio inside it is a fio server the host's fio client drives through
 a forward on 127.0.0.1 of the host's namespace (control traffic never crosses the
@@ -36,6 +36,8 @@ from ..telemetry.window import Window
 from .labbed import LabTestbed, lab_protocol
 from .progress import Progress
 
+#: the storage server guest's QEMU among the storage servers (telemetry, bottleneck sentences)
+SERVER_GUEST = "server guest"
 BOOT_TIMEOUT_S = 300.0  # a TCG guest on a busy 2-core machine boots in ~10-30 s
 
 
@@ -85,6 +87,7 @@ class VmTestbed(LabTestbed):
         self.image: Any = None
         self.guests: dict[tuple[str, int, int], GuestAgent] = {}
         self.server: Any = None  # vm.qemu.Guest: the storage server guest of the kernel data paths, once booted
+        self._window: Window | None = None  # the session's telemetry window: it watches the server guest once up
 
     def up(self, run_path: Path) -> dict[str, Any]:
         from ..vm.accel import choose
@@ -149,10 +152,11 @@ class VmTestbed(LabTestbed):
         served = {lab_protocol(self.plan, c) for c in self.plan.configurations if self.kernel(c)}
 
         def granted(protocol: str, name) -> list[str]:
-            if protocol not in served:
-                return []
+            """Every load guest the plan can make for ``protocol``'s kernel path: (configuration, host, VM)."""
             access = spec.access(protocol)
-            return [name(h, vm) for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
+            return [name(h, vm, ci) for ci, c in enumerate(self.plan.configurations)
+                    if self.kernel(c) and lab_protocol(self.plan, c) == protocol
+                    for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
 
         mtu = max(spec.link.merged(c.link).mtu for c in self.plan.configurations)
         self.server = server_guest(self.lab, self.image, nvme_hosts=granted("nvme-tcp", names.host_nqn),
@@ -163,6 +167,8 @@ class VmTestbed(LabTestbed):
         self.progress.note(f"booting the storage server guest ({self.accel.accel}: {', '.join(sorted(served))})")
         self.server.start()
         self.server.wait_ready(timeout=BOOT_TIMEOUT_S)
+        if self._window is not None and self.server.pid is not None:  # its QEMU as a server: CPU and busiest thread
+            self._window.watch_server(SERVER_GUEST, self.server.pid)
 
     def _make_guest(self, c: Configuration, name: str, host: int, vm: int):
         """A guest for (configuration, host, VM): QEMU's initiators attach its disks, or its kernel attaches."""
@@ -173,7 +179,8 @@ class VmTestbed(LabTestbed):
 
             self._server_guest()
             protocol = lab_protocol(self.plan, c)
-            return load_guest(self.lab, self.image, name, host, protocol, vm=vm, slot=len(self.guests),
+            config = [x.name for x in self.plan.configurations].index(c.name)
+            return load_guest(self.lab, self.image, name, host, protocol, vm=vm, config=config, slot=len(self.guests),
                               queues=self.hv.vcpus, sessions=c.sessions or 1, accel=self.accel.accel,
                               vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
                               runner=self.runner), \
@@ -229,6 +236,9 @@ class VmTestbed(LabTestbed):
         window.add(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
         # the storage server guest's own CPU (its /proc/stat), once it is up: kernel data paths only
         window.add(GuestCpu(lambda: self.server.spec.stat if self.server is not None else None))
+        if self.server is not None and self.server.pid is not None:
+            window.watch_server(SERVER_GUEST, self.server.pid)
+        self._window = window
         return window
 
     def problems(self) -> list[str]:

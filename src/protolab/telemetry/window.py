@@ -33,6 +33,8 @@ class Window:
 
     sources: list[Source[Any]] = field(default_factory=list)
     clock: Callable[[], float] = time.monotonic
+    #: the storage servers' processes its server sources watch, by name (shared with them: see `watch_server`)
+    server_pids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.sources]
@@ -58,7 +60,12 @@ class Window:
                 detail.append(RoleCpuWeight(cgroups.priority))
             if isinstance(getattr(cgroups, "priority", None), CpuPriority):
                 detail.append(RoleCpuLimit(cgroups.priority, ROLES))
-        return cls(instant + detail, clock)
+        return cls(instant + detail, clock, pids)
+
+    def watch_server(self, name: str, pid: int) -> None:
+        """Watch one more storage server process (and its threads) from the next sample on: a server that
+        starts after the window was made (the VM testbed's storage server guest, booted on first use)."""
+        self.server_pids[name] = pid
 
     def add(self, source: Source[Any]) -> None:
         """Watch ``source`` too (a testbed's own counters: the VM testbed's QEMU threads)."""

@@ -190,11 +190,11 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
 
 
 def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str = "nvme-tcp", *, vm: int = 0,
-               slot: int = 0, queues: int = 1, sessions: int = 1, accel: str = "tcg", vcpus: int = 1,
+               config: int = 0, slot: int = 0, queues: int = 1, sessions: int = 1, accel: str = "tcg", vcpus: int = 1,
                memory_mib: int = 512, fio_port: int, runner: Runner | None = None) -> Guest:
     """Load guest ``slot`` of host ``host`` (not started): before its fio server is ready, its kernel attaches
     the server guest's export of ``protocol`` over the host's first NIC — nvme-tcp with ``queues`` I/O queues as
-    host NQN (host, vm), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm)."""
+    host NQN (host, vm, config), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config)."""
     names = lab.names
     if lab.spec.port_of(host, 0) != 0:
         raise ProtolabError(f"host {host + 1}: the storage server guest is on storage port 0 only; kernel data paths "
@@ -203,9 +203,10 @@ def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str 
                   SUBNET_PREFIXLEN, lab.link.mtu, names.host_link(host, 0).near.ifname, index=16 + slot)
     server = names.server_guest_address(0)
     if protocol == "nvme-tcp":
-        attach = NvmeConnect(server, NVME_TCP_PORT, names.nqn, queues, names.host_nqn(host, vm)).kernel_args()
+        attach = NvmeConnect(server, NVME_TCP_PORT, names.nqn, queues, names.host_nqn(host, vm, config)).kernel_args()
     elif protocol == "iscsi":
-        attach = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm), sessions).kernel_args()
+        attach = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm, config),
+                             sessions).kernel_args()
     else:
         raise ProtolabError(f"kernel data path {protocol!r}: one of {', '.join(SERVED)}")
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,

@@ -33,6 +33,8 @@ QEMU = "qemu-system-x86_64"
 GUEST_FIO_PORT = 8765
 READY_LINE = "protolab-guest: fio server ready"
 DISK_LINE = "protolab-guest: disks"
+#: Linux's COMMAND_LINE_SIZE on x86 (2048, its NUL included)
+MAX_CMDLINE = 2047
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,12 @@ class GuestSpec:
         """The QEMU command line."""
         if self.accel not in ("kvm", "tcg"):
             raise ProtolabError(f"guest {self.name}: accelerator {self.accel!r} is not kvm or tcg")
+        cmdline = " ".join(["console=ttyS0 quiet panic=-1", *self.append, *(self.nic.kernel_args() if self.nic else []),
+                            *([STAT_ARG] if self.stat else [])])
+        if len(cmdline) > MAX_CMDLINE:  # Linux would cut it short: an access list or an attach lost its end
+            raise ProtolabError(f"guest {self.name}: its kernel command line would be {len(cmdline)} bytes, more than "
+                                f"the {MAX_CMDLINE} Linux takes; use fewer configurations, hosts or VMs per host with "
+                                "kernel data paths in one plan")
         # debug-threads names the threads ("CPU 0/TCG", "worker"): the CPU split reads them
         argv = [QEMU, "-name", f"{self.name},debug-threads=on", "-accel", self.accel,
                 # TCG: the widest emulated CPU; KVM: the host's (stock models hang on some hosts)
@@ -79,9 +87,7 @@ class GuestSpec:
                 "-smp", str(self.vcpus), "-m", str(self.memory_mib),
                 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
-                "-append", " ".join(["console=ttyS0 quiet panic=-1", *self.append,
-                                     *(self.nic.kernel_args() if self.nic else []),
-                                     *([STAT_ARG] if self.stat else [])]),
+                "-append", cmdline,
                 "-serial", f"file:{console}", "-pidfile", str(pidfile),
                 "-netdev", f"user,id=ctl,restrict=on,hostfwd=tcp:127.0.0.1:{self.fio_port}-:{GUEST_FIO_PORT}",
                 "-device", "virtio-net-pci,netdev=ctl"]

@@ -98,3 +98,20 @@ def test_each_window_reads_the_offload_state_of_its_own_cell():
     assert w.sample().of("offloads") == first  # within a window: read once
     w.start()  # the next cell, its link set
     assert w.sample().of("offloads") != first
+
+
+def test_a_server_that_starts_after_the_window_is_watched_from_the_next_sample():
+    """The VM testbed's storage server guest boots on first use, after the session's window was made: its QEMU's
+    CPU and busiest thread count from then on, as a storage server's."""
+    w = Window.of(NoNetns(), server_pids={})  # type: ignore[arg-type]
+    before = w.sample()
+    assert before.of("servers_cpu") == {}
+    w.watch_server("server guest", os.getpid())
+    a = w.sample()
+    end = time.process_time() + 0.05
+    while time.process_time() < end:  # this process busy for 50 ms
+        pass
+    b = w.sample()
+    d = w.delta(a, b)
+    assert d["servers_cpu_s"]["server guest"] >= 0.04
+    assert d["server_threads"]["server guest"]["cpu_s"] >= 0.04

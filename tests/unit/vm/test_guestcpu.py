@@ -135,3 +135,12 @@ def test_the_figure_per_io_and_its_metric():
     assert Figures(**derive(100_000, 2.0, {"elapsed_s": 10.0})).cpu_us_per_io_server_guest is None
     m = METRICS["cpu_us_per_io_server_guest"]
     assert (m.compared, m.testbeds, m.source) == (False, ("vm",), "figures")
+
+
+def test_a_kernel_command_line_linux_would_cut_short_is_refused(tmp_path):
+    from protolab.errors import ProtolabError
+
+    words = tuple(f"pl.x{i}=" + "a" * 40 for i in range(60))
+    with pytest.raises(ProtolabError, match=r"guest g: its kernel command line would be \d+ bytes, more than the 2047"):
+        GuestSpec("g", Path("/k"), Path("/i"), append=words).argv(tmp_path / "pid", tmp_path / "console")
+    GuestSpec("g", Path("/k"), Path("/i"), append=words[:40]).argv(tmp_path / "pid", tmp_path / "console")

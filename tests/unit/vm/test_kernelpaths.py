@@ -48,8 +48,11 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
 def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel_command_line(tmp_path):
     names = Names(LabSpec(prefix="pq", hosts=2))
     assert (names.server_guest_address(0), names.load_guest_address(1, 3)) == ("198.18.0.2", "198.18.0.131")
-    assert (names.nqn, names.host_nqn(1, 2)) == ("nqn.2024-01.org.protolab:pq.nvme", "nqn.2024-01.org.protolab:pq.h1v2")
-    assert check_nqn(names.nqn) and check_nqn(names.host_nqn(1, 2))
+    assert (names.nqn, names.host_nqn(1, 2)) == ("nqn.2024-01.org.protolab:pq.nvme",
+                                                 "nqn.2024-01.org.protolab:pq.h1v2c0")
+    # each configuration's guest its own name: a second iSCSI login with one name and ISID ends the first session
+    assert names.initiator_iqn(0, 0, 5) == "iqn.2024-01.org.protolab:pq.h0v0c5" != names.initiator_iqn(0, 0, 6)
+    assert check_nqn(names.nqn) and check_nqn(names.host_nqn(1, 2, 7))
     with pytest.raises(ValueError, match="load guests 0-126"):
         names.load_guest_address(0, 127)
     nic = DataNic("pq-h1", names.tap("h1"), "198.18.0.129", 24, 9000, "pqh1n0", index=17)
@@ -139,6 +142,10 @@ def test_doctor_says_where_each_kernel_path_runs():
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n', "plan: configurations b: lab:iscsi is served and "
      "reached by the kernels of the lab's guests; add a [hypervisor] table"),
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n[hypervisor]\naccel = "tcg"\n', None),
+    # the guest's disk on the pool's file (QEMU opens it: no wire), a VM study's baseline
+    ('target = "lab:local"\n[hypervisor]\naccel = "tcg"\n', None),
+    ('target = "/dev/null"\n[hypervisor]\naccel = "tcg"\n', "configuration 'b': target /dev/null cannot be a VM's "
+     "disk; with [hypervisor] every target is lab:local, lab:iscsi, lab:nfs, lab:nbd or lab:nvme-tcp"),
 ])
 def test_a_configuration_chooses_its_lab_server_and_kernel_iscsi_sessions(tmp_path, config, message):
     check_validate(tmp_path, KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config, message)
