@@ -81,7 +81,10 @@ def _lambda_interpolated(d: np.ndarray, alpha: float, power: float) -> np.ndarra
         return np.log(_lambda(np.exp(log_df), np.full(log_df.size, alpha), power))
 
     lo, hi = np.log(distinct[0]), np.log(distinct[-1])
-    poly = Chebyshev.interpolate(log_lambda, _DEGREE, domain=[lo, hi])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        poly = Chebyshev.interpolate(log_lambda, _DEGREE, domain=[lo, hi])
+    if not np.all(np.isfinite(poly.coef)):  # the solver failed at a node: each df solved on its own, as before
+        return _lambda(distinct, np.full(distinct.size, alpha), power)[back]
     return np.exp(poly(np.clip(np.log(d), lo, hi)))
 
 

@@ -251,7 +251,8 @@ class Procedure:
                                           t_s=(i + 1.0) * m.interval, iops=v, session=session)
                                 for i, v in enumerate(run.warmup_series)])
         telemetry = window_telemetry(window.delta(run.before, run.after), self.testbed.storage_ports(),
-                                     served=self.testbed.serves(cell.configuration))
+                                     served=self.testbed.serves(cell.configuration),
+                                     foreign=self.testbed.foreign_fields(cell.configuration))
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
         return Window_(meas, telemetry, started[0], offset, run.out_of_step_s), rule.record(run.warmup_s)
 
@@ -260,10 +261,13 @@ class Procedure:
         return _steadiness(series, self.plan.method.steady_window)
 
 
-def window_telemetry(delta: dict, storage_ports: list[str], *, served: bool | None) -> Telemetry:
+def window_telemetry(delta: dict, storage_ports: list[str], *, served: bool | None,
+                     foreign: tuple[str, ...] = ()) -> Telemetry:
     """A window's Telemetry record; a path no server serves (``served`` False: the lab's local path) has no server
     CPU and no wire: what crossed the storage ports meanwhile was other paths' (a VM study's idle kernel sessions
-    keep their keep-alives going), so it is no figure of this cell (its counters stay in the record)."""
+    keep their keep-alives going), so it is no figure of this cell (its counters stay in the record). ``foreign``
+    fields are other paths' counters (the VM testbed's server guest idling through a userspace path's cell)."""
+    delta = {k: v for k, v in delta.items() if k not in foreign}
     if served is False:
         return Telemetry(**_without_servers(delta), storage_ports=[])
     return Telemetry(**delta, storage_ports=storage_ports)

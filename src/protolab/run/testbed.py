@@ -240,6 +240,10 @@ class Testbed:
         """Interfaces ('netns/ifname') on the storage side of the wire (none off the lab)."""
         return []
 
+    def foreign_fields(self, c: Configuration) -> tuple[str, ...]:
+        """Telemetry fields a window of ``c`` reads but that are not its figures (another path's counters)."""
+        return ()
+
     def serves(self, c: Configuration) -> bool | None:
         """Whether ``c``'s I/O goes through the storage servers whose CPU is measured (None: not known)."""
         return None

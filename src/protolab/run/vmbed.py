@@ -96,6 +96,7 @@ class VmTestbed(LabTestbed):
         self.image = find_image()
         if self.image is None:
             raise ProtolabError("hypervisor: no guest image; run 'make deps' (scripts/build-guest.sh builds it)")
+        self._check_server_guest()  # before the lab: an access list Linux would cut short is refused at once
         super().up(run_path)
         self.progress.note(f"choosing the accelerator ({self.hv.accel})")
         self.accel = choose(self.hv.accel, self.runner, self.image, remember=True)
@@ -141,34 +142,60 @@ class VmTestbed(LabTestbed):
                            netns=self.lab.names.storage_ns, owned=True)
         return super().access(c, 0, 0)  # protolab fills the export from host 0's namespace
 
+    def _granted(self, names: Any) -> dict[str, list[str]]:
+        """Per kernel path's protocol, every load guest the plan can make for it (configuration, host, VM), by the
+        name the server guest's access list admits (host NQN, initiator IQN)."""
+        spec = self.plan.lab
+        out: dict[str, list[str]] = {}
+        for protocol, name in (("nvme-tcp", names.host_nqn), ("iscsi", names.initiator_iqn)):
+            access = spec.access(protocol)
+            out[protocol] = [name(h, vm, ci) for ci, c in enumerate(self.plan.configurations)
+                             if self.kernel(c) and lab_protocol(self.plan, c) == protocol
+                             for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
+        return out
+
+    def _server_mtu(self) -> int:
+        spec = self.plan.lab
+        return max(spec.link.merged(c.link).mtu for c in self.plan.configurations)
+
+    def _check_server_guest(self) -> None:
+        """Refuse, before anything is made, a server guest whose kernel command line Linux would cut short."""
+        if not any(self.kernel(c) for c in self.plan.configurations):
+            return
+        from ..lab.names import Names
+        from ..vm.guestcpu import KERNEL_ARG
+        from ..vm.kernelpaths import server_guest_name, server_nic, server_words
+        from ..vm.qemu import kernel_cmdline
+
+        names = Names(self.plan.lab)
+        nic = server_nic(names, self._server_mtu())
+        granted = self._granted(names)
+        words, _ = server_words(names, nic.address, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"])
+        kernel_cmdline(server_guest_name(names), [*words, *nic.kernel_args(), KERNEL_ARG])
+
     def _server_guest(self) -> None:
-        """Boot the storage server guest once (kernel data paths), admitting every load guest the plan can make."""
+        """Boot the storage server guest once (kernel data paths), admitting every load guest the plan can make.
+        It becomes the testbed's server only once ready (one that failed to boot is stopped at once)."""
         if self.server is not None:
             return
         from ..vm.accel import free_port
         from ..vm.kernelpaths import server_guest
 
-        spec, names = self.plan.lab, self.lab.names
-        served = {lab_protocol(self.plan, c) for c in self.plan.configurations if self.kernel(c)}
-
-        def granted(protocol: str, name) -> list[str]:
-            """Every load guest the plan can make for ``protocol``'s kernel path: (configuration, host, VM)."""
-            access = spec.access(protocol)
-            return [name(h, vm, ci) for ci, c in enumerate(self.plan.configurations)
-                    if self.kernel(c) and lab_protocol(self.plan, c) == protocol
-                    for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
-
-        mtu = max(spec.link.merged(c.link).mtu for c in self.plan.configurations)
-        self.server = server_guest(self.lab, self.image, nvme_hosts=granted("nvme-tcp", names.host_nqn),
-                                   iscsi_initiators=granted("iscsi", names.initiator_iqn), mtu=mtu,
-                                   accel=self.accel.accel,
-                                   vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
-                                   runner=self.runner)
-        self.progress.note(f"booting the storage server guest ({self.accel.accel}: {', '.join(sorted(served))})")
-        self.server.start()
-        self.server.wait_ready(timeout=BOOT_TIMEOUT_S)
-        if self._window is not None and self.server.pid is not None:  # its QEMU as a server: CPU and busiest thread
-            self._window.watch_server(SERVER_GUEST, self.server.pid)
+        granted = self._granted(self.lab.names)
+        served = sorted(p for p, names in granted.items() if names)
+        guest = server_guest(self.lab, self.image, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"],
+                             mtu=self._server_mtu(), accel=self.accel.accel, vcpus=self.hv.vcpus,
+                             memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner)
+        self.progress.note(f"booting the storage server guest ({self.accel.accel}: {', '.join(served)})")
+        try:
+            guest.start()
+            guest.wait_ready(timeout=BOOT_TIMEOUT_S)
+        except BaseException:
+            guest.stop()  # its tap and name free again: a later cell may boot it afresh
+            raise
+        self.server = guest
+        if self._window is not None and guest.pid is not None:  # its QEMU as a server: CPU and busiest thread
+            self._window.watch_server(SERVER_GUEST, guest.pid)
 
     def _make_guest(self, c: Configuration, name: str, host: int, vm: int):
         """A guest for (configuration, host, VM): QEMU's initiators attach its disks, or its kernel attaches."""
@@ -235,11 +262,20 @@ class VmTestbed(LabTestbed):
         window = super().window()
         window.add(QemuThreads(lambda: [a.guest.pid for a in self.guests.values() if a.guest.pid]))
         # the storage server guest's own CPU (its /proc/stat), once it is up: kernel data paths only
-        window.add(GuestCpu(lambda: self.server.spec.stat if self.server is not None else None))
+        window.add(GuestCpu(self._stat_channel))
         if self.server is not None and self.server.pid is not None:
             window.watch_server(SERVER_GUEST, self.server.pid)
         self._window = window
         return window
+
+    def _stat_channel(self) -> Any:
+        """The server guest's stat port while its QEMU runs (a dead guest's FIFOs are still there: never asked)."""
+        popen = self.server.popen if self.server is not None else None
+        return self.server.spec.stat if popen is not None and popen.poll() is None else None
+
+    def foreign_fields(self, c: Configuration) -> tuple[str, ...]:
+        """The server guest's own CPU belongs to the kernel data paths' cells only (it idles through the others)."""
+        return () if self.kernel(c) else ("server_guest_cpu_s",)
 
     def problems(self) -> list[str]:
         popen = self.server.popen if self.server is not None else None

@@ -25,8 +25,10 @@ from ..telemetry.source import Fields, lerp
 #: the kernel's clock ticks per second as /proc/stat counts them (USER_HZ: 100 on every Linux architecture
 #: protolab boots, whatever the kernel's own HZ)
 USER_HZ = 100
-#: how long a sample waits for the guest's answer (a busy TCG guest answers in milliseconds)
-ANSWER_TIMEOUT_S = 2.0
+#: how long a sample waits for the guest's answer (a busy TCG guest answers in 10-20 ms): a sample stalls no longer
+ANSWER_TIMEOUT_S = 0.5
+#: a tick count has at most this many digits (2^64 has 20): a longer word is no number of ticks
+MAX_DIGITS = 20
 #: the kernel command line word that makes the guest's init answer on ttyS1
 KERNEL_ARG = "pl.stat=ttyS1"
 
@@ -39,19 +41,16 @@ class GuestStat(NamedTuple):
 
 
 def parse_cpu_line(line: str) -> GuestStat | None:
-    """/proc/stat's 'cpu' line as busy and total seconds; None for anything else."""
+    """/proc/stat's 'cpu' line as busy and total seconds; None for anything else.
+
+    Busy is user, nice, system, irq and softirq (guest time is inside user already); idle, iowait and steal — time
+    the hypervisor did not give the vCPU — are not the guest's work, though they are part of its total."""
     words = line.split()
-    if len(words) < 5 or words[0] != "cpu":
-        return None
-    try:
-        ticks = [int(w) for w in words[1:9]]
-    except ValueError:
-        return None
-    if any(t < 0 for t in ticks):
-        return None
-    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
-    total = sum(ticks)  # user nice system idle iowait irq softirq steal (guest time is inside user already)
-    return GuestStat((total - idle) / USER_HZ, total / USER_HZ)
+    if len(words) < 9 or words[0] != "cpu" or any(len(w) > MAX_DIGITS or not w.isdigit() for w in words[1:9]):
+        return None  # the machine's line has user … steal at least (Linux 2.6.11 on)
+    ticks = [int(w) for w in words[1:9]]
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]
+    return GuestStat(busy / USER_HZ, sum(ticks) / USER_HZ)
 
 
 @dataclass(frozen=True)
@@ -103,10 +102,13 @@ class StatChannel:
             os.close(fd_out)
 
 
-def _drain(fd: int) -> None:
-    while select.select([fd], [], [], 0)[0]:
-        if not os.read(fd, 4096):
+def _drain(fd: int, most: int = 64 * 1024) -> None:
+    """Read what is waiting on ``fd`` (at most ``most`` bytes: a guest that keeps writing cannot hold a sample)."""
+    while most > 0 and select.select([fd], [], [], 0)[0]:
+        got = os.read(fd, 4096)
+        if not got:
             return
+        most -= len(got)
 
 
 def _line(fd: int, timeout: float) -> str:

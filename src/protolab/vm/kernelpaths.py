@@ -24,7 +24,7 @@ from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
 
 from ..errors import ProtolabError
-from ..lab.names import SUBNET_PREFIXLEN, check_in_lab_range
+from ..lab.names import SUBNET_PREFIXLEN, Names, check_in_lab_range
 from ..plan.protocols import IQN, PROTOCOLS
 from ..proc import Runner, SubprocessRunner
 from .guestcpu import StatChannel
@@ -159,6 +159,34 @@ class IscsiLogin:
 SERVED = ("nvme-tcp", "iscsi")
 
 
+def server_nic(names: Names, mtu: int, port: int = 0) -> DataNic:
+    """The storage server guest's data NIC on storage port ``port``."""
+    return DataNic(names.storage_ns, names.tap("st"), names.server_guest_address(port), SUBNET_PREFIXLEN,
+                   mtu, names.storage_link(port).near.ifname, index=1)
+
+
+def server_guest_name(names: Names) -> str:
+    return f"{names.prefix}-storage-guest"
+
+
+def server_words(names: Names, address: str, *, nvme_hosts: Sequence[str] = (),
+                 iscsi_initiators: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """The storage server guest's kernel command line words for its exports, and the protocols of its disks in
+    order (serials pl0, pl1, …)."""
+    words: list[str] = []
+    served: list[str] = []
+    if nvme_hosts:
+        words += NvmeTarget(address, NVME_TCP_PORT, names.nqn, tuple(nvme_hosts), f"pl{len(served)}").kernel_args()
+        served.append("nvme-tcp")
+    if iscsi_initiators:
+        words += LioTarget(address, ISCSI_PORT, names.lio_iqn, tuple(iscsi_initiators),
+                           f"pl{len(served)}").kernel_args()
+        served.append("iscsi")
+    if not served:
+        raise ProtolabError("the storage server guest serves nothing: give it nvme-tcp hosts or iSCSI initiators")
+    return words, served
+
+
 def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (), iscsi_initiators: Sequence[str] = (),
                  mtu: int, accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512, fio_port: int, port: int = 0,
                  runner: Runner | None = None) -> Guest:
@@ -168,19 +196,10 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
     works without a reboot: TCP's MSS follows the smaller end. Its QEMU runs in the servers' cgroup: its CPU is
     the storage server's; the guest answers with its own /proc/stat on its stat port (vm.guestcpu)."""
     names = lab.names
-    nic = DataNic(names.storage_ns, names.tap("st"), names.server_guest_address(port), SUBNET_PREFIXLEN,
-                  mtu, names.storage_link(port).near.ifname, index=1)
-    disks, words = [], []
-    if nvme_hosts:
-        words += NvmeTarget(nic.address, NVME_TCP_PORT, names.nqn, tuple(nvme_hosts), f"pl{len(disks)}").kernel_args()
-        disks.append(Disk(str(lab.export_file("nvme-tcp")), "virtio-blk"))
-    if iscsi_initiators:
-        words += LioTarget(nic.address, ISCSI_PORT, names.lio_iqn, tuple(iscsi_initiators),
-                           f"pl{len(disks)}").kernel_args()
-        disks.append(Disk(str(lab.export_file("iscsi")), "virtio-blk"))
-    if not disks:
-        raise ProtolabError("the storage server guest serves nothing: give it nvme-tcp hosts or iSCSI initiators")
-    name = f"{lab.spec.prefix}-storage-guest"
+    nic = server_nic(names, mtu, port)
+    words, served = server_words(names, nic.address, nvme_hosts=nvme_hosts, iscsi_initiators=iscsi_initiators)
+    disks = [Disk(str(lab.export_file(p)), "virtio-blk") for p in served]
+    name = server_guest_name(names)
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
                      disks=tuple(disks), fio_port=fio_port, nic=nic, append=tuple(words),
                      stat=StatChannel(lab.workdir / "vm" / f"{name}.stat"))

@@ -37,6 +37,17 @@ DISK_LINE = "protolab-guest: disks"
 MAX_CMDLINE = 2047
 
 
+def kernel_cmdline(name: str, words: list[str]) -> str:
+    """Guest ``name``'s kernel command line with ``words``; ProtolabError when Linux would cut it short (an access
+    list or an attach would lose its end)."""
+    cmdline = " ".join(["console=ttyS0 quiet panic=-1", *words])
+    if len(cmdline) > MAX_CMDLINE:
+        raise ProtolabError(f"guest {name}: its kernel command line would be {len(cmdline)} bytes, more than the "
+                            f"{MAX_CMDLINE} Linux takes; use fewer configurations, hosts or VMs per host with kernel "
+                            "data paths in one plan")
+    return cmdline
+
+
 @dataclass(frozen=True)
 class Disk:
     """One data disk: the storage URL QEMU opens (iscsi://, nbd://, nfs://…/file) or a local file (an absolute
@@ -74,12 +85,8 @@ class GuestSpec:
         """The QEMU command line."""
         if self.accel not in ("kvm", "tcg"):
             raise ProtolabError(f"guest {self.name}: accelerator {self.accel!r} is not kvm or tcg")
-        cmdline = " ".join(["console=ttyS0 quiet panic=-1", *self.append, *(self.nic.kernel_args() if self.nic else []),
-                            *([STAT_ARG] if self.stat else [])])
-        if len(cmdline) > MAX_CMDLINE:  # Linux would cut it short: an access list or an attach lost its end
-            raise ProtolabError(f"guest {self.name}: its kernel command line would be {len(cmdline)} bytes, more than "
-                                f"the {MAX_CMDLINE} Linux takes; use fewer configurations, hosts or VMs per host with "
-                                "kernel data paths in one plan")
+        cmdline = kernel_cmdline(self.name, [*self.append, *(self.nic.kernel_args() if self.nic else []),
+                                             *([STAT_ARG] if self.stat else [])])
         # debug-threads names the threads ("CPU 0/TCG", "worker"): the CPU split reads them
         argv = [QEMU, "-name", f"{self.name},debug-threads=on", "-accel", self.accel,
                 # TCG: the widest emulated CPU; KVM: the host's (stock models hang on some hosts)

@@ -124,3 +124,25 @@ def test_many_distinct_df_are_interpolated_within_1e_5_of_the_exact_solution(alp
     few = smallest_detectable(se[:10], np.repeat(df[:5], 2), alpha)
     assert few == pytest.approx(detectable._lambda(np.repeat(d[:5], 2), np.full(10, alpha), POWER) * se[:10],
                                 rel=1e-12)
+
+
+def test_where_the_solver_fails_at_a_node_each_df_is_solved_on_its_own(monkeypatch):
+    """A non-finite λ at one Chebyshev node must not blank every figure at that α: the exact path takes over."""
+    from protolab.analysis import detectable
+
+    df = np.linspace(2.0, 40.0, 200)
+    exact = smallest_detectable(np.ones(5), df[:5], 1e-3)  # few distinct df: solved exactly
+    real = detectable._lambda
+    calls = []
+
+    def failing(d, a, power):
+        calls.append(d.size)
+        out = real(d, a, power)
+        if len(calls) == 1:
+            out[3] = np.nan  # the first call is the interpolation's nodes
+        return out
+
+    monkeypatch.setattr(detectable, "_lambda", failing)
+    got = smallest_detectable(np.ones(200), df, 1e-3)
+    assert calls == [detectable._DEGREE + 1, 200] and np.all(np.isfinite(got))
+    assert got[:5] == pytest.approx(exact, rel=1e-12)

@@ -58,3 +58,9 @@ def test_the_local_path_has_no_packets_per_io_though_other_paths_keep_alives_cro
     assert local.telemetry.storage_ports == [] and local.telemetry.interfaces[port].rx_packets == 6  # kept, raw
     assert figures(local).packets_per_io is None and figures(local).cpu_us_per_io_server is None
     assert figures(record(True)).packets_per_io == 12 / 10_000
+
+
+def test_another_paths_counters_are_not_a_cells_figures():
+    t = window_telemetry({**DELTA, "server_guest_cpu_s": 3.0}, [], served=True, foreign=("server_guest_cpu_s",))
+    assert t.server_guest_cpu_s is None and t.servers_cpu_s == {"tgtd": 0.0003}
+    assert window_telemetry({**DELTA, "server_guest_cpu_s": 3.0}, [], served=True).server_guest_cpu_s == 3.0

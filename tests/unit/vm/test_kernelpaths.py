@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from protolab.errors import ProtolabError
@@ -149,3 +151,27 @@ def test_doctor_says_where_each_kernel_path_runs():
 ])
 def test_a_configuration_chooses_its_lab_server_and_kernel_iscsi_sessions(tmp_path, config, message):
     check_validate(tmp_path, KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config, message)
+
+
+def _vm_testbed(text: str):
+    from protolab.plan.load import load_plan_text
+    from protolab.proc import FakeRunner
+    from protolab.run.vmbed import VmTestbed
+
+    return VmTestbed(load_plan_text(text), None, FakeRunner(), None, Path("/nonexistent"))  # type: ignore[arg-type]
+
+
+def test_each_kernel_guest_is_granted_by_its_own_name_and_an_access_list_linux_would_cut_is_refused_first():
+    few = _vm_testbed(KERNEL_PLAN + '[[configurations]]\nname = "c"\ntarget = "lab:iscsi"\nserver = "lio"\n'
+                      '[hypervisor]\naccel = "tcg"\nvms_per_host = 2\n')
+    granted = few._granted(Names(few.plan.lab))
+    assert granted == {"nvme-tcp": ["nqn.2024-01.org.protolab:pl.h0v0c1", "nqn.2024-01.org.protolab:pl.h0v1c1"],
+                       "iscsi": ["iqn.2024-01.org.protolab:pl.h0v0c2", "iqn.2024-01.org.protolab:pl.h0v1c2"]}
+    few._check_server_guest()  # fits
+    # the server guest's CPU is a kernel path's figure only: it idles through the userspace paths' cells
+    by = {c.name: c for c in few.plan.configurations}
+    assert few.foreign_fields(by["a"]) == ("server_guest_cpu_s",) and few.foreign_fields(by["b"]) == ()
+    many = _vm_testbed(KERNEL_PLAN + "".join(f'[[configurations]]\nname = "n{i}"\ntarget = "lab:nvme-tcp"\n'
+                                             for i in range(6)) + '[hypervisor]\naccel = "tcg"\nvms_per_host = 16\n')
+    with pytest.raises(ProtolabError, match=r"guest pl-storage-guest: its kernel command line would be \d+ bytes"):
+        many._check_server_guest()
