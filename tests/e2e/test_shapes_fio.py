@@ -68,8 +68,8 @@ def test_bursts_then_pauses_and_a_poisson_rate(tmp_path, fio_path):
     series, _ = read_series(tmp_path, "w")
     # a burst is well under a second: fio's per-second log (a rate over its 1 s interval) shows each in about one
     # second (on a busy machine a burst may straddle a second's boundary: the pair of seconds holds it whole)
-    assert series[0] + series[1] == pytest.approx(400, abs=5) and series[2] <= 5
-    assert series[3] + (series[4] if len(series) > 4 else 0) == pytest.approx(400, abs=5)
+    assert series[0] + series[1] == pytest.approx(400, abs=5) and series[2] <= 5, series  # the series: diagnosis
+    assert series[3] + (series[4] if len(series) > 4 else 0) == pytest.approx(400, abs=5), series
     job.write_text(_job(tmp_path, '{ name = "p", block_size = "4k", read_pct = 100, random_pct = 100, oio = 1, '
                                   'rate_iops = 200, arrivals = "poisson" }', runtime=8))
     subprocess.run([fio_path, "--output-format=json", f"--output={out}", str(job)], check=True, timeout=60,
