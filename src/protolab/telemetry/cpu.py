@@ -52,12 +52,25 @@ def tree_cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
     return total
 
 
+#: a tick count has at most this many digits (2^64 has 20): a longer word is no count
+MAX_TICK_DIGITS = 20
+
+
+def cpu_line_ticks(line: str) -> list[int] | None:
+    """/proc/stat's machine line ('cpu  user nice system idle iowait irq softirq steal …') as its first eight tick
+    counts; None for anything else (a core's line, too few or malformed counts: a guest's answer is parsed here
+    too, vm.guestcpu)."""
+    words = line.split()
+    if len(words) < 9 or words[0] != "cpu" or any(len(w) > MAX_TICK_DIGITS or not w.isdigit() for w in words[1:9]):
+        return None  # the machine's line has user … steal at least (Linux 2.6.11 on)
+    return [int(w) for w in words[1:9]]
+
+
 def machine_cpu_seconds(proc: Path = Path("/proc")) -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat's 'cpu' line."""
     for line in (proc / "stat").read_text().splitlines():
-        if line.startswith("cpu "):
-            v = [int(x) for x in line.split()[1:]]
-            user, nice, system, idle, iowait, irq, softirq, steal = (v + [0] * 8)[:8]
+        if (ticks := cpu_line_ticks(line)) is not None:
+            user, nice, system, idle, iowait, irq, softirq, steal = ticks
             busy = user + nice + system + irq + softirq + steal
             return busy / TICK, (busy + idle + iowait) / TICK
     raise OSError("no cpu line in /proc/stat")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from ..telemetry.cpu import cpu_line_ticks
 from ..telemetry.source import Fields, lerp
 
 #: the kernel's clock ticks per second as /proc/stat counts them (USER_HZ: 100 on every Linux architecture
@@ -27,8 +28,6 @@ from ..telemetry.source import Fields, lerp
 USER_HZ = 100
 #: how long a sample waits for the guest's answer (a busy TCG guest answers in 10-20 ms): a sample stalls no longer
 ANSWER_TIMEOUT_S = 0.5
-#: a tick count has at most this many digits (2^64 has 20): a longer word is no number of ticks
-MAX_DIGITS = 20
 #: the kernel command line word that makes the guest's init answer on ttyS1
 KERNEL_ARG = "pl.stat=ttyS1"
 
@@ -45,10 +44,9 @@ def parse_cpu_line(line: str) -> GuestStat | None:
 
     Busy is user, nice, system, irq and softirq (guest time is inside user already); idle, iowait and steal — time
     the hypervisor did not give the vCPU — are not the guest's work, though they are part of its total."""
-    words = line.split()
-    if len(words) < 9 or words[0] != "cpu" or any(len(w) > MAX_DIGITS or not w.isdigit() for w in words[1:9]):
-        return None  # the machine's line has user … steal at least (Linux 2.6.11 on)
-    ticks = [int(w) for w in words[1:9]]
+    ticks = cpu_line_ticks(line)
+    if ticks is None:
+        return None
     busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]
     return GuestStat(busy / USER_HZ, sum(ticks) / USER_HZ)
 
