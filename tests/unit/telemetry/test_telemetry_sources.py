@@ -108,10 +108,11 @@ def test_a_server_that_starts_after_the_window_is_watched_from_the_next_sample()
     assert before.of("servers_cpu") == {}
     w.watch_server("server guest", os.getpid())
     a = w.sample()
-    end = time.process_time() + 0.05
-    while time.process_time() < end:  # this process busy for 50 ms
+    end = time.process_time() + 0.2
+    while time.process_time() < end:  # this process busy for 200 ms
         pass
     b = w.sample()
     d = w.delta(a, b)
-    assert d["servers_cpu_s"]["server guest"] >= 0.04
-    assert d["server_threads"]["server guest"]["cpu_s"] >= 0.04
+    # /proc counts whole 10 ms ticks, sampled: half the busy time is a bound no tick rounding crosses
+    assert d["servers_cpu_s"]["server guest"] >= 0.1
+    assert d["server_threads"]["server guest"]["cpu_s"] >= 0.1
