@@ -25,48 +25,10 @@ out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or os.environ.ge
 err = Console(stderr=True)
 
 
-class RichProgress:
-    """Cells done / total, ETA, and the live IOPS of the cell being measured."""
+def _progress():
+    from .progress import RichProgress  # rich.progress only for `run` and `resume`
 
-    def __init__(self, console: Console):
-        # imported here: only `run` draws a bar, and rich.progress costs every other command ~20 ms
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.console = console
-        # 2 refreshes a second (rich's default is 10): the bar's own cost stays well under 1 % of a core
-        self.bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[iops]}"),
-            console=console, transient=False, refresh_per_second=2,
-        )
-        self.task = None
-
-    def start(self, total, seconds_per_cell):
-        self.bar.start()
-        self.task = self.bar.add_task("starting", total=total, iops="")
-
-    def cell(self, index, cell):
-        self.bar.update(self.task, description=f"{cell.workload.name} · {cell.configuration.name} · "
-                        f"{cell.load_point.label(cell.workload)} · r{cell.repeat}", iops="")
-
-    def iops(self, value):
-        self.bar.update(self.task, iops=f"{value:,.0f} IOPS")
-
-    def done(self, record):
-        self.bar.advance(self.task)
-
-    def note(self, message):
-        self.console.print(f"[dim]{message}[/dim]")
-
-    def stop(self):
-        self.bar.stop()
+    return RichProgress(out)
 
 
 def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = None,
@@ -190,7 +152,7 @@ def run(
     _lab_allowed(p, source)
     if p.scale:
         out.print(f"{source}: scale {p.scale}", highlight=False)
-    study = Study(p, text, source, results_root=results, progress=RichProgress(out), lab_workdir=lab_workdir)
+    study = Study(p, text, source, results_root=results, progress=_progress(), lab_workdir=lab_workdir)
     _measure(study, study.run)
 
 
@@ -219,7 +181,7 @@ def resume(
               highlight=False, markup=False)
     _lab_allowed(p, source)
     study = Study(p, text, source, results_root=rundir.path.parent,
-                  progress=RichProgress(out), lab_workdir=lab_workdir)
+                  progress=_progress(), lab_workdir=lab_workdir)
     _measure(study, lambda: study.resume(rundir, force=force))
 
 
@@ -395,27 +357,10 @@ def main() -> None:
 
 
 def console() -> None:
-    """The console script (and ``python -m protolab.cli``): main(), and after a command that ended normally with
-    nothing left running, leave without freeing the interpreter's objects one by one.
+    """The `protolab` console script: main(), left at once when done (protolab.leave)."""
+    from .leave import leave_after
 
-    Every file is written and closed by then (atomically); a 10,000-window report's records took about 0.9 s
-    to free at exit (issue 25). A thread still running (none should be) gets Python's usual shutdown instead.
-    Tests call main() in their own process and keep the usual exit."""
-    import threading
-
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code
-        if (code is None or isinstance(code, int)) and not any(
-                t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except (OSError, ValueError):  # a closed pipe: let Python's own exit say so
-                raise e from None
-            os._exit(code or 0)
-        raise
+    leave_after(main)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def test_help_plans_workloads_load_no_heavy_module():
 
 
 def test_the_console_script_leaves_at_once_with_its_code_and_its_output_flushed():
-    """console() ends the process with os._exit after a command that ended normally (a 10,000-window report's
+    """The console script ends the process with os._exit after a command that ended normally (a 10,000-window report's
     objects took ~0.9 s to free at exit): the code and every line printed still reach the caller."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     ok = subprocess.run([sys.executable, "-m", "protolab.cli", "workloads"], capture_output=True, text=True,
@@ -48,7 +48,7 @@ def test_the_console_script_waits_for_a_thread_still_running(monkeypatch):
     """A non-daemon thread still alive: Python's usual exit (which waits for it), never os._exit."""
     import threading
 
-    import protolab.cli as cli
+    from protolab import leave
 
     left: list[int] = []
 
@@ -59,10 +59,10 @@ def test_the_console_script_waits_for_a_thread_still_running(monkeypatch):
         left.append(code)
         raise Left
 
-    monkeypatch.setattr(cli.os, "_exit", _exit)
-    monkeypatch.setattr(cli, "main", lambda: sys.exit(3))
+    monkeypatch.setattr(leave.os, "_exit", _exit)
+    main = lambda: sys.exit(3)  # noqa: E731
     try:
-        cli.console()
+        leave.leave_after(main)
     except Left:
         pass
     assert left == [3]
@@ -71,7 +71,7 @@ def test_the_console_script_waits_for_a_thread_still_running(monkeypatch):
     worker.start()
     try:
         try:
-            cli.console()
+            leave.leave_after(main)
         except SystemExit as e:
             assert e.code == 3
         else:
