@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .histogram import Histogram
+
 RECORD_SCHEMA = 2
 #: a client run whose fio servers' statuses fell further out of step than this (seconds) is marked in its record
 OUT_OF_STEP_S = 0.5
@@ -37,7 +39,7 @@ class DirectionResult(_Record):
     mbps: float = Field(default=0.0, description="MB/s, 1 MB = 10^6 bytes")
     lat_mean_us: float | None = Field(default=None, description="completion latency mean (clat), µs")
     percentiles_us: dict[str, float | None] = Field(default_factory=dict)
-    bins_ns: dict[int, int] = Field(default_factory=dict, description="merged clat histogram: bin ns → count")
+    bins_ns: Histogram = Field(default_factory=Histogram, description="merged clat histogram: bin ns → count")
 
 
 class CellResult(_Record):
