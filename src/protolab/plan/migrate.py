@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 6
+PLAN_FORMAT = 7
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
-#: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "move"
+#: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "targets" (each [targets] entry
+#: and each configuration's inline target table), "move"
 #: ({"table.field": "table.field"}) or "drop" ({list: [field, …]}: fields no longer kept, removed from each entry).
 MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     1: (2, {
@@ -29,6 +30,7 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     3: (4, {"seed_findings": {"claims": []}, "drop": {"seed_findings": ["here"]}}),
     4: (5, {"configurations": {"cpu_limit": {}}}),  # a role's CPU capped per configuration
     5: (6, {"configurations": {"server": None, "sessions": None}}),  # the lab's server chosen (plan.servers)
+    6: (7, {"targets": {"attach": None}}),  # a target attached on the hosts (plan.attach)
 }
 
 
@@ -49,8 +51,22 @@ def migrate(stored: dict[str, Any], version: int) -> dict[str, Any]:
                     if isinstance(plan.get(table), list):
                         plan[table] = [{k: v for k, v in w.items() if k not in gone} if isinstance(w, dict) else w
                                        for w in plan[table]]
+            elif where == "targets":
+                plan = _targets_with(plan, fields)
             elif where in ("workloads", "configurations", "seed_findings") and isinstance(plan.get(where), list):
                 plan[where] = [{**fields, **w} if isinstance(w, dict) else w for w in plan[where]]
+    return plan
+
+
+def _targets_with(plan: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """``plan`` with ``fields`` added to every target table: [targets] entries and inline configuration targets."""
+    plan = dict(plan)
+    if isinstance(plan.get("targets"), dict):
+        plan["targets"] = {k: {**fields, **t} if isinstance(t, dict) else t for k, t in plan["targets"].items()}
+    if isinstance(plan.get("configurations"), list):
+        plan["configurations"] = [{**c, "target": {**fields, **c["target"]}}
+                                  if isinstance(c, dict) and isinstance(c.get("target"), dict) else c
+                                  for c in plan["configurations"]]
     return plan
 
 

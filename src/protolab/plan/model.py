@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from . import safety
+from .attach import Attach, attach_url
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -38,9 +39,12 @@ class TargetSpec(_Model):
     """Where the I/O goes: a local file, directory or block device, a URL, or a lab export."""
 
     url: str = Field(
-        min_length=1,
-        description="path, iscsi://HOST[:PORT]/IQN/LUN, nfs://HOST/EXPORT, nbd://HOST[:PORT], or lab:PROTOCOL",
+        default="", description="path, iscsi://HOST[:PORT]/IQN/LUN, nfs://HOST/EXPORT, nbd://HOST[:PORT], or "
+        "lab:PROTOCOL; with attach, leave it out (attach:PROTOCOL: the device is found once attached)",
     )
+    attach: Attach | None = Field(
+        default=None, description="attach on every host that uses it: { iscsi = {…} }, { nfs = {…} } or "
+        "{ nvme-tcp = {…} } (plan.attach)")
     allow_overwrite: bool = Field(
         default=False, description="allow writing to a target that already holds data"
     )
@@ -62,6 +66,17 @@ class TargetSpec(_Model):
         if n < 1024**2:
             raise ValueError(f"size must be at least 1M (got {v!r})")
         return n
+
+    @model_validator(mode="after")
+    def _url_or_attach(self) -> "TargetSpec":
+        if self.attach is not None:
+            if self.url and self.url != attach_url(self.attach):
+                raise ValueError("give url or attach, not both: with attach the device is found on each host "
+                                 "once attached")
+            object.__setattr__(self, "url", attach_url(self.attach))
+        elif not self.url:
+            raise ValueError("give url (a path, a URL or lab:PROTOCOL) or attach = { iscsi | nfs | nvme-tcp = {…} }")
+        return self
 
 
 class Configuration(_Model):

@@ -94,6 +94,7 @@ def target_ref(plan: Plan, index: int, source: str) -> TargetRef:
 def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
     """Raise a one-line PlanError for anything `run` would refuse; create nothing."""
     env = env or Environment()
+    _attach(plan, source)
     refs = [target_ref(plan, i, source) for i in range(len(plan.configurations))]
     for name, t in plan.targets.items():
         try:
@@ -107,6 +108,18 @@ def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
     _replay(plan, source, refs)
     _regions(plan, source, refs)
     _local_space(plan, source, refs, env)
+
+
+def _attach(plan: Plan, source: str) -> None:
+    """A target attached on the hosts by protolab: its grammar is checked (plan.attach); the attach itself is not
+    built yet, so such a plan is refused before anything is created, saying what to do instead."""
+    for i, c in enumerate(plan.configurations):
+        t = plan.target_of(c)
+        if t.attach is not None:
+            where = (f"targets.{c.target}.attach" if isinstance(c.target, str)
+                     else f"configurations[{i}] ({c.name}).target.attach")
+            raise PlanError(f"{source}: {where}: {t.attach.describe()}: protolab does not attach on the hosts yet; "
+                            "attach it on each host yourself and give the device or file as url")
 
 
 def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:

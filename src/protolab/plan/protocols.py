@@ -18,6 +18,9 @@ from urllib.parse import SplitResult
 
 #: an iSCSI name (RFC 3720 3.2.6: iqn., eui. or naa.), as protolab accepts it anywhere (match it whole)
 IQN = re.compile(r"(iqn|eui|naa)\.[A-Za-z0-9.:_-]{1,220}")
+#: NVMe base spec 4.5: "nqn." + yyyy-mm + "." + reversed domain, then ":" and a name; 223 bytes at most
+NQN = re.compile(r"nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*")
+NQN_MAX = 223
 _EXPORT = re.compile(r"^[A-Za-z0-9_./+-]{1,1024}$")
 
 

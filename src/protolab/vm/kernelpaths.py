@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import ProtolabError
 from ..lab.names import SUBNET_PREFIXLEN, Names, check_in_lab_range
-from ..plan.protocols import IQN, PROTOCOLS
+from ..plan import attach
+from ..plan.protocols import PROTOCOLS
 from ..proc import Runner, SubprocessRunner
 from .guestcpu import StatChannel
 from .guestnet import DataNic
@@ -36,28 +37,25 @@ if TYPE_CHECKING:
     from ..lab.lab import Lab
 
 NVME_TCP_PORT = PROTOCOLS["nvme-tcp"].port
-#: NVMe base spec 4.5: "nqn." + date + "." + reversed domain, then ":" and a name; 223 bytes at most
-_NQN = re.compile(r"nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*")
-NQN_MAX = 223
 MAX_QUEUES = 128
 MAX_SESSIONS = 16
 ISCSI_PORT = PROTOCOLS["iscsi"].port
 
 
 def check_nqn(nqn: str, what: str = "NQN") -> str:
-    """``nqn`` if it follows the NQN grammar (letters, digits, '.', '-', '_' and ':' only); ProtolabError if not."""
-    if len(nqn) > NQN_MAX or not _NQN.fullmatch(nqn):
-        raise ProtolabError(f"{what} {nqn!r} is not an NVMe qualified name; write nqn.YYYY-MM.reversed.domain:name "
-                            f"(letters, digits, '.', '-', '_', ':'; at most {NQN_MAX} characters)")
-    return nqn
+    """``nqn`` if it follows the NQN grammar (plan.attach.check_nqn); ProtolabError if not."""
+    try:
+        return attach.check_nqn(nqn, what)
+    except ValueError as e:
+        raise ProtolabError(str(e)) from None
 
 
 def check_iqn(iqn: str, what: str = "IQN") -> str:
-    """``iqn`` if it follows the iSCSI name grammar (plan.protocols.IQN); ProtolabError if not."""
-    if not IQN.fullmatch(iqn):  # the plan's grammar (plan.protocols): no comma, space or newline reaches the guest
-        raise ProtolabError(f"{what} {iqn!r} is not an iSCSI name; write iqn.YYYY-MM.reversed.domain:name "
-                            "(letters, digits, '.', '-', '_', ':')")
-    return iqn
+    """``iqn`` if it follows the iSCSI name grammar (plan.attach.check_iqn); ProtolabError if not."""
+    try:  # the plan's grammar: no comma, space or newline reaches the guest
+        return attach.check_iqn(iqn, what)
+    except ValueError as e:
+        raise ProtolabError(str(e)) from None
 
 
 def _check_serial(disk: str) -> None:

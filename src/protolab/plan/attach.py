@@ -1,0 +1,236 @@
+"""A target's kernel attach on the user's hosts (`attach = { iscsi | nfs | nvme-tcp = {…} }`): the one owner of
+its grammar.
+
+Every value is data, checked here before anything is built from it: host names and addresses, ports, the IQN and
+NQN grammars (plan.protocols.IQN, vm.kernelpaths' NQN rule), an export path of plain characters, numbers in
+range. No value may hold a space, a quote, a ';', a newline or a leading '-', so none can become a second word or
+an option in a command, local or over ssh.
+
+    [targets.array]
+    attach = { iscsi = { portal = "10.1.2.3:3260", iqn = "iqn.2001-05.com.example:array", lun = 0, sessions = 4 } }
+    allow_overwrite = true
+
+    [targets.filer]
+    attach = { nfs = { server = "10.1.2.4", export = "/vol/bench", version = "4.1", nconnect = 4 } }
+
+    [targets.flash]
+    attach = { nvme-tcp = { address = "10.1.2.5", nqn = "nqn.2014-08.org.example:flash", queues = 2 } }
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import ip_address
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .protocols import IQN, NQN, NQN_MAX, PROTOCOLS
+
+_HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$")
+#: an export path: '/' then plain path characters, no '..' step (no space, quote, ';', ',' or control character)
+_EXPORT = re.compile(r"^/(?:[A-Za-z0-9_.+-]+/?)*$")
+_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+MAX_SESSIONS = 16
+MAX_NCONNECT = 16  # Linux's NFS client takes at most 16 connections per server
+MAX_QUEUES = 128
+RW_SIZES = tuple(2**k for k in range(12, 21))  # rsize/wsize: 4 KiB to 1 MiB, powers of two (the client rounds)
+NFS_VERSIONS = ("3", "4.0", "4.1", "4.2")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def check_host(value: Any, field: str) -> str:
+    """A host name or an IP address (IPv6 in brackets is not needed here: a bare one is accepted)."""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be a host name or an address, in quotes")
+    try:
+        return str(ip_address(value))
+    except ValueError:
+        pass
+    if len(value) > 253 or not _HOST.match(value):
+        raise ValueError(f"{field} {value!r} is not a host name or an IP address (letters, digits, '-' and '.')")
+    return value
+
+
+def check_port(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ValueError(f"{field} {value!r} is not a TCP port; give a number from 1 to 65535")
+    return value
+
+
+def check_iqn(value: Any, field: str = "iqn") -> str:
+    if not isinstance(value, str) or not IQN.fullmatch(value):
+        raise ValueError(f"{field} {value!r} is not an iSCSI name; write iqn.YYYY-MM.reversed.domain:name "
+                         "(letters, digits, '.', '-', '_', ':')")
+    return value
+
+
+def check_nqn(value: Any, field: str = "nqn") -> str:
+    if not isinstance(value, str) or len(value) > NQN_MAX or not NQN.fullmatch(value):
+        raise ValueError(f"{field} {value!r} is not an NVMe qualified name; write nqn.YYYY-MM.reversed.domain:name "
+                         f"(letters, digits, '.', '-', '_', ':'; at most {NQN_MAX} characters)")
+    return value
+
+
+class IscsiAttach(_Model):
+    """iSCSI: log in to the target IQN at the portal, ``sessions`` sessions; the LUN's disk is the target."""
+
+    portal: str = Field(description="HOST or HOST:PORT of the target portal (port 3260 by default)")
+    iqn: str = Field(description="the target's IQN")
+    lun: int = Field(default=0, ge=0, le=16383)
+    sessions: int = Field(default=1, ge=1, le=MAX_SESSIONS, description="sessions per host to the target")
+
+    @field_validator("portal", mode="before")
+    @classmethod
+    def _portal(cls, v: Any) -> str:
+        if not isinstance(v, str):
+            raise ValueError("portal must be HOST or HOST:PORT, in quotes")
+        host, sep, port = v.rpartition(":") if v.count(":") == 1 else (v, "", "")
+        check_host(host, "portal host")
+        if sep:
+            check_port(int(port) if port.isdigit() and len(port) <= 5 else -1, "portal port")
+        return v
+
+    @field_validator("iqn", mode="before")
+    @classmethod
+    def _iqn(cls, v: Any) -> str:
+        return check_iqn(v)
+
+    @property
+    def host(self) -> str:
+        return self.portal.rpartition(":")[0] if self.portal.count(":") == 1 else self.portal
+
+    @property
+    def port(self) -> int:
+        return int(self.portal.rpartition(":")[2]) if self.portal.count(":") == 1 else PROTOCOLS["iscsi"].port
+
+
+class NfsAttach(_Model):
+    """NFS: mount the export (version, nconnect, rsize/wsize); the target is ``file`` in the mount."""
+
+    server: str
+    export: str = Field(description="the export's path on the server, e.g. /vol/bench")
+    version: Literal["3", "4.0", "4.1", "4.2"] = "4.1"
+    nconnect: int = Field(default=1, ge=1, le=MAX_NCONNECT, description="TCP connections to the server")
+    rsize: int | None = Field(default=None, description="bytes per READ (4096-1048576, a power of two)")
+    wsize: int | None = Field(default=None, description="bytes per WRITE (4096-1048576, a power of two)")
+    file: str = Field(default="protolab.dat", description="the data file in the export (a plain name)")
+
+    @field_validator("server", mode="before")
+    @classmethod
+    def _server(cls, v: Any) -> str:
+        return check_host(v, "server")
+
+    @field_validator("export", mode="before")
+    @classmethod
+    def _export(cls, v: Any) -> str:
+        if not isinstance(v, str) or len(v) > 1024 or not _EXPORT.match(v) or "/../" in f"{v}/" \
+                or "/./" in f"{v}/":
+            raise ValueError(f"export {v!r} is not an export path; write /path/of/export (letters, digits, "
+                             "'_', '.', '+', '-' and '/'; no '..')")
+        return v
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> str:
+        text = {3: "3", 4: "4.0", 4.1: "4.1", 4.2: "4.2"}.get(v, v) if not isinstance(v, bool) else v
+        text = "4.0" if text == "4" else text
+        if text not in NFS_VERSIONS:
+            raise ValueError(f"version {v!r}: give one of {', '.join(NFS_VERSIONS)}")
+        return text
+
+    @field_validator("rsize", "wsize", mode="before")
+    @classmethod
+    def _size(cls, v: Any, info) -> int | None:
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v not in RW_SIZES:
+            raise ValueError(f"{info.field_name} {v!r}: give a power of two from 4096 to 1048576 bytes")
+        return v
+
+    @field_validator("file", mode="before")
+    @classmethod
+    def _file(cls, v: Any) -> str:
+        if not isinstance(v, str) or not _FILE.match(v):
+            raise ValueError(f"file {v!r} is not a plain file name (letters, digits, '_', '.', '-'; no '/')")
+        return v
+
+    def options(self) -> str:
+        """The mount options protolab asks for (mount -o), in a fixed order."""
+        opts = [f"vers={self.version}", f"nconnect={self.nconnect}"]
+        opts += [f"{k}={v}" for k, v in (("rsize", self.rsize), ("wsize", self.wsize)) if v is not None]
+        return ",".join(opts)
+
+
+class NvmeTcpAttach(_Model):
+    """NVMe/TCP: connect to the subsystem at the address (I/O queues); namespace ``nsid``'s disk is the target."""
+
+    address: str
+    port: int = PROTOCOLS["nvme-tcp"].port
+    nqn: str = Field(description="the subsystem's NQN")
+    nsid: int = Field(default=1, ge=1, le=0xFFFFFFFE)
+    queues: int | None = Field(default=None, ge=1, le=MAX_QUEUES, description="I/O queues (default: the kernel's)")
+
+    @field_validator("address", mode="before")
+    @classmethod
+    def _address(cls, v: Any) -> str:
+        return check_host(v, "address")
+
+    @field_validator("port", mode="before")
+    @classmethod
+    def _port(cls, v: Any) -> int:
+        return check_port(v, "port")
+
+    @field_validator("nqn", mode="before")
+    @classmethod
+    def _nqn(cls, v: Any) -> str:
+        return check_nqn(v)
+
+
+class Attach(_Model):
+    """Exactly one of iscsi, nfs, nvme-tcp."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+
+    iscsi: IscsiAttach | None = None
+    nfs: NfsAttach | None = None
+    nvme_tcp: NvmeTcpAttach | None = Field(default=None, alias="nvme-tcp")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Attach":
+        given = [k for k, v in self if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of iscsi, nfs or nvme-tcp, e.g. attach = { nfs = { server = "
+                             "\"10.1.2.4\", export = \"/vol/bench\" } }")
+        return self
+
+    @property
+    def protocol(self) -> str:
+        return "iscsi" if self.iscsi else "nfs" if self.nfs else "nvme-tcp"
+
+    @property
+    def spec(self) -> IscsiAttach | NfsAttach | NvmeTcpAttach:
+        spec = self.iscsi or self.nfs or self.nvme_tcp
+        assert spec is not None
+        return spec
+
+    def describe(self) -> str:
+        """One line for `validate`, the report and the run directory."""
+        s = self.spec
+        if isinstance(s, IscsiAttach):
+            return f"iSCSI {s.iqn} LUN {s.lun} at {s.host}:{s.port}, {s.sessions} session(s) per host"
+        if isinstance(s, NfsAttach):
+            return f"NFS {s.server}:{s.export} ({s.options()}), file {s.file}"
+        return (f"NVMe/TCP {s.nqn} namespace {s.nsid} at {s.address}:{s.port}"
+                + (f", {s.queues} I/O queue(s)" if s.queues else ""))
+
+
+ATTACH_PREFIX = "attach:"
+
+
+def attach_url(attach: Attach) -> str:
+    """The target string of an attached target: attach:PROTOCOL (its device is known only once attached)."""
+    return f"{ATTACH_PREFIX}{attach.protocol}"
