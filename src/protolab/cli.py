@@ -255,7 +255,9 @@ def workloads():
 
 
 @app.command()
-def doctor(as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON.")):
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+           hosts: Optional[Path] = typer.Option(None, "--hosts", help="Check instead each load host of this plan "
+                                                "(ssh, fio, each attached target's tools, modules and route MTU).")):
     """Show what is installed (fio, its engines), whether this machine allows the embedded lab,
     and whether it can run virtual machines as load hosts (QEMU, guest image, KVM or TCG and why)."""
     from .doctor import fio_checks, lab_checks, vm_checks
@@ -263,9 +265,15 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the checks 
 
     runner = SubprocessRunner()
     bad = 0
-    # VMs are optional: what they lack is reported, but does not fail the doctor
-    sections = (("fio", fio_checks(runner), True), ("embedded lab", lab_checks(runner), True),
-                ("virtual machines (optional)", vm_checks(runner), False))
+    if hosts is not None:
+        from .engine.fio import find_fio
+        from .hostcheck import check_hosts
+
+        sections = tuple((f"host {r.title}", r.checks, True) for r in check_hosts(
+            _load(hosts, None)[0], runner, local_fio=find_fio()[0] or "fio"))
+    else:  # VMs are optional: what they lack is reported, but does not fail the doctor
+        sections = (("fio", fio_checks(runner), True), ("embedded lab", lab_checks(runner), True),
+                    ("virtual machines (optional)", vm_checks(runner), False))
     if as_json:
         import json
 

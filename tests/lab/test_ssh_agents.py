@@ -143,3 +143,50 @@ data_size = "64M"
     assert _fio_servers() == [], tree  # closing the ssh sessions stopped the remote fio servers
     assert all(_listeners(lab.names.host_ns(h)) == [] for h in range(2))
     assert not list(Path("/run/protolab").glob("agents-*"))  # the forwards' socket directory is gone
+
+
+def _has_module(name: str) -> bool:
+    return Path(f"/sys/module/{name}").exists() or subprocess.run(
+        ["modinfo", name], capture_output=True, timeout=30).returncode == 0
+
+
+def test_doctor_checks_each_host_over_ssh(lab_with_sshd, tmp_path):
+    """`doctor --hosts`: both sshd hosts reached, their fio's version, the NFS attach's tool, module and route MTU
+    as this machine has them (the namespaces share its files and kernel); a host with no sshd named in one line."""
+    lab, addrs, client_cfg = lab_with_sshd
+    server = lab.endpoint("nbd", host=0).url.split("//")[1].split(":")[0]
+    silent = "198.18.0.250"  # in the lab's range, where nothing answers
+    hosts = "".join(f'[[hosts]]\nname = "esx{i + 1}"\nagent = "ssh://root@{a}"\nfio = "{FIO}"\n'
+                    'ssh_options = ["-o", "ConnectTimeout=3"]\n' for i, a in enumerate([*addrs, silent]))
+    plan = tmp_path / "hosts.toml"
+    plan.write_text(f"""
+name = "hosts"
+baseline = "filer"
+workloads = ["tr3808-4k"]
+load_points = [{{ streams = 1 }}]
+{hosts}
+[[configurations]]
+name = "filer"
+target = "filer"
+[targets.filer]
+attach = {{ nfs = {{ server = "{server}", export = "/export", version = 3 }} }}
+""")
+    env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(client_cfg)}
+    p = subprocess.run(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli", "doctor",
+                        "--hosts", str(plan), "--json"], capture_output=True, text=True, env=env, timeout=120)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["ok"] is False, p.stderr
+    by_host = {s["section"]: {c["item"]: c for c in s["checks"]} for s in doc["sections"]}
+    version = subprocess.run([FIO, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    tool = shutil.which("mount.nfs", path="/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin")
+    mtu = lab.link.mtu
+    for i, a in enumerate(addrs):
+        checks = by_host[f"host esx{i + 1} (ssh://root@{a})"]
+        assert checks["reached"]["ok"] and checks["fio"]["detail"] == version
+        assert checks["nfs: mount.nfs"]["ok"] == (tool is not None)
+        assert checks["nfs: module nfs"]["ok"] == _has_module("nfs")
+        route = checks[f"nfs: route to {server}"]
+        assert route["ok"] and route["detail"].endswith(f", MTU {mtu}"), route
+    gone = by_host[f"host esx3 (ssh://root@{silent})"]
+    assert list(gone) == ["reached"] and not gone["reached"]["ok"]
+    assert f"ssh root@{silent} true" in gone["reached"]["fix"] and "\n" not in gone["reached"]["detail"]

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic_core import core_schema
 
-
 _MAX = 2**63 - 1
 
 

@@ -1,0 +1,140 @@
+"""`protolab doctor --hosts PLAN`: what each of a plan's load hosts has for its run — reached (ssh), fio and its
+version, the initiator tools and kernel modules each attached target needs, the MTU of the interface that
+routes to each attach address.
+
+One fixed shell script does the looking, on this machine (``sh -c``) or over the host's ssh connection; every
+value in it is protolab's own (tool and module names) or a plan value already checked by plan.attach and
+quoted here, so nothing a plan says can become a command.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from .doctor import Check
+from .errors import ProtolabError
+from .plan.attach import IscsiAttach, NfsAttach
+from .plan.model import LoadHost, Plan
+from .proc import Runner
+
+#: what attaching each protocol takes on a host: its initiator tool and kernel module
+NEEDS = {"iscsi": ("iscsiadm", "iscsi_tcp"), "nfs": ("mount.nfs", "nfs"), "nvme-tcp": ("nvme", "nvme_tcp")}
+#: the Debian package of each tool
+PACKAGES = {"iscsiadm": "open-iscsi", "mount.nfs": "nfs-common", "nvme": "nvme-cli"}
+SSH_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """One host's checks, under a title that says how it is reached."""
+
+    title: str
+    checks: list[Check]
+
+
+def attach_addresses(plan: Plan) -> dict[str, str]:
+    """The attach address of each attached target the configurations use, by protocol and address
+    ('10.1.2.3' → 'iscsi')."""
+    out: dict[str, str] = {}
+    for c in plan.configurations:
+        a = plan.target_of(c).attach
+        if a is not None:
+            s = a.spec
+            out[s.host if isinstance(s, IscsiAttach) else s.server if isinstance(s, NfsAttach) else s.address] = \
+                a.protocol
+    return out
+
+
+def script(fio: str, protocols: set[str], addresses: list[str]) -> str:
+    """The shell script that prints one line per finding: 'fio VERSION', 'tool NAME PATH', 'module NAME yes|no',
+    'mtu ADDRESS DEVICE MTU' ('-' for what is not there)."""
+    tools = " ".join(NEEDS[p][0] for p in sorted(protocols))
+    modules = " ".join(NEEDS[p][1] for p in sorted(protocols))
+    q = shlex.quote
+    return "\n".join([
+        'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"',
+        f'v=$({q(fio)} --version 2>/dev/null | head -1); echo "fio ${{v:--}}"',
+        f'for t in {tools}; do p=$(command -v "$t" 2>/dev/null); echo "tool $t ${{p:--}}"; done' if tools else ":",
+        f'for m in {modules}; do if [ -d "/sys/module/$m" ] || modinfo "$m" >/dev/null 2>&1; then '
+        'echo "module $m yes"; else echo "module $m no"; fi; done' if modules else ":",
+        f"for a in {' '.join(q(a) for a in addresses)}; do "
+        """ip4=$(getent ahostsv4 "$a" 2>/dev/null | awk 'NR==1{print $1}'); """
+        """d=$(ip -o route get "${ip4:-$a}" 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p'); """
+        """m=$(cat "/sys/class/net/${d:-none}/mtu" 2>/dev/null); echo "mtu $a ${d:--} ${m:--}"; done"""
+        if addresses else ":",
+    ])
+
+
+def checks_from(output: str, protocols: set[str], addresses: dict[str, str], where: str) -> list[Check]:
+    """The findings of `script`'s output as checks, each with what to do on ``where`` when it is missing."""
+    seen = {}
+    for line in output.splitlines():
+        kind, _, rest = line.partition(" ")
+        key, _, value = rest.partition(" ") if kind != "fio" else ("", "", rest)
+        seen[(kind, key)] = value.strip()
+    fio = seen.get(("fio", ""), "-")
+    out = [Check("fio", fio not in ("", "-"), fio if fio not in ("", "-") else "not found",
+                 f"install fio on {where}, or give the host's fio = \"/path/to/fio\" in the plan")]
+    for p in sorted(protocols):
+        tool, module = NEEDS[p]
+        path = seen.get(("tool", tool), "-")
+        out.append(Check(f"{p}: {tool}", path not in ("", "-"), path if path not in ("", "-") else "not found",
+                         f"install {tool} on {where} (Debian: {PACKAGES[tool]})"))
+        has = seen.get(("module", module)) == "yes"
+        out.append(Check(f"{p}: module {module}", has, "loaded or loadable" if has else "not in this kernel",
+                         f"a kernel with {module} on {where} (modprobe {module})"))
+    for address, p in addresses.items():
+        dev, _, mtu = seen.get(("mtu", address), "- -").partition(" ")
+        ok = dev not in ("", "-") and mtu.strip().isdigit()
+        out.append(Check(f"{p}: route to {address}", ok, f"via {dev}, MTU {mtu}" if ok else "no route",
+                         f"give {where} a route to {address}"))
+    return out
+
+
+def _ssh_argv(host: LoadHost) -> tuple[list[str], str]:
+    from urllib.parse import urlsplit
+
+    from .engine.agents import ssh_config
+
+    u = urlsplit(host.agent)
+    dest = f"{u.username}@{u.hostname}" if u.username else str(u.hostname)
+    argv = ["ssh", *ssh_config(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *host.ssh_options,
+            *(["-p", str(u.port)] if u.port else [])]
+    return argv, dest
+
+
+def check_hosts(plan: Plan, runner: Runner, *, netns: str | None = None,
+                local_fio: str | None = None) -> list[HostReport]:
+    """Each of the plan's hosts checked (this machine when the plan names none); ``netns`` is where ssh runs from
+    (tests reach hosts in lab namespaces)."""
+    addresses = attach_addresses(plan)
+    protocols = set(addresses.values())
+    reports = []
+    for host in plan.hosts or [LoadHost(name="this-machine")]:
+        if host.agent.startswith("fio://"):
+            reports.append(HostReport(f"{host.name} ({host.agent})", [Check(
+                "commands", False, "a fio:// host runs no command for protolab: nothing checked",
+                "use agent = \"ssh://…\" to have protolab check (and, later, attach on) this host")]))
+            continue
+        if host.agent == "local":
+            fio = local_fio or host.fio
+            argv, where, title = ["sh", "-c"], "this machine", f"{host.name} (this machine)"
+        else:
+            fio = host.fio
+            argv, dest = _ssh_argv(host)
+            argv, where, title = [*argv, dest], dest, f"{host.name} ({host.agent})"
+        body = script(fio, protocols, list(addresses))
+        try:
+            done = runner.run([*argv, body], netns=netns if host.agent != "local" else None, check=False,
+                              timeout=SSH_TIMEOUT_S)
+        except ProtolabError as e:
+            reports.append(HostReport(title, [Check("reached", False, str(e), f"check 'ssh {where} true'")]))
+            continue
+        if host.agent != "local" and done.returncode == 255:
+            reports.append(HostReport(title, [Check("reached", False, done.one_line_error(),
+                                                    f"check 'ssh {where} true' (keys, host name, port)")]))
+            continue
+        reached = [Check("reached", True, "over ssh" if host.agent != "local" else "this machine")]
+        reports.append(HostReport(title, reached + checks_from(done.stdout, protocols, addresses, where)))
+    return reports
