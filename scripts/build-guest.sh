@@ -42,7 +42,8 @@ file -L "$BUSYBOX" 2>/dev/null | grep -q "statically linked" || echo "build-gues
 if [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/guest.json" ] \
    && grep -q "\"kernel\": \"$KVER\"" "$OUT/guest.json" \
    && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
-   && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; }; then
+   && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; } \
+   && { [ ! -x "$EXTRA/usr/sbin/dropbear" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/dropbear" ]; }; then
     echo "build-guest: $OUT is up to date (kernel $KVER)"
     exit 0
 fi
@@ -52,7 +53,8 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$STAGE/tmp" \
          "$STAGE/lib/modules" "$STAGE/etc" "$OUT"
 cp "$BUSYBOX" "$STAGE/bin/busybox"
-for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty; do
+for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \
+           awk sed head chmod id uname; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -71,6 +73,19 @@ if [ -x "$EXTRA/sbin/iscsistart" ]; then
         mkdir -p "$STAGE$(dirname "$dest")"
         cp -L "$lib" "$STAGE$dest"
     done
+fi
+
+# dropbear (and its libraries), so that a guest can stand for a user's host reached over ssh (vm.guestssh)
+if [ -x "$EXTRA/usr/sbin/dropbear" ]; then
+    cp "$EXTRA/usr/sbin/dropbear" "$STAGE/sbin/dropbear"
+    LD_LIBRARY_PATH="$EXTRA/usr/lib/x86_64-linux-gnu" ldd "$EXTRA/usr/sbin/dropbear" \
+        | awk '/=> \//{print $3}' | while read -r lib; do
+        dest=${lib#"$EXTRA"}
+        mkdir -p "$STAGE$(dirname "$dest")"
+        cp -L "$lib" "$STAGE$dest"
+    done
+    echo "root:x:0:0:root:/root:/bin/sh" > "$STAGE/etc/passwd"
+    echo "root:x:0:" > "$STAGE/etc/group"
 fi
 
 # modules with their dependencies, in load order, each once
@@ -97,6 +112,7 @@ cat > "$STAGE/init" <<'EOF'
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
 #   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends there
+#   pl.ssh=TYPE:BASE64                           any guest: dropbear on port 22, root logs in with that key only
 # protolab validates every value (addresses, numbers, NQN grammar) before it writes a command line.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -183,6 +199,13 @@ if [ -n "$NVME" ]; then
         echo "protolab-guest: nvme-tcp $3 at $1:$2" > /dev/console
     fi
 fi
+# pl.ssh=TYPE:BASE64: root may log in with that key (dropbear, port 22, no passwords; vm.guestssh)
+SSHKEY=$(arg pl.ssh)
+if [ -n "$SSHKEY" ] && [ -x /sbin/dropbear ]; then
+    mkdir -p /root/.ssh /etc/dropbear /var/run && chmod 700 /root /root/.ssh
+    echo "$SSHKEY" | tr : ' ' > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys
+    /sbin/dropbear -R -s -E -p 22 > /dev/console 2>&1 && echo "protolab-guest: ssh on port 22" > /dev/console
+fi
 # pl.stat=ttyS1: answer each line from the host on the second serial port with /proc/stat's cpu line (vm.guestcpu)
 if [ "$(arg pl.stat)" = ttyS1 ] && [ -c /dev/ttyS1 ]; then
     stty -F /dev/ttyS1 raw -echo
@@ -212,7 +235,9 @@ KPATHS=""
 grep -qx nvmet-tcp.ko "$STAGE/etc/modules" && grep -qx nvme-tcp.ko "$STAGE/etc/modules" && KPATHS='"nvme-tcp"'
 grep -qx iscsi_target_mod.ko "$STAGE/etc/modules" && grep -qx iscsi_tcp.ko "$STAGE/etc/modules" \
     && [ -x "$STAGE/bin/iscsistart" ] && KPATHS="$KPATHS${KPATHS:+, }\"iscsi\""
+SSH=false
+[ -x "$STAGE/sbin/dropbear" ] && SSH=true
 cat > "$OUT/guest.json" <<EOF
-{"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS]}
+{"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS], "ssh": $SSH}
 EOF
 echo "build-guest: $OUT: kernel $KVER, $FIOV, $NMOD modules, $(du -h "$OUT/initramfs.cpio.gz" | cut -f1) initramfs"

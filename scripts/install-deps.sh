@@ -99,10 +99,10 @@ build_fio() {
 # open-iscsi's iscsistart (a load guest's kernel iSCSI login, no iscsid) and its library, unpacked into
 # .deps/guest-debs/root from Debian's packages, not installed. Idempotent; without them the image has no iSCSI
 # initiator and doctor says so.
-GUEST_DEBS=(open-iscsi libopeniscsiusr)
+GUEST_DEBS=(open-iscsi libopeniscsiusr dropbear-bin libtomcrypt1 libtommath1)
 fetch_guest_debs() {
   local out="$DEPS/guest-debs"
-  if [ -x "$out/root/sbin/iscsistart" ] && [ -f "$out/debs.txt" ]; then
+  if [ -x "$out/root/sbin/iscsistart" ] && [ -x "$out/root/usr/sbin/dropbear" ] && [ -f "$out/debs.txt" ]; then
     say "guest tools: present ($(tr '\n' ' ' < "$out/debs.txt"))"; return
   fi
   rm -rf "$out"; mkdir -p "$out/root"

@@ -10,10 +10,12 @@ port's veth (offloads off: every packet is a frame), so its counters must give t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -23,6 +25,7 @@ from conftest import FIO, sh, spec
 from protolab.analysis.wire import wire_cost
 from protolab.lab.procs import alive
 from protolab.vm.accel import free_port
+from protolab.vm.guestssh import GuestSsh
 from protolab.vm.host import run_cell
 from protolab.vm.kernelpaths import load_guest, server_guest
 
@@ -51,7 +54,11 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
     image = guest_image()
     lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp"})  # every packet a frame, as in the capture
     server = server_guest(lab, image, nvme_hosts=[lab.names.host_nqn(0)], mtu=9000, fio_port=free_port())
-    load = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, queues=2, fio_port=free_port())
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id")], check=True, timeout=30)
+    ssh = GuestSsh(free_port(), (keys / "id.pub").read_text()) if image.info.get("ssh") else None
+    load = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, queues=2, fio_port=free_port(), ssh=ssh)
     st_ns, st_if = lab.names.storage_ns, lab.names.storage_link(0).near.ifname
     try:
         server.start()
@@ -63,6 +70,8 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
         devices = load.wait_ready(timeout=240)
         assert "nvme0n1" in devices, (devices, load.console_text()[-2000:])
         assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode == 0
+        if ssh is not None:
+            _doctor_over_ssh(lab, image, ssh, keys, tmp_path)
 
         job = tmp_path / "nvme.fio"
         job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\n"
@@ -110,6 +119,41 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
     # the taps went with QEMU (not persistent): nothing of the guests is left in the lab's namespaces
     assert sh(["ip", "link", "show", "dev", lab.names.tap("st")], netns=st_ns).returncode != 0
     assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode != 0
+
+
+def _doctor_over_ssh(lab, image, ssh: GuestSsh, keys, tmp_path) -> None:
+    """The load guest as a user's host (issue 21): `doctor --hosts` reaches it over ssh (dropbear in the image) and
+    finds its fio, its kernel's nvme_tcp and the route to the server guest over its data NIC, at the link's MTU."""
+    config = keys / "ssh_config"
+    config.write_text(f"Host *\n  IdentityFile {keys / 'id'}\n  StrictHostKeyChecking no\n"
+                      "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+    plan = tmp_path / "guest-host.toml"
+    plan.write_text(f"""
+name = "guest-host"
+baseline = "flash"
+workloads = ["tr3808-4k"]
+load_points = [{{ streams = 1 }}]
+[[hosts]]
+name = "guest"
+agent = "ssh://root@127.0.0.1:{ssh.port}"
+fio = "/bin/fio"
+[[configurations]]
+name = "flash"
+target = "flash"
+[targets.flash]
+attach = {{ nvme-tcp = {{ address = "198.18.0.2", nqn = "{lab.names.nqn}", queues = 2 }} }}
+""")
+    env = {**os.environ, "PROTOLAB_SSH_CONFIG": str(config)}
+    p = subprocess.run(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli", "doctor",
+                        "--hosts", str(plan), "--json"], capture_output=True, text=True, env=env, timeout=120)
+    doc = json.loads(p.stdout or "{}")
+    checks = {c["item"]: c for c in doc["sections"][0]["checks"]}
+    assert checks["reached"]["ok"], (checks, p.stderr)
+    assert checks["fio"]["detail"] == image.info["fio"]
+    assert checks["nvme-tcp: module nvme_tcp"]["ok"], checks
+    route = checks["nvme-tcp: route to 198.18.0.2"]
+    assert route["ok"] and route["detail"] == f"via eth1, MTU {lab.link.mtu}", route
+    print(f"\ndoctor --hosts over ssh to the load guest: {json.dumps(checks)}")
 
 
 def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):

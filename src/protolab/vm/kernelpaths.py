@@ -30,6 +30,7 @@ from ..plan.protocols import PROTOCOLS
 from ..proc import Runner, SubprocessRunner
 from .guestcpu import StatChannel
 from .guestnet import DataNic
+from .guestssh import GuestSsh
 from .image import GuestImage
 from .qemu import Disk, Guest, GuestSpec
 
@@ -208,10 +209,12 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
 
 def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str = "nvme-tcp", *, vm: int = 0,
                config: int = 0, slot: int = 0, queues: int = 1, sessions: int = 1, accel: str = "tcg", vcpus: int = 1,
-               memory_mib: int = 512, fio_port: int, runner: Runner | None = None) -> Guest:
+               memory_mib: int = 512, fio_port: int, ssh: GuestSsh | None = None,
+               runner: Runner | None = None) -> Guest:
     """Load guest ``slot`` of host ``host`` (not started): before its fio server is ready, its kernel attaches
     the server guest's export of ``protocol`` over the host's first NIC — nvme-tcp with ``queues`` I/O queues as
-    host NQN (host, vm, config), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config)."""
+    host NQN (host, vm, config), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config). With
+    ``ssh``, it is also reached over ssh as a user's host is (vm.guestssh)."""
     names = lab.names
     if lab.spec.port_of(host, 0) != 0:
         raise ProtolabError(f"host {host + 1}: the storage server guest is on storage port 0 only; kernel data paths "
@@ -227,7 +230,7 @@ def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str 
     else:
         raise ProtolabError(f"kernel data path {protocol!r}: one of {', '.join(SERVED)}")
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
-                     fio_port=fio_port, nic=nic, append=tuple(attach))
+                     fio_port=fio_port, nic=nic, append=tuple(attach), ssh=ssh)
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.host_ns(host), lab.workdir / "vm",
                  lab.cgroups)

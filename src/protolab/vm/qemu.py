@@ -24,6 +24,7 @@ from .controllers import controller, device_args
 from .guestcpu import KERNEL_ARG as STAT_ARG
 from .guestcpu import StatChannel
 from .guestnet import DataNic
+from .guestssh import GuestSsh
 
 if TYPE_CHECKING:
     from ..lab.record import Record, Resource
@@ -80,13 +81,17 @@ class GuestSpec:
     nic: DataNic | None = None
     append: tuple[str, ...] = ()
     stat: StatChannel | None = None  # the guest answers with its /proc/stat on a second serial port (vm.guestcpu)
+    ssh: GuestSsh | None = None  # reached over ssh as a user's host is (vm.guestssh)
 
     def argv(self, pidfile: Path, console: Path) -> list[str]:
         """The QEMU command line."""
         if self.accel not in ("kvm", "tcg"):
             raise ProtolabError(f"guest {self.name}: accelerator {self.accel!r} is not kvm or tcg")
         cmdline = kernel_cmdline(self.name, [*self.append, *(self.nic.kernel_args() if self.nic else []),
-                                             *([STAT_ARG] if self.stat else [])])
+                                             *([STAT_ARG] if self.stat else []),
+                                             *(self.ssh.kernel_args() if self.ssh else [])])
+        forwards = [f"hostfwd=tcp:127.0.0.1:{self.fio_port}-:{GUEST_FIO_PORT}", *([self.ssh.hostfwd()] if self.ssh
+                                                                                 else [])]
         # debug-threads names the threads ("CPU 0/TCG", "worker"): the CPU split reads them
         argv = [QEMU, "-name", f"{self.name},debug-threads=on", "-accel", self.accel,
                 # TCG: the widest emulated CPU; KVM: the host's (stock models hang on some hosts)
@@ -96,7 +101,7 @@ class GuestSpec:
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
                 "-append", cmdline,
                 "-serial", f"file:{console}", "-pidfile", str(pidfile),
-                "-netdev", f"user,id=ctl,restrict=on,hostfwd=tcp:127.0.0.1:{self.fio_port}-:{GUEST_FIO_PORT}",
+                "-netdev", ",".join(["user,id=ctl,restrict=on", *forwards]),
                 "-device", "virtio-net-pci,netdev=ctl"]
         if self.stat is not None:
             argv += self.stat.qemu_args()  # after the console: ttyS1
