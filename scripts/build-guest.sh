@@ -112,7 +112,7 @@ cat > "$STAGE/init" <<'EOF'
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
 #   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends there
-#   pl.ssh=TYPE:BASE64                           any guest: dropbear on port 22, root logs in with that key only
+#   pl.ssh=TYPE:BASE64                           any guest: dropbear on 10.0.2.15:22, root logs in with that key only
 # protolab validates every value (addresses, numbers, NQN grammar) before it writes a command line.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -204,7 +204,8 @@ SSHKEY=$(arg pl.ssh)
 if [ -n "$SSHKEY" ] && [ -x /sbin/dropbear ]; then
     mkdir -p /root/.ssh /etc/dropbear /var/run && chmod 700 /root /root/.ssh
     echo "$SSHKEY" | tr : ' ' > /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys
-    /sbin/dropbear -R -s -E -p 22 > /dev/console 2>&1 && echo "protolab-guest: ssh on port 22" > /dev/console
+    # on the control NIC only (QEMU's forward reaches it there): never on the lab's links
+    /sbin/dropbear -R -s -E -p 10.0.2.15:22 > /dev/console 2>&1 && echo "protolab-guest: ssh on 10.0.2.15:22" > /dev/console
 fi
 # pl.stat=ttyS1: answer each line from the host on the second serial port with /proc/stat's cpu line (vm.guestcpu)
 if [ "$(arg pl.stat)" = ttyS1 ] && [ -c /dev/ttyS1 ]; then

@@ -266,11 +266,9 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the checks 
     runner = SubprocessRunner()
     bad = 0
     if hosts is not None:
-        from .engine.fio import find_fio
         from .hostcheck import check_hosts
 
-        sections = tuple((f"host {r.title}", r.checks, True) for r in check_hosts(
-            _load(hosts, None)[0], runner, local_fio=find_fio()[0] or "fio"))
+        sections = tuple((f"host {r.title}", r.checks, r.required) for r in check_hosts(_load(hosts, None)[0], runner))
     else:  # VMs are optional: what they lack is reported, but does not fail the doctor
         sections = (("fio", fio_checks(runner), True), ("embedded lab", lab_checks(runner), True),
                     ("virtual machines (optional)", vm_checks(runner), False))

@@ -27,22 +27,22 @@ SSH_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class HostReport:
-    """One host's checks, under a title that says how it is reached."""
+    """One host's checks, under a title that says how it is reached (``required``: whether they fail the doctor)."""
 
     title: str
     checks: list[Check]
+    required: bool = True
 
 
-def attach_addresses(plan: Plan) -> dict[str, str]:
-    """The attach address of each attached target the configurations use, by protocol and address
-    ('10.1.2.3' → 'iscsi')."""
-    out: dict[str, str] = {}
+def attach_addresses(plan: Plan) -> dict[str, set[str]]:
+    """The protocols attached at each address by the targets the configurations use ('10.1.2.3' → {'iscsi'})."""
+    out: dict[str, set[str]] = {}
     for c in plan.configurations:
         a = plan.target_of(c).attach
         if a is not None:
             s = a.spec
-            out[s.host if isinstance(s, IscsiAttach) else s.server if isinstance(s, NfsAttach) else s.address] = \
-                a.protocol
+            address = s.host if isinstance(s, IscsiAttach) else s.server if isinstance(s, NfsAttach) else s.address
+            out.setdefault(address, set()).add(a.protocol)
     return out
 
 
@@ -66,7 +66,7 @@ def script(fio: str, protocols: set[str], addresses: list[str]) -> str:
     ])
 
 
-def checks_from(output: str, protocols: set[str], addresses: dict[str, str], where: str) -> list[Check]:
+def checks_from(output: str, protocols: set[str], addresses: dict[str, set[str]], where: str) -> list[Check]:
     """The findings of `script`'s output as checks, each with what to do on ``where`` when it is missing."""
     seen = {}
     for line in output.splitlines():
@@ -84,10 +84,11 @@ def checks_from(output: str, protocols: set[str], addresses: dict[str, str], whe
         has = seen.get(("module", module)) == "yes"
         out.append(Check(f"{p}: module {module}", has, "loaded or loadable" if has else "not in this kernel",
                          f"a kernel with {module} on {where} (modprobe {module})"))
-    for address, p in addresses.items():
+    for address, used in addresses.items():
         dev, _, mtu = seen.get(("mtu", address), "- -").partition(" ")
         ok = dev not in ("", "-") and mtu.strip().isdigit()
-        out.append(Check(f"{p}: route to {address}", ok, f"via {dev}, MTU {mtu}" if ok else "no route",
+        out.append(Check(f"{'+'.join(sorted(used))}: route to {address}", ok,
+                         f"via {dev}, MTU {mtu}" if ok else "no route",
                          f"give {where} a route to {address}"))
     return out
 
@@ -99,9 +100,23 @@ def _ssh_argv(host: LoadHost) -> tuple[list[str], str]:
 
     u = urlsplit(host.agent)
     dest = f"{u.username}@{u.hostname}" if u.username else str(u.hostname)
-    argv = ["ssh", *ssh_config(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *host.ssh_options,
+    # -n: ssh reads nothing of protolab's stdin; the plan's options first (ssh keeps the first value of each)
+    argv = ["ssh", "-n", *ssh_config(), *host.ssh_options, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
             *(["-p", str(u.port)] if u.port else [])]
     return argv, dest
+
+
+def _local_fio(given: str | None) -> tuple[str | None, Check | None]:
+    """This machine's fio (``given``, else the one protolab would run), or the check that says why there is none."""
+    if given:
+        return given, None
+    from .engine.fio import find_fio
+
+    try:
+        path = find_fio()[0]
+    except ProtolabError as e:
+        return None, Check("fio", False, str(e), "set PROTOLAB_FIO to a fio that root owns, or run 'make deps'")
+    return path or "fio", None
 
 
 def check_hosts(plan: Plan, runner: Runner, *, netns: str | None = None,
@@ -109,27 +124,32 @@ def check_hosts(plan: Plan, runner: Runner, *, netns: str | None = None,
     """Each of the plan's hosts checked (this machine when the plan names none); ``netns`` is where ssh runs from
     (tests reach hosts in lab namespaces)."""
     addresses = attach_addresses(plan)
-    protocols = set(addresses.values())
+    protocols = set().union(*addresses.values()) if addresses else set()
     reports = []
     for host in plan.hosts or [LoadHost(name="this-machine")]:
         if host.agent.startswith("fio://"):
             reports.append(HostReport(f"{host.name} ({host.agent})", [Check(
                 "commands", False, "a fio:// host runs no command for protolab: nothing checked",
-                "use agent = \"ssh://…\" to have protolab check (and, later, attach on) this host")]))
+                "use agent = \"ssh://…\" to have protolab check (and, later, attach on) this host")], required=False))
             continue
         if host.agent == "local":
-            fio = local_fio or host.fio
+            fio, refused = _local_fio(local_fio)
+            if refused is not None:
+                reports.append(HostReport(f"{host.name} (this machine)", [refused]))
+                continue
             argv, where, title = ["sh", "-c"], "this machine", f"{host.name} (this machine)"
         else:
             fio = host.fio
             argv, dest = _ssh_argv(host)
             argv, where, title = [*argv, dest], dest, f"{host.name} ({host.agent})"
-        body = script(fio, protocols, list(addresses))
+        body = script(str(fio), protocols, list(addresses))
         try:
             done = runner.run([*argv, body], netns=netns if host.agent != "local" else None, check=False,
                               timeout=SSH_TIMEOUT_S)
-        except ProtolabError as e:
-            reports.append(HostReport(title, [Check("reached", False, str(e), f"check 'ssh {where} true'")]))
+        except ProtolabError as e:  # ssh missing, or no answer in time (its message would quote the whole script)
+            why = (f"no answer within {SSH_TIMEOUT_S:g} s" if "did not finish" in str(e)
+                   else str(e).splitlines()[0][:200])
+            reports.append(HostReport(title, [Check("reached", False, why, f"check 'ssh {where} true'")]))
             continue
         if host.agent != "local" and done.returncode == 255:
             reports.append(HostReport(title, [Check("reached", False, done.one_line_error(),

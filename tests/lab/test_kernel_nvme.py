@@ -57,7 +57,8 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
     keys = tmp_path / "ssh"
     keys.mkdir(mode=0o700)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id")], check=True, timeout=30)
-    ssh = GuestSsh(free_port(), (keys / "id.pub").read_text()) if image.info.get("ssh") else None
+    assert image.info.get("ssh"), "the guest image has no dropbear: run scripts/install-deps.sh again"
+    ssh = GuestSsh(free_port(), (keys / "id.pub").read_text())
     load = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, queues=2, fio_port=free_port(), ssh=ssh)
     st_ns, st_if = lab.names.storage_ns, lab.names.storage_link(0).near.ifname
     try:
@@ -70,8 +71,7 @@ def test_nvme_tcp_from_a_load_guest_to_the_server_guest_crosses_the_lab_link(mak
         devices = load.wait_ready(timeout=240)
         assert "nvme0n1" in devices, (devices, load.console_text()[-2000:])
         assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode == 0
-        if ssh is not None:
-            _doctor_over_ssh(lab, image, ssh, keys, tmp_path)
+        _doctor_over_ssh(lab, image, ssh, keys, tmp_path)
 
         job = tmp_path / "nvme.fio"
         job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\n"
@@ -153,6 +153,12 @@ attach = {{ nvme-tcp = {{ address = "198.18.0.2", nqn = "{lab.names.nqn}", queue
     assert checks["nvme-tcp: module nvme_tcp"]["ok"], checks
     route = checks["nvme-tcp: route to 198.18.0.2"]
     assert route["ok"] and route["detail"] == f"via eth1, MTU {lab.link.mtu}", route
+    # dropbear listens on the control NIC only: its port 22 is closed on the lab link (the server guest tries it)
+    probe = subprocess.run(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-c",
+                            "import socket; s = socket.socket(); s.settimeout(5); "
+                            f"print(s.connect_ex(('{lab.names.load_guest_address(0, 0)}', 22)))"],
+                           capture_output=True, text=True, timeout=30)
+    assert probe.stdout.strip() not in ("", "0"), (probe.stdout, probe.stderr)
     print(f"\ndoctor --hosts over ssh to the load guest: {json.dumps(checks)}")
 
 

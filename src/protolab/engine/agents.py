@@ -273,7 +273,7 @@ class SshAgent(Agent):
         dest = f"{u.username}@{u.hostname}" if u.username else u.hostname
         agent = cls(name, u.hostname, fio_port, socket_path, dest=dest, ssh_port=u.port, fio=fio, runner=runner,
                     netns=netns)
-        agent.ssh_options = (*ssh_config(), *agent.ssh_options, *extra_options)
+        agent.ssh_options = (*ssh_config(), *extra_options, *agent.ssh_options)  # ssh keeps an option's first value
         return agent
 
     def start(self) -> None:

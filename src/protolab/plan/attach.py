@@ -25,12 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .protocols import IQN, NQN, NQN_MAX, PROTOCOLS
+from .protocols import EXPORT, IQN, NQN, NQN_MAX, PROTOCOLS
 
-_HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$")
-#: an export path: '/' then plain path characters, no '..' step (no space, quote, ';', ',' or control character)
-_EXPORT = re.compile(r"^/(?:[A-Za-z0-9_.+-]+/?)*$")
-_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*")
+_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 MAX_SESSIONS = 16
 MAX_NCONNECT = 16  # Linux's NFS client takes at most 16 connections per server
 MAX_QUEUES = 128
@@ -47,10 +45,12 @@ def check_host(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{field} must be a host name or an address, in quotes")
     try:
-        return str(ip_address(value))
+        address = ip_address(value)
     except ValueError:
-        pass
-    if len(value) > 253 or not _HOST.match(value):
+        address = None
+    if address is not None and "%" not in value:  # an IPv6 scope ("%eth0") is free text: not taken
+        return str(address)
+    if len(value) > 253 or not _HOST.fullmatch(value):
         raise ValueError(f"{field} {value!r} is not a host name or an IP address (letters, digits, '-' and '.')")
     return value
 
@@ -127,8 +127,8 @@ class NfsAttach(_Model):
     @field_validator("export", mode="before")
     @classmethod
     def _export(cls, v: Any) -> str:
-        if not isinstance(v, str) or len(v) > 1024 or not _EXPORT.match(v) or "/../" in f"{v}/" \
-                or "/./" in f"{v}/":
+        if not isinstance(v, str) or not v.startswith("/") or not EXPORT.fullmatch(v) \
+                or {".", ".."} & set(v.split("/")):
             raise ValueError(f"export {v!r} is not an export path; write /path/of/export (letters, digits, "
                              "'_', '.', '+', '-' and '/'; no '..')")
         return v
@@ -136,7 +136,9 @@ class NfsAttach(_Model):
     @field_validator("version", mode="before")
     @classmethod
     def _version(cls, v: Any) -> str:
-        text = {3: "3", 4: "4.0", 4.1: "4.1", 4.2: "4.2"}.get(v, v) if not isinstance(v, bool) else v
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ValueError(f"version {v!r}: give one of {', '.join(NFS_VERSIONS)}")
+        text = {3: "3", 4: "4.0", 4.1: "4.1", 4.2: "4.2"}.get(v, v)
         text = "4.0" if text == "4" else text
         if text not in NFS_VERSIONS:
             raise ValueError(f"version {v!r}: give one of {', '.join(NFS_VERSIONS)}")
@@ -154,7 +156,7 @@ class NfsAttach(_Model):
     @field_validator("file", mode="before")
     @classmethod
     def _file(cls, v: Any) -> str:
-        if not isinstance(v, str) or not _FILE.match(v):
+        if not isinstance(v, str) or not _FILE.fullmatch(v):
             raise ValueError(f"file {v!r} is not a plain file name (letters, digits, '_', '.', '-'; no '/')")
         return v
 

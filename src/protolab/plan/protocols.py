@@ -21,7 +21,8 @@ IQN = re.compile(r"(iqn|eui|naa)\.[A-Za-z0-9.:_-]{1,220}")
 #: NVMe base spec 4.5: "nqn." + yyyy-mm + "." + reversed domain, then ":" and a name; 223 bytes at most
 NQN = re.compile(r"nqn\.[0-9]{4}-[0-9]{2}\.[a-z0-9][a-z0-9.-]*(:[A-Za-z0-9._-]+)*")
 NQN_MAX = 223
-_EXPORT = re.compile(r"^[A-Za-z0-9_./+-]{1,1024}$")
+#: an export path's characters (NFS and NBD URLs, attach tables): no space, quote, ';', ',' or control character
+EXPORT = re.compile(r"[A-Za-z0-9_./+-]{1,1024}")
 
 
 @dataclass(frozen=True)
@@ -90,14 +91,14 @@ def _iscsi(text: str, parts: SplitResult, host: str, port: int | None) -> Target
 
 def _nfs(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRef:
     export = parts.path
-    if not export.strip("/") or not _EXPORT.match(export) or ".." in export.split("/"):
+    if not export.strip("/") or not EXPORT.fullmatch(export) or ".." in export.split("/"):
         raise ValueError(f"target {text!r}: an NFS target is {PROTOCOLS['nfs'].form} (an absolute export path)")
     return TargetRef("nfs", text, host, port, export=export)
 
 
 def _nbd(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRef:
     export = parts.path.lstrip("/")
-    if export and not _EXPORT.match(export):
+    if export and not EXPORT.fullmatch(export):
         raise ValueError(f"target {text!r}: an NBD target is {PROTOCOLS['nbd'].form}")
     return TargetRef("nbd", text, host, port or PROTOCOLS["nbd"].port, export=export or None)
 

@@ -39,7 +39,7 @@ class Histogram(Mapping[int, int]):
     def __len__(self) -> int:
         return len(self._bins)
 
-    def values(self):  # type: ignore[override]  (an iterator: the arrays are read-only here)
+    def values(self):  # type: ignore[override]  (an iterator, not a view: it is read once where it is used)
         return iter(self._counts)
 
     def items(self):  # type: ignore[override]
@@ -59,8 +59,10 @@ class Histogram(Mapping[int, int]):
         whole = core_schema.int_schema(ge=0, le=_MAX)
         as_dict = core_schema.dict_schema(keys_schema=whole, values_schema=core_schema.int_schema(ge=0, le=_MAX,
                                                                                                   strict=True))
-        return core_schema.no_info_after_validator_function(
-            cls, core_schema.union_schema([core_schema.is_instance_schema(cls), as_dict]),
+        return core_schema.json_or_python_schema(  # from JSON a dict only: its errors name the bin at fault
+            json_schema=core_schema.no_info_after_validator_function(cls, as_dict),
+            python_schema=core_schema.no_info_after_validator_function(
+                cls, core_schema.union_schema([core_schema.is_instance_schema(cls), as_dict])),
             serialization=core_schema.plain_serializer_function_ser_schema(lambda h: dict(h.items())))
 
     @classmethod

@@ -1,5 +1,6 @@
-"""A guest reached over ssh, as a user's host is: dropbear in the guest, root's one authorized key from the kernel
-command line, port 22 forwarded to 127.0.0.1 of the namespace its QEMU runs in (never the lab's links).
+"""A guest reached over ssh, as a user's host is: dropbear in the guest, listening on its control NIC only
+(10.0.2.15:22, never its data NIC on the lab's links), root's one authorized key from the kernel command line,
+forwarded from 127.0.0.1:PORT of the namespace its QEMU runs in.
 
 The key is checked here before it reaches the command line: a known key type and base64 only, written
 ``TYPE:BASE64`` (the command line splits on spaces); the guest's init turns the ':' back into a space.

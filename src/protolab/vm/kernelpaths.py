@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     from ..lab.lab import Lab
 
 NVME_TCP_PORT = PROTOCOLS["nvme-tcp"].port
-MAX_QUEUES = 128
-MAX_SESSIONS = 16
+MAX_QUEUES, MAX_SESSIONS = attach.MAX_QUEUES, attach.MAX_SESSIONS
 ISCSI_PORT = PROTOCOLS["iscsi"].port
 
 
