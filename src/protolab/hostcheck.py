@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from .doctor import Check
 from .errors import ProtolabError
-from .plan.attach import IscsiAttach, NfsAttach
 from .plan.model import LoadHost, Plan
 from .proc import Runner
 
@@ -40,9 +39,7 @@ def attach_addresses(plan: Plan) -> dict[str, set[str]]:
     for c in plan.configurations:
         a = plan.target_of(c).attach
         if a is not None:
-            s = a.spec
-            address = s.host if isinstance(s, IscsiAttach) else s.server if isinstance(s, NfsAttach) else s.address
-            out.setdefault(address, set()).add(a.protocol)
+            out.setdefault(a.address, set()).add(a.protocol)
     return out
 
 
@@ -94,15 +91,11 @@ def checks_from(output: str, protocols: set[str], addresses: dict[str, set[str]]
 
 
 def _ssh_argv(host: LoadHost) -> tuple[list[str], str]:
-    from urllib.parse import urlsplit
+    from .engine.agents import SSH_DEFAULTS, ssh_config, ssh_destination
 
-    from .engine.agents import ssh_config
-
-    u = urlsplit(host.agent)
-    dest = f"{u.username}@{u.hostname}" if u.username else str(u.hostname)
+    dest, port = ssh_destination(host.agent)
     # -n: ssh reads nothing of protolab's stdin; the plan's options first (ssh keeps the first value of each)
-    argv = ["ssh", "-n", *ssh_config(), *host.ssh_options, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-            *(["-p", str(u.port)] if u.port else [])]
+    argv = ["ssh", "-n", *ssh_config(), *host.ssh_options, *SSH_DEFAULTS, *(["-p", str(port)] if port else [])]
     return argv, dest
 
 

@@ -231,6 +231,16 @@ def ssh_config() -> list[str]:
     return ["-F", os.path.abspath(path)]
 
 
+#: protolab's own ssh options, after the operator's config and a plan's options (ssh keeps an option's first value)
+SSH_DEFAULTS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
+
+
+def ssh_destination(url: str) -> tuple[str, int | None]:
+    """'ssh://[USER@]HOST[:PORT]' (a plan's agent, checked by plan.hosts) → ('[USER@]HOST', PORT or None)."""
+    u = urlsplit(url)
+    return (f"{u.username}@{u.hostname}" if u.username else str(u.hostname)), u.port
+
+
 def _answers(path: Path, timeout: float) -> str | None:
     """None when a fio server answers behind the ssh forward at ``path``: the connection stays open (ssh closes it
     at once when nothing listens on the remote end)."""
@@ -260,18 +270,18 @@ class SshAgent(Agent):
     fio: str = "fio"
     runner: Runner | None = None
     netns: str | None = None  # where to run ssh from (tests drive namespaced hosts)
-    ssh_options: tuple[str, ...] = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
+    ssh_options: tuple[str, ...] = SSH_DEFAULTS
     _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def from_plan(cls, name: str, url: str, fio: str, fio_port: int, runner: Runner, socket_path: Path,
                   netns: str | None = None, extra_options: tuple[str, ...] = ()) -> "SshAgent":
         """From 'ssh://[USER@]HOST[:SSH_PORT]'; the forward's socket at ``socket_path``."""
-        u = urlsplit(url)
-        if not u.hostname:
+        hostname = urlsplit(url).hostname
+        if not hostname:
             raise ToolError(f"host {name}: agent {url!r} has no host; write ssh://[USER@]HOST[:PORT]")
-        dest = f"{u.username}@{u.hostname}" if u.username else u.hostname
-        agent = cls(name, u.hostname, fio_port, socket_path, dest=dest, ssh_port=u.port, fio=fio, runner=runner,
+        dest, ssh_port = ssh_destination(url)
+        agent = cls(name, hostname, fio_port, socket_path, dest=dest, ssh_port=ssh_port, fio=fio, runner=runner,
                     netns=netns)
         agent.ssh_options = (*ssh_config(), *extra_options, *agent.ssh_options)  # ssh keeps an option's first value
         return agent

@@ -88,9 +88,9 @@ class IscsiAttach(_Model):
     def _portal(cls, v: Any) -> str:
         if not isinstance(v, str):
             raise ValueError("portal must be HOST or HOST:PORT, in quotes")
-        host, sep, port = v.rpartition(":") if v.count(":") == 1 else (v, "", "")
+        host, port = _split_portal(v)
         check_host(host, "portal host")
-        if sep:
+        if port is not None:
             check_port(int(port) if port.isdigit() and len(port) <= 5 else -1, "portal port")
         return v
 
@@ -101,11 +101,18 @@ class IscsiAttach(_Model):
 
     @property
     def host(self) -> str:
-        return self.portal.rpartition(":")[0] if self.portal.count(":") == 1 else self.portal
+        return _split_portal(self.portal)[0]
 
     @property
     def port(self) -> int:
-        return int(self.portal.rpartition(":")[2]) if self.portal.count(":") == 1 else PROTOCOLS["iscsi"].port
+        port = _split_portal(self.portal)[1]
+        return int(port) if port is not None else PROTOCOLS["iscsi"].port
+
+
+def _split_portal(portal: str) -> tuple[str, str | None]:
+    """HOST[:PORT] → (HOST, PORT or None); a bare IPv6 address (several ':') has no port."""
+    host, _, port = portal.rpartition(":")
+    return (host, port) if portal.count(":") == 1 else (portal, None)
 
 
 class NfsAttach(_Model):
@@ -138,8 +145,7 @@ class NfsAttach(_Model):
     def _version(cls, v: Any) -> str:
         if isinstance(v, bool) or not isinstance(v, (int, float, str)):
             raise ValueError(f"version {v!r}: give one of {', '.join(NFS_VERSIONS)}")
-        text = {3: "3", 4: "4.0", 4.1: "4.1", 4.2: "4.2"}.get(v, v)
-        text = "4.0" if text == "4" else text
+        text = {3: "3", 4: "4.0", "4": "4.0", 4.1: "4.1", 4.2: "4.2"}.get(v, v)
         if text not in NFS_VERSIONS:
             raise ValueError(f"version {v!r}: give one of {', '.join(NFS_VERSIONS)}")
         return text
@@ -218,6 +224,12 @@ class Attach(_Model):
         spec = self.iscsi or self.nfs or self.nvme_tcp
         assert spec is not None
         return spec
+
+    @property
+    def address(self) -> str:
+        """The host the attach reaches: the iSCSI portal's, the NFS server, the NVMe/TCP address."""
+        s = self.spec
+        return s.host if isinstance(s, IscsiAttach) else s.server if isinstance(s, NfsAttach) else s.address
 
     def describe(self) -> str:
         """One line for `validate`, the report and the run directory."""
