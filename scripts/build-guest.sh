@@ -43,7 +43,8 @@ if [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/guest.json" ] \
    && grep -q "\"kernel\": \"$KVER\"" "$OUT/guest.json" \
    && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
    && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; } \
-   && { [ ! -x "$EXTRA/usr/sbin/dropbear" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/dropbear" ]; }; then
+   && { [ ! -x "$EXTRA/usr/sbin/dropbear" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/dropbear" ]; } \
+   && { [ ! -x "$EXTRA/usr/sbin/nvme" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/nvme" ]; }; then
     echo "build-guest: $OUT is up to date (kernel $KVER)"
     exit 0
 fi
@@ -54,7 +55,7 @@ mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$ST
          "$STAGE/lib/modules" "$STAGE/etc" "$OUT"
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \
-           awk sed head chmod id uname; do
+           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -65,25 +66,24 @@ ldd "$FIO" | awk '/=> \//{print $3} /^\t\//{print $1}' | sort -u | while read -r
     cp -L "$lib" "$STAGE$lib"
 done
 [ -e "$STAGE/lib64/ld-linux-x86-64.so.2" ] || die "ldd gave no dynamic loader for $FIO"
-if [ -x "$EXTRA/sbin/iscsistart" ]; then
-    cp "$EXTRA/sbin/iscsistart" "$STAGE/bin/iscsistart"
-    LD_LIBRARY_PATH="$EXTRA/usr/lib/x86_64-linux-gnu" ldd "$EXTRA/sbin/iscsistart" \
-        | awk '/=> \//{print $3}' | while read -r lib; do
+# a tool unpacked by install-deps ($1, under $EXTRA) at $2 in the guest, with every library ldd resolves for it
+add_tool() {
+    [ -x "$EXTRA/$1" ] || return 1
+    mkdir -p "$STAGE/$(dirname "$2")"
+    cp "$EXTRA/$1" "$STAGE/$2"
+    LD_LIBRARY_PATH="$EXTRA/usr/lib/x86_64-linux-gnu" ldd "$EXTRA/$1" | awk '/=> \//{print $3}' | while read -r lib; do
         dest=${lib#"$EXTRA"}  # an unpacked library goes where the guest's loader looks for it
         mkdir -p "$STAGE$(dirname "$dest")"
         cp -L "$lib" "$STAGE$dest"
     done
-fi
+}
+add_tool sbin/iscsistart bin/iscsistart || true
+# a user's host's initiator tools (protolab attaches over ssh: run.attaching): iscsiadm with iscsid, nvme-cli
+add_tool sbin/iscsiadm sbin/iscsiadm && add_tool sbin/iscsid sbin/iscsid || true
+add_tool usr/sbin/nvme sbin/nvme || true
 
 # dropbear (and its libraries), so that a guest can stand for a user's host reached over ssh (vm.guestssh)
-if [ -x "$EXTRA/usr/sbin/dropbear" ]; then
-    cp "$EXTRA/usr/sbin/dropbear" "$STAGE/sbin/dropbear"
-    LD_LIBRARY_PATH="$EXTRA/usr/lib/x86_64-linux-gnu" ldd "$EXTRA/usr/sbin/dropbear" \
-        | awk '/=> \//{print $3}' | while read -r lib; do
-        dest=${lib#"$EXTRA"}
-        mkdir -p "$STAGE$(dirname "$dest")"
-        cp -L "$lib" "$STAGE$dest"
-    done
+if add_tool usr/sbin/dropbear sbin/dropbear; then
     echo "root:x:0:0:root:/root:/bin/sh" > "$STAGE/etc/passwd"
     echo "root:x:0:" > "$STAGE/etc/group"
 fi
@@ -238,7 +238,10 @@ grep -qx iscsi_target_mod.ko "$STAGE/etc/modules" && grep -qx iscsi_tcp.ko "$STA
     && [ -x "$STAGE/bin/iscsistart" ] && KPATHS="$KPATHS${KPATHS:+, }\"iscsi\""
 SSH=false
 [ -x "$STAGE/sbin/dropbear" ] && SSH=true
+# the initiator tools a guest standing for a user's host has (protolab attaches with them over ssh)
+TOOLS=""
+for t in iscsiadm iscsid nvme; do [ -x "$STAGE/sbin/$t" ] && TOOLS="$TOOLS${TOOLS:+, }\"$t\""; done
 cat > "$OUT/guest.json" <<EOF
-{"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS], "ssh": $SSH}
+{"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS], "ssh": $SSH, "tools": [$TOOLS]}
 EOF
 echo "build-guest: $OUT: kernel $KVER, $FIOV, $NMOD modules, $(du -h "$OUT/initramfs.cpio.gz" | cut -f1) initramfs"

@@ -16,6 +16,7 @@ from .doctor import Check
 from .errors import ProtolabError
 from .plan.model import LoadHost, Plan
 from .proc import Runner
+from .run.hostshell import HostShell
 
 #: what attaching each protocol takes on a host: its initiator tool and kernel module
 NEEDS = {"iscsi": ("iscsiadm", "iscsi_tcp"), "nfs": ("mount.nfs", "nfs"), "nvme-tcp": ("nvme", "nvme_tcp")}
@@ -90,15 +91,6 @@ def checks_from(output: str, protocols: set[str], addresses: dict[str, set[str]]
     return out
 
 
-def _ssh_argv(host: LoadHost) -> tuple[list[str], str]:
-    from .engine.agents import SSH_DEFAULTS, ssh_config, ssh_destination
-
-    dest, port = ssh_destination(host.agent)
-    # -n: ssh reads nothing of protolab's stdin; the plan's options first (ssh keeps the first value of each)
-    argv = ["ssh", "-n", *ssh_config(), *host.ssh_options, *SSH_DEFAULTS, *(["-p", str(port)] if port else [])]
-    return argv, dest
-
-
 def _local_fio(given: str | None) -> tuple[str | None, Check | None]:
     """This machine's fio (``given``, else the one protolab would run), or the check that says why there is none."""
     if given:
@@ -125,28 +117,22 @@ def check_hosts(plan: Plan, runner: Runner, *, netns: str | None = None,
                 "commands", False, "a fio:// host runs no command for protolab: nothing checked",
                 "use agent = \"ssh://…\" to have protolab check (and, later, attach on) this host")], required=False))
             continue
+        shell = HostShell.of(host)
+        title = f"{host.name} ({'this machine' if not shell.ssh else host.agent})"
         if host.agent == "local":
             fio, refused = _local_fio(local_fio)
             if refused is not None:
-                reports.append(HostReport(f"{host.name} (this machine)", [refused]))
+                reports.append(HostReport(title, [refused]))
                 continue
-            argv, where, title = ["sh", "-c"], "this machine", f"{host.name} (this machine)"
         else:
             fio = host.fio
-            argv, dest = _ssh_argv(host)
-            argv, where, title = [*argv, dest], dest, f"{host.name} ({host.agent})"
-        body = script(str(fio), protocols, list(addresses))
+        where = shell.where
         try:
-            done = runner.run([*argv, body], netns=netns if host.agent != "local" else None, check=False,
-                              timeout=SSH_TIMEOUT_S)
-        except ProtolabError as e:  # ssh missing, or no answer in time (its message would quote the whole script)
-            why = (f"no answer within {SSH_TIMEOUT_S:g} s" if "did not finish" in str(e)
-                   else str(e).splitlines()[0][:200])
-            reports.append(HostReport(title, [Check("reached", False, why, f"check 'ssh {where} true'")]))
-            continue
-        if host.agent != "local" and done.returncode == 255:
-            reports.append(HostReport(title, [Check("reached", False, done.one_line_error(),
-                                                    f"check 'ssh {where} true' (keys, host name, port)")]))
+            done = shell.run(runner, script(str(fio), protocols, list(addresses)), timeout=SSH_TIMEOUT_S, netns=netns)
+        except ProtolabError as e:  # ssh missing, refused, or no answer in time: the one line without the script
+            why = str(e).split(": ", 1)[1].rsplit("; check ", 1)[0]
+            reports.append(HostReport(title, [Check("reached", False, why, f"check '{shell.reach_command()}' "
+                                                                           "(keys, host name, port)")]))
             continue
         reached = [Check("reached", True, "over ssh" if host.agent != "local" else "this machine")]
         reports.append(HostReport(title, reached + checks_from(done.stdout, protocols, addresses, where)))

@@ -72,7 +72,7 @@ def test_each_host_over_its_own_connection_and_an_unreachable_one_in_one_line():
     reports = check_hosts(plan, runner)
     assert [r.title for r in reports] == ["esx1 (ssh://root@esx1.example:2222)", "esx2 (fio://esx2.example)"]
     assert [(c.item, c.ok) for c in reports[0].checks] == [("reached", False)]
-    assert "No route" in reports[0].checks[0].detail and "ssh root@esx1.example true" in reports[0].checks[0].fix
+    assert "No route" in reports[0].checks[0].detail and "ssh -p 2222 root@esx1.example true" in reports[0].checks[0].fix
     assert not reports[1].checks[0].ok and "nothing checked" in reports[1].checks[0].detail
     argv = runner.calls[0][0]
     assert argv[:2] == ("ssh", "-n") and ("-p", "2222") == argv[argv.index("-p"):argv.index("-p") + 2]

@@ -18,9 +18,14 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 def test_the_readme_is_short_and_its_plan_is_valid():
     assert len(README.splitlines()) <= 200
-    [block] = re.findall(r"```toml\n(.*?)```", README, re.S)
+    block, attached = re.findall(r"```toml\n(.*?)```", README, re.S)
     plan = load_plan_text(block, source="README")
     assert [c.name for c in plan.configurations] == ["local", "iscsi", "nfs"] and plan.uses_lab()
+    plan = load_plan_text(HEAD.format(t="array", h=1) + attached, source="README attach")
+    from protolab.plan.preflight import preflight
+
+    preflight(plan, "README attach")  # the attach example is one `run` takes
+    assert plan.targets["array"].attach.iscsi.sessions == 4 and plan.hosts[0].agent.startswith("ssh://")
 
 
 def test_plan_example_is_valid():

@@ -62,6 +62,8 @@ def resolve(
         raise TargetError(str(e)) from None
     if ref.kind == "lab":
         raise TargetError(f"target {url}: a lab target is resolved by the lab first")
+    if ref.kind == "attach":
+        raise TargetError(f"target {url}: an attached target is found on each host once attached")
     engine = PROTOCOLS[ref.kind].engine if ref.kind in PROTOCOLS else None
     if engine is not None:  # how fio's engine for the protocol is told where to go
         if ref.iqn is not None:  # libiscsi: the URL as filename, its default port written out

@@ -243,6 +243,8 @@ class Attach(_Model):
 
 
 ATTACH_PREFIX = "attach:"
+#: the protocols a target can be attached by: Attach's fields, by the names a plan writes
+ATTACH_PROTOCOLS = tuple(f.alias or name for name, f in Attach.model_fields.items())
 
 
 def attach_url(attach: Attach) -> str:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from . import safety
-from .attach import Attach, attach_url
+from .attach import ATTACH_PREFIX, Attach, attach_url
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -76,6 +76,9 @@ class TargetSpec(_Model):
             object.__setattr__(self, "url", attach_url(self.attach))
         elif not self.url:
             raise ValueError("give url (a path, a URL or lab:PROTOCOL) or attach = { iscsi | nfs | nvme-tcp = {…} }")
+        elif self.url.startswith(ATTACH_PREFIX):
+            raise ValueError(f"url {self.url!r} stands for a target attached on the hosts; write attach = "
+                             "{ iscsi | nfs | nvme-tcp = {…} } in the target's table instead")
         return self
 
 

@@ -111,15 +111,28 @@ def preflight(plan: Plan, source: str, env: Environment | None = None) -> None:
 
 
 def _attach(plan: Plan, source: str) -> None:
-    """A target attached on the hosts by protolab: its grammar is checked (plan.attach); the attach itself is not
-    built yet, so such a plan is refused before anything is created, saying what to do instead."""
+    """A target protolab attaches on the hosts (plan.attach; run.attaching does it): on this machine or on hosts
+    protolab reaches over ssh, never beside the lab (whose testbed attaches nothing) or on a fio:// host (which runs
+    no command for protolab)."""
     for i, c in enumerate(plan.configurations):
         t = plan.target_of(c)
-        if t.attach is not None:
-            where = (f"targets.{c.target}.attach" if isinstance(c.target, str)
-                     else f"configurations[{i}] ({c.name}).target.attach")
-            raise PlanError(f"{source}: {where}: {t.attach.describe()}: protolab does not attach on the hosts yet; "
-                            "attach it on each host yourself and give the device or file as url")
+        if t.attach is None:
+            continue
+        where = (f"targets.{c.target}.attach" if isinstance(c.target, str)
+                 else f"configurations[{i}] ({c.name}).target.attach")
+        if plan.uses_lab() or plan.hypervisor is not None:
+            raise PlanError(f"{source}: {where}: attach is for this machine or the plan's [[hosts]]; a plan with "
+                            "lab: targets or [hypervisor] runs on the lab: give this configuration lab:PROTOCOL, "
+                            "or move it to a plan of its own")
+        if t.attach.protocol != "nfs" and not t.allow_overwrite:  # engine.targets' rule for every block device
+            raise PlanError(f"{source}: {where}: {t.attach.describe()} is a block device on each host: protolab "
+                            "cannot tell whether it holds data (blkid finds no signature on dm-crypt, raw database "
+                            "devices or wiped headers); add allow_overwrite = true to the target if its contents "
+                            "may be destroyed")
+        for h in plan.hosts:
+            if h.agent.startswith("fio://"):
+                raise PlanError(f"{source}: {where}: host {h.name!r} is a fio:// server, on which protolab runs no "
+                                "command and so cannot attach; give it agent = \"ssh://[USER@]HOST\"")
 
 
 def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
@@ -262,7 +275,7 @@ def _engines(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -
         return
     for i, (c, r) in enumerate(zip(plan.configurations, refs)):
         protocol = PROTOCOLS.get(r.protocol or "")
-        by_url = protocol is not None and protocol.engine is not None
+        by_url = protocol is not None and protocol.engine is not None and r.kind != "attach"
         wanted = protocol.engine if by_url else (c.ioengine or "io_uring")
         if wanted not in engines:
             field_name = "target" if by_url else "ioengine"

@@ -37,6 +37,7 @@ class TargetRef:
     lun: int | None = None
     export: str | None = None
     lab: str | None = None  # the lab protocol of a lab: target
+    attached: str | None = None  # the protocol of a target protolab attaches on the hosts (attach:PROTOCOL)
 
     @property
     def is_lab(self) -> bool:
@@ -47,6 +48,8 @@ class TargetRef:
     def protocol(self) -> str | None:
         """The protocol that reaches the target: 'iscsi' for iscsi://… and lab:iscsi, 'local' for lab:local,
         None for a path (no protocol between load and storage)."""
+        if self.kind == "attach":
+            return self.attached
         return self.lab if self.kind == "lab" else (self.kind if self.kind in PROTOCOLS else None)
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from .attach import ATTACH_PREFIX
+from .attach import ATTACH_PREFIX, ATTACH_PROTOCOLS
 from .protocols import PROTOCOLS, TargetRef, lab_targets, url_schemes
 
 __all__ = ["TargetRef", "is_lab_target", "looks_like_target", "parse_target"]
@@ -38,9 +38,11 @@ def parse_target(text: str) -> TargetRef:
             raise ValueError(f"unknown lab target {text!r}; use one of "
                              + ", ".join(f"lab:{p}" for p in lab_targets()))
         return TargetRef("lab", text, lab=proto)
-    if text.startswith(ATTACH_PREFIX):
-        raise ValueError(f"{text!r} stands for a target attached on the hosts; write attach = {{ iscsi | nfs | "
-                         "nvme-tcp = {…} } in the target's table instead")
+    if text.startswith(ATTACH_PREFIX):  # only a target's table with attach = {…} has this url (plan.model)
+        proto = text[len(ATTACH_PREFIX):]
+        if proto not in ATTACH_PROTOCOLS:
+            raise ValueError(f"{text!r}: write attach = {{ iscsi | nfs | nvme-tcp = {{…}} }} in the target's table")
+        return TargetRef("attach", text, attached=proto)
     if "://" not in text:
         if not text or "\0" in text:
             raise ValueError("a path target must not be empty")

@@ -133,6 +133,7 @@ class Manifest(_Part):
     sessions: tuple[Session, ...] = ()
     agents: tuple[str, ...] = ()
     targets: dict[str, str] = {}  # configuration → its target in one line
+    attached: tuple[dict[str, Any], ...] = ()  # targets attached on the hosts, as the kernel reported them
     initialised: Optional[Initialised] = None
     snapshot: Optional[str] = None
     stages: tuple[dict[str, Any], ...] = ()  # what each stage step did, as the stage says it, and its session
@@ -141,7 +142,8 @@ class Manifest(_Part):
     repeats_stopped: dict[str, str] = {}  # cell (without repeat) → why its repeating ended
     error: Optional[str] = None
 
-    @field_validator("cells_done", "last_seq", "sessions", "agents", "targets", "stages", "interrupted_windows",
+    @field_validator("cells_done", "last_seq", "sessions", "agents", "targets", "attached", "stages",
+                     "interrupted_windows",
                      "repeats_stopped", mode="before")
     @classmethod
     def _null_is_none(cls, v: Any, info: Any) -> Any:
@@ -245,6 +247,10 @@ class Events:
     def targets(self, targets: dict[str, str]) -> None:
         """Each configuration's target, in one line."""
         self._write(targets=dict(targets))
+
+    def attached(self, attached: list[dict[str, Any]]) -> None:
+        """The targets this session attached on the hosts (run.attaching), as the kernel reported them."""
+        self._write(attached=tuple(attached))
 
     def initialised(self, workload: str, duration_s: float, iops: dict[str, float], session: int) -> None:
         """The initialisation access spec ran on every target."""

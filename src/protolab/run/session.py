@@ -127,6 +127,9 @@ class Study:
             testbed.on_agents = events.agents
             events.testbed_up(testbed.up(rundir.path))
             proc = Procedure(self.plan, testbed, rundir, self.progress, phase)
+            attachments = getattr(testbed, "attachments", None)
+            if attachments is not None:  # each attach on a host, as its kernel reported it
+                attachments.on_attached = events.attached
             events.targets({c.name: testbed.target_label(c) for c in self.plan.configurations})
             method = self.plan.method
             if method.prepare:

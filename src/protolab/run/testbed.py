@@ -31,7 +31,9 @@ from ..safepath import inside
 from ..telemetry.cgroups import RoleCgroups
 from ..telemetry.window import Window
 from ..trust import private_base
+from .attachments import Attachments
 from .progress import Progress
+from .steps import every_step  # noqa: F401  (re-exported: the testbeds' teardown)
 
 
 def checked_targets(plan: Plan, runner: Runner) -> dict[str, Access]:
@@ -42,6 +44,8 @@ def checked_targets(plan: Plan, runner: Runner) -> dict[str, Access]:
     out = {}
     for c in plan.configurations:
         t = plan.target_of(c)
+        if t.attach is not None:  # found once attached (plan.preflight and run.attaching check it)
+            continue
         if parse_target(t.url).lab:
             continue
         a = resolve(t.url, size=t.size or plan.method.data_size, ioengine=c.ioengine, direct=c.direct,
@@ -49,21 +53,6 @@ def checked_targets(plan: Plan, runner: Runner) -> dict[str, Access]:
         check_overwrite(a, allow_overwrite=t.allow_overwrite, runner=runner, label=f"configuration {c.name!r}")
         out[c.name] = a
     return out
-
-
-def every_step(steps: list[Callable[[], object]]) -> None:
-    """Run every teardown step; a step that fails (a process stuck past SIGKILL, a busy mount) does not stop the
-    ones after it. ToolError naming every failure at the end."""
-    failed = []
-    for step in steps:
-        try:
-            step()
-        except Exception as e:
-            failed.append(f"{type(e).__name__}: {e}" if not isinstance(e, ProtolabError) else str(e))
-    if failed:
-        from ..errors import ToolError
-
-        raise ToolError("teardown: " + "; ".join(failed) + "; run 'protolab lab down --all' if the lab is left")
 
 
 class Testbed:
@@ -83,6 +72,7 @@ class Testbed:
         self.sockets: Path | None = None
         self._local: dict[str, Access] = {}
         self.on_agents: Callable[[list[str]], None] | None = None  # told when the set of agents changes
+        self.attachments = Attachments(plan, runner, progress)
 
     # -- before anything is created ----------------------------------------------------------------
 
@@ -101,6 +91,8 @@ class Testbed:
         self.fio = replace(self.fio, cgroups=self.cgroups)
         if self.cgroups is not None and self.plan.method.cpu_priority == "high":
             self.cgroups.prioritise(harness_pid=os.getpid())  # this process reads the roles' counters
+        if self.attachments.wanted:
+            self.attachments.up(run_path)
         return self.describe()
 
     def _make_cgroups(self, run_path: Path) -> RoleCgroups | None:
@@ -122,9 +114,11 @@ class Testbed:
         """Stop agents and remove what `up` made. Safe to call twice, and after a failed `up`. Every step runs
         even when one before it fails; the failures are raised together at the end."""
         cgroups, sockets = self.cgroups, self.sockets
+        attachments = getattr(self, "attachments", None)  # a testbed whose __init__ never ran has none
         self.cgroups = self.sockets = None
         every_step([
             self.stop_agents,
+            lambda: attachments is not None and attachments.down(),  # after fio's servers: none holds a device
             lambda: cgroups is not None and cgroups.priority.leave(),  # this process back, before anything goes
             lambda: sockets is not None and shutil.rmtree(sockets, ignore_errors=True),
             lambda: cgroups is not None and cgroups.remove(),
@@ -134,7 +128,9 @@ class Testbed:
 
     def access(self, c: Configuration, host: int, stream: int) -> Access:
         """How stream ``stream`` of host ``host`` reaches configuration ``c``'s target."""
-        return self._local[c.name]
+        t = self.plan.target_of(c)
+        attached = self.attachments.access(c, host, stream, t.size or self.plan.method.data_size)
+        return attached if attached is not None else self._local[c.name]
 
     def data_access(self, c: Configuration) -> Access:
         """How protolab itself reaches ``c``'s data to prepare or initialise it (the load path, by default)."""

@@ -206,14 +206,14 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
                  lab.cgroups, role="servers")
 
 
-def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str = "nvme-tcp", *, vm: int = 0,
+def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str | None = "nvme-tcp", *, vm: int = 0,
                config: int = 0, slot: int = 0, queues: int = 1, sessions: int = 1, accel: str = "tcg", vcpus: int = 1,
                memory_mib: int = 512, fio_port: int, ssh: GuestSsh | None = None,
                runner: Runner | None = None) -> Guest:
     """Load guest ``slot`` of host ``host`` (not started): before its fio server is ready, its kernel attaches
     the server guest's export of ``protocol`` over the host's first NIC — nvme-tcp with ``queues`` I/O queues as
-    host NQN (host, vm, config), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config). With
-    ``ssh``, it is also reached over ssh as a user's host is (vm.guestssh)."""
+    host NQN (host, vm, config), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config); with
+    ``protocol`` None, nothing. With ``ssh``, it is also reached over ssh as a user's host is (vm.guestssh)."""
     names = lab.names
     if lab.spec.port_of(host, 0) != 0:
         raise ProtolabError(f"host {host + 1}: the storage server guest is on storage port 0 only; kernel data paths "
@@ -226,6 +226,8 @@ def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str 
     elif protocol == "iscsi":
         attach = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm, config),
                              sessions).kernel_args()
+    elif protocol is None:  # a user's host: protolab attaches over ssh (run.attaching)
+        attach = []
     else:
         raise ProtolabError(f"kernel data path {protocol!r}: one of {', '.join(SERVED)}")
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,

@@ -22,6 +22,19 @@ class EnvironmentModel:
     status: str
     busy: str | None
     device: dict | None = None  # the lab's device model as its testbed described it (lab.device)
+    attached: tuple[dict, ...] = ()  # targets protolab attached on the hosts (run.attaching.Attached.record)
+
+    def attach_rows(self) -> list[tuple[str, str, list[str], str]]:
+        """(host and target, what was asked and what it gave, the kernel's account in a line per session, controller
+        or mount, and in full) per attached target."""
+        out = []
+        for a in self.attached:
+            devices = ", ".join(str(d) for d in a.get("devices") or []) or "?"
+            found = "; ".join(str(f) for f in a.get("found") or [])
+            gave = f"{a.get('asked')} → {devices}" + (f" (found: {found})" if found else "")
+            out.append((f"{a.get('host')}: {a.get('target')}", gave, [str(s) for s in a.get("summary") or []],
+                        str(a.get("kernel") or "")))
+        return out
 
     def device_rows(self) -> list[tuple[str, str]]:
         """(label, value) rows of the pool's device model: name, figures, source, the cache of each path above
@@ -59,12 +72,18 @@ class EnvironmentSection(Section[EnvironmentModel]):
                  if prov is not None and getattr(prov, k, None) not in (None, "")}
         testbed = data.manifest.testbed or {}
         device = testbed.get("device") if isinstance(testbed.get("device"), dict) else None
-        return EnvironmentModel(known, data.manifest.status or "unknown", data.notes.get("busy"), device)
+        return EnvironmentModel(known, data.manifest.status or "unknown", data.notes.get("busy"), device,
+                                tuple(data.manifest.attached))
 
     def markdown(self, m: EnvironmentModel) -> list[str]:
         env = m.line()
         out = ["", f"## {self.title}", "", f"Environment: {env}." if env else "", f"Status: {m.status}."]
         out += [f"{label[0].upper()}{label[1:]}: {value}." for label, value in m.device_rows()]
+        if m.attached:
+            out += ["", "Attached on the hosts, as each host's kernel reported it (in full in report.html and "
+                    "manifest.json):", ""]
+            for where, gave, short, _ in m.attach_rows():
+                out += [f"- {where}: {gave}.", *(f"  - {s}" for s in short)]
         return out + (["", f"Warning: {m.busy}."] if m.busy else [])
 
     def html(self, m: EnvironmentModel, page: Page) -> Markup:

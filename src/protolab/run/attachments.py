@@ -1,0 +1,159 @@
+"""A run's attached targets (plan.attach) on its load hosts: each attached before its configuration is first
+used (prepared, initialised or measured) and kept until the testbed goes down — after the last cell, after a
+failure, and on SIGINT/SIGTERM/SIGHUP (the session's teardown). A run killed outright (SIGKILL, a power cut)
+leaves the list of what it attached in a root-only file under /run/protolab/attached; `protolab resume` of that
+run detaches those first, then attaches afresh.
+
+Every host of the plan that a load point uses attaches the configuration's target (this machine once, when the
+plan has no [[hosts]]). Two targets that name the same storage (an IQN at one portal with 1 and with 4 sessions)
+take turns: the one attached is detached before the other is attached. Stream *s* of a host uses the host's
+device *s* modulo their number (one per iSCSI session, as the lab's kernel paths do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..engine.targets import Access
+from ..plan.model import Configuration, LoadHost, Plan, TargetSpec
+from ..proc import Runner
+from ..trust import private_dir
+from .attaching import Attached, Attacher, same_storage
+from .hostshell import HostShell
+from .progress import Progress
+from .steps import every_step
+
+STATE_DIR = "attached"
+
+
+def target_key(c: Configuration) -> str:
+    """The name an attached target goes by: its [targets] name, or the configuration's for an inline target."""
+    return c.target if isinstance(c.target, str) else c.name
+
+
+def hosts_of(plan: Plan) -> list[LoadHost]:
+    """The hosts that attach: the plan's hosts a load point uses, or this machine."""
+    if not plan.hosts:
+        return [LoadHost(name="this-machine")]
+    return plan.hosts[:max(lp.hosts for lp in plan.load_points)]
+
+
+def attached_targets(plan: Plan) -> dict[str, TargetSpec]:
+    """The attached targets the configurations use, by name, in the plan's order."""
+    out: dict[str, TargetSpec] = {}
+    for c in plan.configurations:
+        t = plan.target_of(c)
+        if t.attach is not None:
+            out.setdefault(target_key(c), t)
+    return out
+
+
+@dataclass
+class Attachments:
+    """Attach every attached target on every host that uses it (`up`), detach them all (`down`)."""
+
+    plan: Plan
+    runner: Runner
+    progress: Progress
+    netns: str | None = None  # where ssh runs from (tests reach hosts in lab namespaces)
+    done: dict[tuple[int, str], Attached] = field(default_factory=dict)
+    history: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)  # each attach's latest record
+    on_attached: Callable[[list[dict[str, Any]]], None] | None = None  # told each time one is attached
+    _attacher: Attacher | None = None
+    _state: Path | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return bool(attached_targets(self.plan))
+
+    def up(self, run_path: Path) -> None:
+        """Ready to attach for the run at ``run_path``, after detaching what a killed session of this run left."""
+        run_id = hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]
+        self._attacher = Attacher(self.runner, run_id, netns=self.netns)
+        self._state = private_dir(STATE_DIR) / f"{run_id}.json"
+        left = self._read_state()
+        if left:
+            self.progress.note(f"detaching what an earlier session of this run left attached ({len(left)})")
+            self._detach(left)
+            self._write_state([])
+
+    def ensure(self, c: Configuration) -> None:
+        """``c``'s target attached on every host that uses it (nothing to do when it is). A target attached for
+        another configuration that names the same storage (the same IQN at the portal, the same NQN, the same
+        export) is detached first: a host holds one attach of it at a time."""
+        t = self.plan.target_of(c)
+        if t.attach is None or self._attacher is None:
+            return
+        key, targets, hosts = target_key(c), attached_targets(self.plan), hosts_of(self.plan)
+        for h, host in enumerate(hosts):
+            if (h, key) in self.done:
+                continue
+            clash = [(g, k) for g, k in self.done if g == h and same_storage(targets[k].attach, t.attach)]
+            if clash:
+                self._detach(clash)
+                for pair in clash:
+                    del self.done[pair]
+            self._write_state([*self.done, (h, key)])  # before: a kill leaves it listed
+            self.progress.note(f"attaching {key} on {host.name}: {t.attach.describe()}")
+            self.done[(h, key)] = self._attacher.attach(HostShell.of(host), key, t.attach,
+                                                        allow_overwrite=t.allow_overwrite)
+            self.history[(h, key)] = self.done[(h, key)].record()
+            self._write_state(list(self.done))
+            if self.on_attached is not None:
+                self.on_attached(list(self.history.values()))
+
+    def down(self) -> None:
+        """Detach every target attached (each, whatever the others do); ToolError naming every host that could
+        not, with the command to run there. The state file goes once all are detached."""
+        if self._attacher is None:
+            return
+        pairs = list(self.done) or self._read_state()
+        self._detach(pairs)
+        self.done.clear()
+        if self._state is not None:
+            self._state.unlink(missing_ok=True)
+
+    def _detach(self, pairs: list[tuple[int, str]]) -> None:
+        assert self._attacher is not None
+        hosts, targets = hosts_of(self.plan), attached_targets(self.plan)
+        steps = []
+        for h, key in pairs:
+            if h < len(hosts) and key in targets and targets[key].attach is not None:
+                shell, attach = HostShell.of(hosts[h]), targets[key].attach
+                self.progress.note(f"detaching {key} from {hosts[h].name}")
+                steps.append(lambda s=shell, k=key, a=attach: self._attacher.detach(s, k, a))  # type: ignore[union-attr]
+        every_step(steps)
+
+    def _read_state(self) -> list[tuple[int, str]]:
+        """What this run's earlier session listed as attached (a file only root can write)."""
+        assert self._state is not None
+        try:
+            fd = os.open(self._state, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        with os.fdopen(fd) as f:
+            try:
+                return [(int(h), str(k)) for h, k in json.load(f)]
+            except (ValueError, TypeError):
+                return []
+
+    def _write_state(self, pairs: list[tuple[int, str]]) -> None:
+        assert self._state is not None
+        from ..results.files import write_json
+
+        write_json(self._state, [list(p) for p in pairs])
+
+    def access(self, c: Configuration, host: int, stream: int, size: int) -> Access | None:
+        """How stream ``stream`` of host ``host`` reaches ``c``'s attached target (None: not an attached one)."""
+        if self.plan.target_of(c).attach is None:
+            return None
+        self.ensure(c)
+        a = self.done[(host if self.plan.hosts else 0, target_key(c))]
+        device = a.devices[stream % len(a.devices)]
+        opts = {"direct": "1" if c.direct else "0"}
+        return Access("remote", c.ioengine or "io_uring", opts, device, size)

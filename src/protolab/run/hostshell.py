@@ -1,0 +1,74 @@
+"""A plan host's shell: one fixed script run on this machine (``sh -c``) or over the host's ssh connection.
+
+The one adapter through which protolab runs commands on a load host other than fio (doctor --hosts' checks, the
+attach and detach of run.attaching). A script is protolab's own text; every plan value in it is checked by
+plan.attach and quoted with shlex before it gets there. ssh runs with ``-n`` (it reads none of protolab's stdin),
+the operator's config ($PROTOLAB_SSH_CONFIG), then the plan's options, then protolab's defaults: ssh keeps the
+first value of each option.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from ..errors import ProtolabError, ToolError
+from ..plan.model import LoadHost
+from ..proc import Completed, Runner
+
+#: what an unreachable host's one line says it took too long to answer
+NO_ANSWER = "no answer within {timeout:g} s"
+
+
+@dataclass(frozen=True)
+class HostShell:
+    """How to run a script on host ``name``: ``argv`` + [script]; ``where`` names it for a person."""
+
+    name: str
+    argv: tuple[str, ...]
+    where: str
+    ssh: bool
+
+    @classmethod
+    def of(cls, host: LoadHost) -> "HostShell":
+        """This machine for agent "local", else the host's ssh connection (fio:// hosts run no commands)."""
+        if host.agent == "local":
+            return cls(host.name, ("sh", "-c"), "this machine", False)
+        if not host.agent.startswith("ssh://"):
+            raise ProtolabError(f"host {host.name}: a {host.agent.split(':', 1)[0]}:// host runs no command for "
+                                "protolab; give it agent = \"ssh://[USER@]HOST\"")
+        from ..engine.agents import SSH_DEFAULTS, ssh_config, ssh_destination
+
+        dest, port = ssh_destination(host.agent)
+        argv = ("ssh", "-n", *ssh_config(), *host.ssh_options, *SSH_DEFAULTS, *(("-p", str(port)) if port else ()),
+                dest)
+        return cls(host.name, argv, dest, True)
+
+    def run(self, runner: Runner, script: str, *, timeout: float, netns: str | None = None) -> Completed:
+        """The script's outcome (any exit code); ToolError in one line when the host cannot be reached or does not
+        answer in time (never quoting the script)."""
+        try:
+            done = runner.run([*self.argv, script], netns=netns if self.ssh else None, check=False, timeout=timeout)
+        except ProtolabError as e:
+            why = NO_ANSWER.format(timeout=timeout) if "did not finish" in str(e) else str(e).splitlines()[0][:200]
+            raise ToolError(f"host {self.name}: {why}; check {self.reach_command()!r}") from None
+        if self.ssh and done.returncode == 255:
+            raise ToolError(f"host {self.name}: ssh failed ({done.one_line_error()}); check "
+                            f"{self.reach_command()!r} (keys, host name, port)")
+        return done
+
+    def reach_command(self) -> str:
+        """The command a person runs to see whether the host answers."""
+        return f"ssh {self.port_words()}{self.where} true" if self.ssh else "sh -c true"
+
+    def by_hand(self, script: str) -> str:
+        """The exact command a person runs to do ``script`` on this host (one line: the script's lines joined)."""
+        one_line = "; ".join(ln.strip() for ln in script.splitlines() if ln.strip())
+        if not self.ssh:
+            return f"sh -c {shlex.quote(one_line)}"
+        return f"ssh {self.port_words()}{self.where} {shlex.quote(one_line)}"
+
+    def port_words(self) -> str:
+        if "-p" in self.argv:
+            return f"-p {self.argv[self.argv.index('-p') + 1]} "
+        return ""

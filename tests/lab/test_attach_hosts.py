@@ -1,0 +1,178 @@
+"""Issue 21's test bed: a load guest reached over ssh stands for a user's host, and protolab attaches the storage
+server guest's kernel targets on it — NVMe/TCP with 2 I/O queues, iSCSI with 1 and with 4 sessions — measures
+through them, records what the guest's kernel reports, and detaches them all: after the run, and after a SIGTERM
+in the middle of one.
+
+Two TCG guests: the server guest (nvmet-tcp and LIO on the pool's exports, granting one host NQN and one initiator
+IQN) in the storage namespace; the "user's host" in host 0's namespace, with dropbear, iscsiadm/iscsid and
+nvme-cli and no attach of its own. Its administrator's part — the host's NQN and initiator name, iscsid running —
+is done over ssh before protolab runs, as it would be on a real host.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_vm_guest import guest_image
+
+from conftest import spec
+from protolab.lab.procs import alive
+from protolab.vm.accel import free_port
+from protolab.vm.guestssh import GuestSsh
+from protolab.vm.kernelpaths import load_guest, server_guest
+
+pytestmark = pytest.mark.lab
+HOSTNQN = "nqn.2014-08.org.example:user-host-1"
+INITIATOR = "iqn.2026-11.org.example:user-host-1"
+
+
+def _plan(lab, ssh: GuestSsh, duration: str) -> str:
+    addr = lab.names.server_guest_address(0)
+    return f"""
+name = "attached"
+baseline = "nvme"
+workloads = ["tr3808-4k"]
+load_points = [{{ streams = 4, oio = 2 }}]
+[[hosts]]
+name = "guest"
+agent = "ssh://root@127.0.0.1:{ssh.port}"
+fio = "/bin/fio"
+fio_port = 18765
+[[configurations]]
+name = "nvme"
+target = "flash"
+ioengine = "libaio"
+[[configurations]]
+name = "iscsi-1"
+target = "lun1"
+ioengine = "libaio"
+[[configurations]]
+name = "iscsi-4"
+target = "lun4"
+ioengine = "libaio"
+[targets.flash]
+attach = {{ nvme-tcp = {{ address = "{addr}", nqn = "{lab.names.nqn}", queues = 2 }} }}
+allow_overwrite = true
+[targets.lun1]
+attach = {{ iscsi = {{ portal = "{addr}", iqn = "{lab.names.lio_iqn}", sessions = 1 }} }}
+allow_overwrite = true
+[targets.lun4]
+attach = {{ iscsi = {{ portal = "{addr}:3260", iqn = "{lab.names.lio_iqn}", sessions = 4 }} }}
+allow_overwrite = true
+[method]
+warmup = "1s"
+duration = "{duration}"
+repeats = 1
+data_size = "32M"
+"""
+
+
+def _ssh(lab, keys, ssh: GuestSsh, script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", lab.names.host_ns(0), "ssh", "-n", "-F", str(keys / "ssh_config"),
+                           "-p", str(ssh.port), "root@127.0.0.1", script], capture_output=True, text=True, timeout=60)
+
+
+def _left(lab, keys, ssh) -> str:
+    """What of an attach is left in the guest: sessions, node records, controllers, protolab's mount points."""
+    p = _ssh(lab, keys, ssh, "ls /sys/class/iscsi_session /sys/class/nvme 2>/dev/null; iscsiadm -m node 2>&1 | "
+                             "grep -v 'No records'; grep protolab-attach /proc/mounts; echo end")
+    assert p.returncode == 0 and p.stdout.strip().endswith("end"), p.stderr
+    return "".join(ln for ln in p.stdout.splitlines(keepends=True) if ln.strip() not in ("", "end") and
+                   not ln.startswith("/sys/class/"))
+
+
+def _protolab(lab, keys, args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(keys / "ssh_config")}
+    return subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli",
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+
+
+def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_lab, tmp_path):
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("needs qemu-system-x86 (make deps)")
+    image = guest_image()
+    assert {"iscsiadm", "iscsid", "nvme"} <= set(image.info.get("tools", [])), \
+        "the guest image has no initiator tools: run scripts/install-deps.sh again"
+    lab = make_lab(spec(), {"nvme-tcp", "iscsi"})
+    server = server_guest(lab, image, nvme_hosts=[HOSTNQN], iscsi_initiators=[INITIATOR], mtu=lab.link.mtu,
+                          fio_port=free_port())
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id")], check=True, timeout=30)
+    (keys / "ssh_config").write_text(f"Host *\n  IdentityFile {keys / 'id'}\n  StrictHostKeyChecking no\n"
+                                     "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+    ssh = GuestSsh(free_port(), (keys / "id.pub").read_text())
+    # 2 vCPUs: nvme-tcp gives a host at most one I/O queue per CPU
+    host = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, None, vcpus=2, fio_port=free_port(), ssh=ssh)
+    try:
+        server.start()
+        host.start()
+        server.wait_ready(timeout=180)
+        host.wait_ready(timeout=240)
+        t0 = time.monotonic()
+        t = time.monotonic()
+        assert _ssh(lab, keys, ssh, "true").returncode == 0
+        print(f"\none ssh command to the guest: {time.monotonic() - t:.1f} s")
+        admin = _ssh(lab, keys, ssh, f"mkdir -p /etc/nvme /etc/iscsi /run/lock/iscsi && echo {HOSTNQN} > "
+                                     f"/etc/nvme/hostnqn && echo InitiatorName={INITIATOR} > "
+                                     "/etc/iscsi/initiatorname.iscsi && iscsid && echo ok")
+        assert admin.stdout.strip() == "ok", (admin.stdout, admin.stderr, host.console_text()[-2000:])
+
+        plan = tmp_path / "attached.toml"
+        plan.write_text(_plan(lab, ssh, "2s"))
+        run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "r")])
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err + out
+        rundir = next((tmp_path / "r").iterdir())
+        manifest = json.loads((rundir / "manifest.json").read_text())
+        got = {a["target"]: a for a in manifest["attached"]}
+        assert set(got) == {"flash", "lun1", "lun4"} and {a["host"] for a in got.values()} == {"guest"}, got
+        # found by identifiers: the NQN's namespace; one SCSI disk per session of the IQN's LUN 0
+        assert len(got["flash"]["devices"]) == 1 and got["flash"]["devices"][0].startswith("/dev/nvme"), got
+        assert "tcp traddr=" in got["flash"]["kernel"] and "2 I/O queues" in got["flash"]["kernel"], got["flash"]
+        assert len(got["lun1"]["devices"]) == 1 and len(got["lun4"]["devices"]) == 4, got
+        assert all(d.startswith("/dev/sd") for d in got["lun4"]["devices"])
+        assert got["lun4"]["kernel"].count("iSCSI Session State: LOGGED_IN") == 4, got["lun4"]["kernel"]
+        rows = list(csv.DictReader((rundir / "cells.csv").open()))
+        assert {r["configuration"] for r in rows} == {"nvme", "iscsi-1", "iscsi-4"}
+        assert all(float(r["iops"]) > 0 and r["errors"] == "0" for r in rows), rows
+        report = (rundir / "report.md").read_text()
+        assert "Attached on the hosts" in report and got["lun4"]["devices"][3] in report, report
+        assert _left(lab, keys, ssh) == ""  # no session, node record, controller or mount is left
+        print(f"\n{time.monotonic() - t0:.0f} s; attached over ssh: {[(k, a['devices']) for k, a in got.items()]}; "
+              f"{[(r['configuration'], round(float(r['iops']))) for r in rows]}")
+
+        # a SIGTERM in the middle of a run detaches too (the NVMe/TCP configuration alone, for time)
+        text = _plan(lab, ssh, "20s")
+        plan.write_text(text[:text.index('[[configurations]]\nname = "iscsi-1"')] + text[text.index("[targets.flash]"):])
+        run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "t")])
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and run.poll() is None:
+            m = next((tmp_path / "t").glob("*/manifest.json"), None)
+            if m is not None and '"measuring"' in m.read_text():
+                break
+            time.sleep(0.5)
+        assert run.poll() is None, run.communicate()
+        attached_then = json.loads(m.read_text())["attached"]
+        assert [a["target"] for a in attached_then] == ["flash"]
+        os.killpg(run.pid, signal.SIGTERM)
+        out, err = run.communicate(timeout=180)
+        assert run.returncode != 0 and "resume" in err, (run.returncode, err)
+        assert _left(lab, keys, ssh) == ""
+        assert not list(Path("/run/protolab/attached").glob("*.json"))
+        print(f"{time.monotonic() - t0:.0f} s: the SIGTERM run detached")
+    finally:
+        host.stop()
+        server.stop()
+    for g in (host, server):
+        assert g.pid is None or not alive(g.pid)

@@ -1,0 +1,217 @@
+"""Attach and detach on a host (run.attaching, run.attachments, run.hostshell) against a fake shell: what each
+outcome of the host's script becomes, that plan values reach it only quoted, and that a run detaches what it
+attached — taking turns on one storage, and after a killed session. The real scripts run in
+tests/lab/test_attach_hosts.py (guests reached over ssh)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+
+from protolab.errors import TargetError, ToolError
+from protolab.plan.attach import Attach
+from protolab.plan.load import load_plan_text
+from protolab.proc import Completed, FakeRunner
+from protolab.run import attachments as attachments_mod
+from protolab.run.attaching import Attacher, attach_script, detach_script, same_storage
+from protolab.run.attachments import Attachments
+from protolab.run.hostshell import HostShell
+from protolab.run.progress import Silent
+
+NVME = Attach.model_validate({"nvme-tcp": {"address": "10.1.2.5", "nqn": "nqn.2014-08.org.example:flash",
+                                           "queues": 4}})
+ISCSI = Attach.model_validate({"iscsi": {"portal": "10.1.2.3:3260", "iqn": "iqn.2001-05.com.example:array",
+                                         "sessions": 2}})
+NFS = Attach.model_validate({"nfs": {"server": "filer", "export": "/vol/bench", "version": 3, "nconnect": 4}})
+SSH = HostShell("esx1", ("ssh", "-n", "-p", "2222", "root@esx1"), "root@esx1", True)
+
+PLAN = """
+name = "attached"
+baseline = "a"
+workloads = ["tr3808-4k"]
+load_points = [{ hosts = 2, streams = 2 }]
+[[hosts]]
+name = "esx1"
+agent = "ssh://root@esx1:2222"
+[[hosts]]
+name = "esx2"
+agent = "ssh://root@esx2"
+[[configurations]]
+name = "a"
+target = "one"
+[[configurations]]
+name = "b"
+target = "four"
+[targets.one]
+attach = { iscsi = { portal = "10.1.2.3", iqn = "iqn.2001-05.com.example:array", sessions = 1 } }
+allow_overwrite = true
+[targets.four]
+attach = { iscsi = { portal = "10.1.2.3", iqn = "iqn.2001-05.com.example:array", sessions = 4 } }
+allow_overwrite = true
+"""
+
+
+@pytest.mark.parametrize("attach", [NVME, ISCSI, NFS], ids=["nvme-tcp", "iscsi", "nfs"])
+def test_scripts_are_valid_sh_and_hold_plan_values_only_quoted(attach):
+    for n, s in enumerate((attach_script(attach, "/run/protolab-attach/0123456789abcdef"),
+                           detach_script(attach, "/run/protolab-attach/0123456789abcdef"))):
+        p = subprocess.run(["sh", "-n", "-c", s], capture_output=True, text=True, timeout=10)
+        assert p.returncode == 0, p.stderr
+        # every plan value is assigned once, on the variables line, and used as "$VAR" after it
+        values = [v for v in (getattr(attach.spec, k, None) for k in ("iqn", "nqn", "export", "server", "address"))
+                  if isinstance(v, str)]
+        for v in values:
+            lines = [ln for ln in s.splitlines() if v in ln]
+            assert len(lines) == (1 if n == 0 else len(lines[:1])), (v, lines)  # NFS's detach needs no export
+            assert all("=" in ln and shlex.split(ln) for ln in lines), (v, lines)
+
+
+def test_nfs_v3_mounts_without_the_lock_manager_and_the_plan_options():
+    s = attach_script(NFS, "/run/protolab-attach/x")
+    assert "O=vers=3,nconnect=4,nolock;" in s and "SRC=filer:/vol/bench;" in s
+
+
+def _answer(stdout: str, code: int = 0):
+    return lambda argv: Completed(tuple(argv), code, stdout, "")
+
+
+def test_an_attach_gives_the_devices_the_kernel_account_and_a_queue_shortfall():
+    out = ("device /dev/nvme0n1\nkernel nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 2 I/O queues, state live\n"
+           "found /dev/nvme0n1 no signature\n")
+    runner = FakeRunner({("ssh",): _answer(out)})
+    a = Attacher(runner, "run1").attach(SSH, "flash", NVME, allow_overwrite=True)
+    assert a.devices == ("/dev/nvme0n1",)
+    assert "2 I/O queues" in a.kernel
+    assert a.found[-1] == "the kernel gave 2 of the 4 I/O queues asked (nvme-tcp makes at most one per CPU of the host)"
+    assert runner.calls[0][0][:5] == ("ssh", "-n", "-p", "2222", "root@esx1")
+
+
+def test_a_target_the_host_has_already_is_refused_and_left_alone():
+    runner = FakeRunner({("ssh",): _answer("error already logged in to iqn.2001-05.com.example:array (session1 )\n",
+                                           3)})
+    with pytest.raises(ToolError, match="host esx1: target a .*already logged in.*only its own"):
+        Attacher(runner, "run1").attach(SSH, "a", ISCSI, allow_overwrite=True)
+    assert len(runner.calls) == 1  # no detach: the session is the user's
+
+
+def test_a_failed_attach_is_undone_and_said_in_one_line():
+    scripts = []
+
+    def host(argv):
+        scripts.append(argv[-1])
+        if len(scripts) == 1:
+            return Completed(tuple(argv), 4, "error iscsiadm -m node: iscsiadm: Login failed (authorization)\n", "")
+        return Completed(tuple(argv), 0, "", "")
+
+    with pytest.raises(ToolError) as e:
+        Attacher(FakeRunner({("ssh",): host}), "run1").attach(SSH, "a", ISCSI, allow_overwrite=True)
+    assert str(e.value).count("\n") == 0 and "Login failed (authorization)" in str(e.value)
+    assert "--logout" in scripts[1] and "-o delete" in scripts[1]
+
+
+def test_an_nfs_file_that_holds_data_needs_the_opt_in():
+    out = "device /run/protolab-attach/x/protolab.dat\nfound /run/protolab-attach/x/protolab.dat holds 4096 bytes " \
+          "protolab did not write\n"
+    runner = FakeRunner({("ssh",): _answer(out)})
+    with pytest.raises(TargetError, match="holds 4096 bytes.*allow_overwrite = true"):
+        Attacher(runner, "run1").attach(SSH, "filer", NFS, allow_overwrite=False)
+    assert "umount" in runner.calls[-1][0][-1]  # unmounted again
+    assert Attacher(FakeRunner({("ssh",): _answer(out)}), "run1").attach(SSH, "filer", NFS, allow_overwrite=True)
+
+
+def test_an_unreachable_host_at_detach_is_named_with_the_command_to_run_there():
+    runner = FakeRunner({("ssh",): lambda argv: Completed(tuple(argv), 255, "", "ssh: connect to host esx1 port "
+                                                                                 "2222: No route to host")})
+    with pytest.raises(ToolError) as e:
+        Attacher(runner, "run1").detach(SSH, "flash", NVME)
+    msg = str(e.value)
+    assert msg.startswith("host esx1: ssh failed (ssh: connect to host esx1 port 2222: No route to host)")
+    by_hand = msg.split("detach target flash there: ", 1)[1]
+    assert by_hand.startswith("ssh -p 2222 root@esx1 ")
+    # the command given is the detach itself, one line that sh reads as written
+    words = shlex.split(by_hand)
+    assert words[:4] == ["ssh", "-p", "2222", "root@esx1"] and "nvme disconnect" in words[4]
+    assert subprocess.run(["sh", "-n", "-c", words[4]], capture_output=True, timeout=10).returncode == 0
+
+
+def test_same_storage_is_the_iqn_at_the_portal_the_nqn_or_the_export():
+    other = Attach.model_validate({"iscsi": {"portal": "10.1.2.3", "iqn": "iqn.2001-05.com.example:array"}})
+    assert same_storage(ISCSI, other) and not same_storage(ISCSI, NVME) and same_storage(NFS, NFS)
+
+
+def test_a_run_attaches_on_each_host_takes_turns_on_one_storage_and_detaches_all(tmp_path, monkeypatch):
+    monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
+    log: list[str] = []
+
+    def host(argv):
+        where, script = argv[-2], argv[-1]
+        sessions = script.split("S=", 1)[1].split()[0] if "S=" in script else "?"
+        if "--login" in script:
+            log.append(f"attach {where} {sessions}")
+            n = int(sessions)
+            return Completed(tuple(argv), 0, "".join(f"device /dev/sd{'abcd'[i]}\n" for i in range(n)), "")
+        log.append(f"detach {where}")
+        return Completed(tuple(argv), 0, "", "")
+
+    plan = load_plan_text(PLAN)
+    bed = Attachments(plan, FakeRunner({("ssh",): host}), Silent())
+    seen = []
+    bed.on_attached = seen.append
+    bed.up(tmp_path / "run")
+    a, b = plan.configurations
+    assert bed.access(a, 1, 1, 1 << 20).filename == "/dev/sda"
+    assert log == ["attach root@esx1 1", "attach root@esx2 1"]
+    assert bed.access(b, 0, 3, 1 << 20).filename == "/dev/sdd"  # stream 3 of 4 sessions' disks
+    assert log[2:] == ["detach root@esx1", "attach root@esx1 4", "detach root@esx2", "attach root@esx2 4"]
+    state = next(tmp_path.glob("*.json"))
+    assert state.read_text().count('"four"') == 2
+    assert [r["target"] for r in seen[-1]] == ["one", "one", "four", "four"]  # each attach's latest account
+    bed.down()
+    assert log[6:] == ["detach root@esx1", "detach root@esx2"] and not state.exists()
+
+
+def test_a_resumed_run_first_detaches_what_a_killed_session_left(tmp_path, monkeypatch):
+    monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
+    runner = FakeRunner()
+    plan = load_plan_text(PLAN)
+    first = Attachments(plan, runner, Silent())
+    first.up(tmp_path / "run")
+    first._write_state([(0, "four"), (1, "four")])  # what a SIGKILLed session left listed
+    again = Attachments(plan, runner, Silent())
+    runner.calls.clear()
+    again.up(tmp_path / "run")
+    assert [c[0][-2] for c in runner.calls] == ["root@esx1", "root@esx2"]
+    assert all("--logout" in c[0][-1] for c in runner.calls)
+    assert next(tmp_path.glob("*.json")).read_text().strip() == "[]"
+
+
+def test_the_kernels_account_is_summed_up_in_a_line_per_session_or_controller():
+    """From a guest's real `iscsiadm -m session -r SID -P 3` (4 sessions) and nvme sysfs/list-subsys output."""
+    from pathlib import Path
+
+    from protolab.run.attaching import summary
+
+    data = Path(__file__).parents[2] / "data" / "attach"
+    lines = summary("iscsi", (data / "iscsi-4-sessions.txt").read_text())
+    assert len(lines) == 4 and all(ln.startswith("session ") for ln in lines)
+    assert lines[0].endswith(", ImmediateData Yes, InitialR2T Yes, Attached scsi disk sda"), lines[0]
+    assert "iSCSI Session State LOGGED_IN, HeaderDigest None, DataDigest None, MaxRecvDataSegmentLength 262144" \
+        in lines[0]
+    assert {ln.rsplit(" ", 1)[1] for ln in lines} == {"sda", "sdb", "sdc", "sdd"}
+    assert summary("nvme-tcp", (data / "nvme-tcp.txt").read_text()) == [
+        "nvme0: tcp traddr=198.18.0.2,trsvcid=4420,src_addr=198.18.0.128, 2 I/O queues, state live"]
+
+
+def test_the_report_lists_each_hosts_attach():
+    from protolab.report.sections.environment import EnvironmentModel, EnvironmentSection
+
+    rec = {"host": "esx1", "target": "flash", "protocol": "nvme-tcp", "asked": NVME.describe(),
+           "devices": ["/dev/nvme0n1"], "kernel": "nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 4 I/O queues, state live",
+           "summary": ["nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 4 I/O queues, state live"],
+           "found": ["/dev/nvme0n1 no signature"]}
+    md = "\n".join(EnvironmentSection().markdown(EnvironmentModel({}, "complete", None, None, (rec,))))
+    assert ("- esx1: flash: NVMe/TCP nqn.2014-08.org.example:flash namespace 1 at 10.1.2.5:4420, 4 I/O queue(s) → "
+            "/dev/nvme0n1 (found: /dev/nvme0n1 no signature).\n  - nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 4 I/O "
+            "queues, state live") in md
