@@ -21,7 +21,7 @@ KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/b
 # kernel data paths: the storage server guest's targets (nvmet-tcp; LIO's iSCSI with its block backstore) and
 # a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; its header digest code needs crc32c)
 MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net nvmet-tcp nvme-tcp
-         target_core_iblock iscsi_target_mod iscsi_tcp crc32c_generic"
+         target_core_iblock iscsi_target_mod iscsi_tcp crc32c_generic nfsd nfsv3 nfsv4"
 # open-iscsi's iscsistart and its library, unpacked by scripts/install-deps.sh (not installed on this host)
 EXTRA=$ROOT/.deps/guest-debs/root
 
@@ -52,7 +52,8 @@ fi
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$STAGE/tmp" \
-         "$STAGE/lib/modules" "$STAGE/etc" "$OUT"
+         "$STAGE/lib/modules" "$STAGE/etc" "$STAGE/run" "$STAGE/var" "$OUT"
+ln -s ../run "$STAGE/var/run"  # rpcbind's socket: the kernel and libtirpc look for /var/run/rpcbind.sock
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \
            awk sed head chmod id uname umount rmdir readlink basename blkid wc sort; do
@@ -81,11 +82,19 @@ add_tool sbin/iscsistart bin/iscsistart || true
 # a user's host's initiator tools (protolab attaches over ssh: run.attaching): iscsiadm with iscsid, nvme-cli
 add_tool sbin/iscsiadm sbin/iscsiadm && add_tool sbin/iscsid sbin/iscsid || true
 add_tool usr/sbin/nvme sbin/nvme || true
+# NFS: knfsd's helpers for a storage server guest (rpcbind, exportfs, rpc.mountd, rpc.nfsd) and mount.nfs for a
+# guest that stands for a user's host, with libtirpc's /etc/netconfig
+if add_tool usr/sbin/rpc.nfsd sbin/rpc.nfsd && add_tool usr/sbin/rpc.mountd sbin/rpc.mountd \
+   && add_tool usr/sbin/exportfs sbin/exportfs && add_tool sbin/rpcbind sbin/rpcbind; then
+    cp "$EXTRA/etc/netconfig" "$STAGE/etc/netconfig"
+    for f in services rpc protocols; do [ -f "$EXTRA/etc/$f" ] && cp "$EXTRA/etc/$f" "$STAGE/etc/$f"; done
+fi
+add_tool sbin/mount.nfs sbin/mount.nfs && [ -f "$EXTRA/etc/netconfig" ] && cp "$EXTRA/etc/netconfig" "$STAGE/etc/netconfig" || true
 
 # dropbear (and its libraries), so that a guest can stand for a user's host reached over ssh (vm.guestssh)
 if add_tool usr/sbin/dropbear sbin/dropbear; then
-    echo "root:x:0:0:root:/root:/bin/sh" > "$STAGE/etc/passwd"
-    echo "root:x:0:" > "$STAGE/etc/group"
+    printf 'root:x:0:0:root:/root:/bin/sh\n_rpc:x:102:65534::/run/rpcbind:/bin/false\n' > "$STAGE/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
 fi
 
 # modules with their dependencies, in load order, each once
@@ -109,6 +118,7 @@ cat > "$STAGE/init" <<'EOF'
 #   pl.mac=MAC pl.ip=ADDR/PREFIX pl.mtu=MTU      the data NIC, found by its MAC
 #   pl.nvmet=ADDR,PORT,NQN,HOSTNQN[+…],SERIAL    storage server: the disk with that serial, by nvmet-tcp, to those hosts
 #   pl.lio=ADDR,PORT,IQN,INITIATOR[+…],SERIAL    storage server: the disk with that serial, LIO iSCSI LUN 0, to those
+#   pl.knfsd=ADDR,CLIENT[+…]                     storage server: knfsd exports /export (a tmpfs) to those clients
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
 #   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends there
@@ -149,6 +159,23 @@ if [ -n "$NVMET" ]; then
         && echo "protolab-guest: nvmet $3 on $1:$2" > /dev/console
     echo "protolab-guest: nvmet namespace 1: $(cat "$S/namespaces/1/device_path") enabled $(cat "$S/namespaces/1/enable")" \
         > /dev/console
+fi
+KNFSD=$(arg pl.knfsd)
+if [ -n "$KNFSD" ] && [ -x /sbin/rpc.nfsd ]; then
+    set -- $(echo "$KNFSD" | tr , ' ')
+    mkdir -p /export /var/lib/nfs/v4recovery /run/rpcbind /etc/exports.d /var/lib/nfs/rpc_pipefs
+    mount -t tmpfs -o size=256m,mode=0755 export /export
+    mount -t nfsd nfsd /proc/fs/nfsd
+    echo 10 > /proc/fs/nfsd/nfsv4gracetime; echo 10 > /proc/fs/nfsd/nfsv4leasetime
+    /sbin/rpcbind -w > /dev/console 2>&1
+    i=0; until [ -S /run/rpcbind.sock ] || [ $i -ge 25 ]; do i=$((i + 1)); sleep 0.2; done
+    [ -S /run/rpcbind.sock ] || echo "protolab-guest: rpcbind did not start" > /dev/console
+    : > /etc/exports
+    for c in $(echo "$2" | tr + ' '); do echo "/export $c(rw,sync,no_root_squash,insecure,no_subtree_check,fsid=1)" >> /etc/exports; done
+    /sbin/exportfs -ra > /dev/console 2>&1
+    /sbin/rpc.mountd > /dev/console 2>&1
+    /sbin/rpc.nfsd -H "$1" -p 2049 8 > /dev/console 2>&1 \
+        && echo "protolab-guest: knfsd /export on $1 to $2 ($(cat /proc/fs/nfsd/versions))" > /dev/console
 fi
 LIO=$(arg pl.lio)
 if [ -n "$LIO" ]; then
@@ -240,7 +267,7 @@ SSH=false
 [ -x "$STAGE/sbin/dropbear" ] && SSH=true
 # the initiator tools a guest standing for a user's host has (protolab attaches with them over ssh)
 TOOLS=""
-for t in iscsiadm iscsid nvme; do [ -x "$STAGE/sbin/$t" ] && TOOLS="$TOOLS${TOOLS:+, }\"$t\""; done
+for t in iscsiadm iscsid nvme mount.nfs rpc.nfsd; do [ -x "$STAGE/sbin/$t" ] && TOOLS="$TOOLS${TOOLS:+, }\"$t\""; done
 cat > "$OUT/guest.json" <<EOF
 {"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS], "ssh": $SSH, "tools": [$TOOLS]}
 EOF

@@ -12,6 +12,7 @@ is done over ssh before protolab runs, as it would be on a real host.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +60,12 @@ ioengine = "libaio"
 name = "iscsi-4"
 target = "lun4"
 ioengine = "libaio"
+[[configurations]]
+name = "nfs-4.1"
+target = "filer41"
+ioengine = "libaio"
+[targets.filer41]
+attach = {{ nfs = {{ server = "{addr}", export = "/export", version = "4.1", nconnect = 2, rsize = 65536 }} }}
 [targets.flash]
 attach = {{ nvme-tcp = {{ address = "{addr}", nqn = "{lab.names.nqn}", queues = 2 }} }}
 allow_overwrite = true
@@ -69,10 +76,11 @@ allow_overwrite = true
 attach = {{ iscsi = {{ portal = "{addr}:3260", iqn = "{lab.names.lio_iqn}", sessions = 4 }} }}
 allow_overwrite = true
 [method]
+prepare = false
 warmup = "1s"
 duration = "{duration}"
 repeats = 1
-data_size = "32M"
+data_size = "16M"
 """
 
 
@@ -82,9 +90,9 @@ def _ssh(lab, keys, ssh: GuestSsh, script: str) -> subprocess.CompletedProcess:
 
 
 def _left(lab, keys, ssh) -> str:
-    """What of an attach is left in the guest: sessions, node records, controllers, protolab's mount points."""
+    """What of an attach is left in the guest: sessions, node records, controllers, NFS mounts and mount points."""
     p = _ssh(lab, keys, ssh, "ls /sys/class/iscsi_session /sys/class/nvme 2>/dev/null; iscsiadm -m node 2>&1 | "
-                             "grep -v 'No records'; grep protolab-attach /proc/mounts; echo end")
+                             "grep -v 'No records'; grep ' nfs' /proc/mounts; ls /run/protolab-attach; echo end")
     assert p.returncode == 0 and p.stdout.strip().endswith("end"), p.stderr
     return "".join(ln for ln in p.stdout.splitlines(keepends=True) if ln.strip() not in ("", "end") and
                    not ln.startswith("/sys/class/"))
@@ -101,11 +109,11 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("needs qemu-system-x86 (make deps)")
     image = guest_image()
-    assert {"iscsiadm", "iscsid", "nvme"} <= set(image.info.get("tools", [])), \
+    assert {"iscsiadm", "iscsid", "nvme", "mount.nfs", "rpc.nfsd"} <= set(image.info.get("tools", [])), \
         "the guest image has no initiator tools: run scripts/install-deps.sh again"
     lab = make_lab(spec(), {"nvme-tcp", "iscsi"})
     server = server_guest(lab, image, nvme_hosts=[HOSTNQN], iscsi_initiators=[INITIATOR], mtu=lab.link.mtu,
-                          fio_port=free_port())
+                          fio_port=free_port(), nfs_clients=[lab.names.load_guest_address(0, 0)])
     keys = tmp_path / "ssh"
     keys.mkdir(mode=0o700)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id")], check=True, timeout=30)
@@ -136,15 +144,22 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         rundir = next((tmp_path / "r").iterdir())
         manifest = json.loads((rundir / "manifest.json").read_text())
         got = {a["target"]: a for a in manifest["attached"]}
-        assert set(got) == {"flash", "lun1", "lun4"} and {a["host"] for a in got.values()} == {"guest"}, got
+        assert set(got) == {"flash", "lun1", "lun4", "filer41"}, got
+        assert {a["host"] for a in got.values()} == {"guest"}, got
         # found by identifiers: the NQN's namespace; one SCSI disk per session of the IQN's LUN 0
         assert len(got["flash"]["devices"]) == 1 and got["flash"]["devices"][0].startswith("/dev/nvme"), got
         assert "tcp traddr=" in got["flash"]["kernel"] and "2 I/O queues" in got["flash"]["kernel"], got["flash"]
         assert len(got["lun1"]["devices"]) == 1 and len(got["lun4"]["devices"]) == 4, got
         assert all(d.startswith("/dev/sd") for d in got["lun4"]["devices"])
         assert got["lun4"]["kernel"].count("iSCSI Session State: LOGGED_IN") == 4, got["lun4"]["kernel"]
+        # NFS as the guest's /proc/mounts says: the version and nconnect asked, the export's file as the target
+        for key, vers in (("filer41", "vers=4.1"),):
+            assert vers in got[key]["kernel"] and "nconnect=2" in got[key]["kernel"], got[key]
+            assert got[key]["devices"][0].startswith("/run/protolab-attach/") and \
+                got[key]["devices"][0].endswith("/protolab.dat"), got[key]
+        assert "rsize=65536" in got["filer41"]["kernel"]
         rows = list(csv.DictReader((rundir / "cells.csv").open()))
-        assert {r["configuration"] for r in rows} == {"nvme", "iscsi-1", "iscsi-4"}
+        assert {r["configuration"] for r in rows} == {"nvme", "iscsi-1", "iscsi-4", "nfs-4.1"}
         assert all(float(r["iops"]) > 0 and r["errors"] == "0" for r in rows), rows
         report = (rundir / "report.md").read_text()
         assert "Attached on the hosts" in report and got["lun4"]["devices"][3] in report, report
@@ -154,12 +169,12 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
 
         # a SIGTERM in the middle of a run detaches too (the NVMe/TCP configuration alone, for time)
         text = _plan(lab, ssh, "20s")
-        plan.write_text(text[:text.index('[[configurations]]\nname = "iscsi-1"')] + text[text.index("[targets.flash]"):])
+        plan.write_text(text[:text.index('[[configurations]]\nname = "iscsi-1"')] + text[text.index("[targets.filer41]"):])
         run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "t")])
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and run.poll() is None:
             m = next((tmp_path / "t").glob("*/manifest.json"), None)
-            if m is not None and '"measuring"' in m.read_text():
+            if m is not None and json.loads(m.read_text() or "{}").get("attached"):  # the controller is connected
                 break
             time.sleep(0.5)
         assert run.poll() is None, run.communicate()
@@ -169,7 +184,8 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         out, err = run.communicate(timeout=180)
         assert run.returncode != 0 and "resume" in err, (run.returncode, err)
         assert _left(lab, keys, ssh) == ""
-        assert not list(Path("/run/protolab/attached").glob("*.json"))
+        run_id = hashlib.sha256(str(next((tmp_path / "t").iterdir()).resolve()).encode()).hexdigest()[:16]
+        assert not (Path("/run/protolab/attached") / f"{run_id}.json").exists()  # nothing left listed to detach
         print(f"{time.monotonic() - t0:.0f} s: the SIGTERM run detached")
     finally:
         host.stop()

@@ -249,8 +249,11 @@ class Events:
         self._write(targets=dict(targets))
 
     def attached(self, attached: list[dict[str, Any]]) -> None:
-        """The targets this session attached on the hosts (run.attaching), as the kernel reported them."""
-        self._write(attached=tuple(attached))
+        """The targets attached on the hosts (run.attaching), as the kernel reported them: this session's latest for
+        each host and target, beside what earlier sessions recorded for the others."""
+        new = {(a.get("host"), a.get("target")) for a in attached}
+        kept = [a for a in self.read().attached if (a.get("host"), a.get("target")) not in new]
+        self._write(attached=(*kept, *attached))
 
     def initialised(self, workload: str, duration_s: float, iops: dict[str, float], session: int) -> None:
         """The initialisation access spec ran on every target."""

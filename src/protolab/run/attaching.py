@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import TargetError, ToolError
 from ..plan.attach import Attach, IscsiAttach, NfsAttach, NvmeTcpAttach
@@ -35,6 +36,7 @@ from .hostshell import HostShell
 ATTACH_DIR = "/run/protolab-attach"
 TIMEOUT_S = 120.0
 ALREADY, FAILED, NO_DEVICE = 3, 4, 5
+DETACH_TRIES, DETACH_RETRY_S = 3, 2.0
 MAX_KERNEL_TEXT = 64 * 1024
 
 _PATH = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"'
@@ -63,6 +65,7 @@ class Attached:
     devices: tuple[str, ...]
     kernel: str
     found: tuple[str, ...] = field(default_factory=tuple)
+    ids: tuple[str, ...] = ()  # what the detach must touch: the NVMe controllers it connected
 
     def record(self) -> dict[str, Any]:
         """What the run directory keeps (the manifest's ``attached``)."""
@@ -105,22 +108,34 @@ def mount_point(run_id: str, host: str, target: str) -> str:
 
 def _iscsi_vars(s: IscsiAttach) -> str:
     q = shlex.quote
-    return f"T={q(s.iqn)}; PT={q(f'{s.host}:{s.port}')}; L={s.lun}; S={s.sessions}"
+    portal = f"[{s.host}]:{s.port}" if ":" in s.host else f"{s.host}:{s.port}"
+    return f"T={q(s.iqn)}; PT={q(portal)}; L={kernel_lun(s.lun)}; S={s.sessions}; I={ISCSI_IFACE}"
 
 
-_ISCSI_OURS = """ours() { for s in /sys/class/iscsi_session/session*; do \
+def kernel_lun(lun: int) -> int:
+    """The LUN as Linux numbers it in H:C:T:L: itself below 256 (peripheral addressing), else with SAM's flat
+    space addressing bits (0x4000 | LUN), as scsilun_to_int keeps them."""
+    return lun if lun < 256 else 0x4000 | lun
+
+
+#: the open-iscsi interface protolab's node records and sessions use: its logout touches no session of the host's own
+ISCSI_IFACE = "protolab"
+_ISCSI_ALL = """all() { for s in /sys/class/iscsi_session/session*; do \
 [ "$(cat "$s/targetname" 2>/dev/null)" = "$T" ] && echo "${s##*/}"; done; }"""
+_ISCSI_OURS = """ours() { for s in $(all); do [ "$(cat "/sys/class/iscsi_session/$s/ifacename" 2>/dev/null)" = "$I" ] \
+&& echo "$s"; done; }"""
 
 
 def _iscsi_attach(s: IscsiAttach) -> str:
-    return "\n".join([_PATH, _iscsi_vars(s), _ISCSI_OURS, """\
-[ -z "$(ours)" ] || { echo "error already logged in to $T ($(ours | tr '\\n' ' '))"; exit 3; }
-iscsiadm -m node -T "$T" -p "$PT" >/dev/null 2>&1 && { echo "error already has a node record of $T at $PT"; exit 3; }
-step() { out=$("$@" 2>&1) || { echo "error $1 $2 $3: $(echo "$out" | tail -1)"; exit 4; }; }
-step iscsiadm -m node -T "$T" -p "$PT" -o new
-step iscsiadm -m node -T "$T" -p "$PT" -o update -n node.startup -v manual
-step iscsiadm -m node -T "$T" -p "$PT" -o update -n node.session.nr_sessions -v "$S"
-step iscsiadm -m node -T "$T" -p "$PT" --login
+    return "\n".join([_PATH, _iscsi_vars(s), _ISCSI_ALL, _ISCSI_OURS, """\
+[ -z "$(all)" ] || { echo "error already logged in to $T ($(all | tr '\\n' ' '))"; exit 3; }
+step() { out=$("$@" 2>&1) || { echo "error $1 $2 $3: $(echo "$out" | tail -n 1)"; exit 4; }; }
+iscsiadm -m iface -I "$I" >/dev/null 2>&1 || step iscsiadm -m iface -I "$I" -o new
+iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o delete >/dev/null 2>&1  # a record of ours with no session: stale
+step iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o new
+step iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o update -n node.startup -v manual
+step iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o update -n node.session.nr_sessions -v "$S"
+step iscsiadm -m node -T "$T" -p "$PT" -I "$I" --login
 devices() { for s in $(ours); do for b in /sys/class/iscsi_session/$s/device/target*/*:"$L"/block/*; do \
 [ -b "/dev/${b##*/}" ] && echo "/dev/${b##*/}"; done; done; }""",
                       _WAIT.format(want="$S", what="login to $T at $PT"),
@@ -129,10 +144,12 @@ devices() { for s in $(ours); do for b in /sys/class/iscsi_session/$s/device/tar
 
 
 def _iscsi_detach(s: IscsiAttach) -> str:
-    return "\n".join([_PATH, _iscsi_vars(s), _ISCSI_OURS, """\
-iscsiadm -m node -T "$T" -p "$PT" --logout >/dev/null 2>&1
-iscsiadm -m node -T "$T" -p "$PT" -o delete >/dev/null 2>&1
-[ -z "$(ours)" ] || { echo "error still logged in to $T ($(ours | tr '\\n' ' '))"; exit 6; }"""])
+    return "\n".join([_PATH, _iscsi_vars(s), _ISCSI_ALL, _ISCSI_OURS, """\
+iscsiadm -m node -T "$T" -p "$PT" -I "$I" --logout >/dev/null 2>&1
+iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o delete >/dev/null 2>&1
+[ -z "$(ours)" ] || { echo "error still logged in to $T ($(ours | tr '\\n' ' '))"; exit 6; }
+iscsiadm -m node -I "$I" 2>/dev/null | grep -q . || iscsiadm -m iface -I "$I" -o delete >/dev/null 2>&1
+exit 0"""])
 
 
 def _nvme_vars(s) -> str:
@@ -148,7 +165,8 @@ def _nvme_attach(s) -> str:
     return "\n".join([_PATH, _nvme_vars(s), _NVME_OURS, f"""\
 [ -z "$(ours)" ] || {{ echo "error already has a controller of $N ($(ours | tr '\\n' ' '))"; exit 3; }}
 out=$(nvme connect -t tcp -a "$A" -s "$P" -n "$N"{queues} 2>&1) || {{ echo "error nvme connect: $(echo "$out" \
-| tail -1)"; exit 4; }}""", """\
+| tail -n 1)"; exit 4; }}
+for c in $(ours); do echo "id $c"; done""", """\
 devices() { {
     for s in /sys/class/nvme-subsystem/nvme-subsys*; do [ "$(cat "$s/subsysnqn" 2>/dev/null)" = "$N" ] || continue
         for b in "$s"/nvme*n"$NS"; do [ -b "/dev/${b##*/}" ] && echo "/dev/${b##*/}"; done; done
@@ -162,16 +180,22 @@ done
 nvme list-subsys $(echo "$devs" | head -1) 2>&1 | sed 's/^/kernel /'""", _BLKID])
 
 
-def _nvme_detach(s) -> str:
-    return "\n".join([_PATH, _nvme_vars(s), _NVME_OURS, """\
-nvme disconnect -n "$N" >/dev/null 2>&1
-for c in $(ours); do echo 1 > "/sys/class/nvme/$c/delete_controller" 2>/dev/null; done
-[ -z "$(ours)" ] || { echo "error still connected to $N ($(ours | tr '\\n' ' '))"; exit 6; }"""])
+def _nvme_detach(s, ids: tuple[str, ...] | None) -> str:
+    """Delete the controllers protolab connected (``ids``; every controller of the NQN when not known: protolab
+    connects only where the host had none)."""
+    pick = " ".join(c for c in ids or () if re.fullmatch(r"nvme[0-9]+", c))
+    return "\n".join([_PATH, _nvme_vars(s), _NVME_OURS, f"C={shlex.quote(pick)}" if ids is not None else 'C=$(ours)',
+                      """\
+for c in $C; do [ "$(cat "/sys/class/nvme/$c/subsysnqn" 2>/dev/null)" = "$N" ] || continue
+    nvme disconnect -d "$c" >/dev/null 2>&1 || echo 1 > "/sys/class/nvme/$c/delete_controller" 2>/dev/null; done
+left=$(for c in $C; do [ "$(cat "/sys/class/nvme/$c/subsysnqn" 2>/dev/null)" = "$N" ] && echo "$c"; done)
+[ -z "$left" ] || { echo "error still connected to $N ($(echo $left))"; exit 6; }"""])
 
 
 def nfs_options(s: NfsAttach) -> str:
-    """mount -o: the plan's options, and nolock for NFSv3 (fio's streams take disjoint regions: no lock manager)."""
-    return s.options() + (",nolock" if s.version == "3" else "")
+    """mount -o: the plan's options, nosuid, nodev and noexec (nothing on the export acts on the host), and nolock
+    for NFSv3 (fio's streams take disjoint regions: no lock manager)."""
+    return s.options() + ",nosuid,nodev,noexec" + (",nolock" if s.version == "3" else "")
 
 
 def _nfs_vars(s: NfsAttach, mount: str) -> str:
@@ -182,16 +206,24 @@ def _nfs_vars(s: NfsAttach, mount: str) -> str:
 
 def _nfs_attach(s: NfsAttach, mount: str) -> str:
     return "\n".join([_PATH, _nfs_vars(s, mount), """\
-grep -q " $M " /proc/mounts && { echo "error $M is mounted already"; exit 3; }
+grep -q " $M " /proc/mounts && { echo "error $M is mounted already (left by a run of protolab that was killed: \
+umount $M)"; exit 3; }
+awk -v s="$SRC" '$1 == s {f=1} END {exit !f}' /proc/mounts && { echo "error $SRC is mounted already: a second mount \
+would share its client, and not take the plan's options"; exit 3; }
 [ ! -L "$D" ] && mkdir -p "$D" && chmod 700 "$D" || { echo "error cannot make $D (a link, or not writable)"; exit 4; }
 [ ! -L "$M" ] && { [ -d "$M" ] || mkdir "$M"; } || { echo "error cannot make $M"; exit 4; }
-out=$(mount -t nfs -o "$O" "$SRC" "$M" 2>&1) || { echo "error mount: $(echo "$out" | tail -1)"; rmdir "$M"; exit 4; }
+if command -v mount.nfs >/dev/null; then out=$(mount.nfs "$SRC" "$M" -o "$O" 2>&1)
+else out=$(mount -t nfs -o "$O" "$SRC" "$M" 2>&1); fi || { echo "error mount: $(echo "$out" | tail -n 1)"; rmdir "$M"; \
+exit 4; }
 echo "device $M/$F"
 grep " $M " /proc/mounts | sed 's/^/kernel /'
+for p in "$M/$F" "$M/$F.protolab"; do
+    if [ -L "$p" ] || { [ -e "$p" ] && [ ! -f "$p" ]; }; then echo "found $p is not a plain file"; exit 0; fi
+done
 if [ -s "$M/$F" ] && [ ! -f "$M/$F.protolab" ]; then
     echo "found $M/$F holds $(wc -c < "$M/$F") bytes protolab did not write"
 elif [ ! -e "$M/$F.protolab" ]; then
-    echo '{"created_by": "protolab"}' > "$M/$F.protolab" 2>/dev/null
+    (set -C; echo '{"created_by": "protolab"}' > "$M/$F.protolab") 2>/dev/null
 fi"""])
 
 
@@ -210,25 +242,33 @@ def attach_script(a: Attach, mount: str) -> str:
     return _nvme_attach(s)
 
 
-def detach_script(a: Attach, mount: str) -> str:
+def detach_script(a: Attach, mount: str, ids: tuple[str, ...] | None = None) -> str:
     s = a.spec
     if isinstance(s, IscsiAttach):
         return _iscsi_detach(s)
     if isinstance(s, NfsAttach):
         return _nfs_detach(mount)
-    return _nvme_detach(s)
+    return _nvme_detach(s, ids)
+
+
+def storage_of(a: Attach) -> tuple:
+    """The storage an attach reaches, whatever its options: one IQN (a host holds one login to it; attach refuses
+    a second), one NQN, one server's export."""
+    s = a.spec
+    if isinstance(s, IscsiAttach):
+        return ("iscsi", s.iqn, s.lun)
+    if isinstance(s, NfsAttach):
+        return ("nfs", s.server, s.export)
+    return ("nvme-tcp", s.nqn, s.nsid)
 
 
 def same_storage(a: Attach | None, b: Attach | None) -> bool:
-    """Whether two attaches reach the same storage (one host holds one attach of it at a time)."""
-    def identity(x: Attach) -> tuple:
-        s = x.spec
-        if isinstance(s, IscsiAttach):
-            return ("iscsi", s.host, s.port, s.iqn)
-        if isinstance(s, NfsAttach):
-            return ("nfs", s.server, s.export)
-        return ("nvme-tcp", s.nqn)
-    return a is not None and b is not None and identity(a) == identity(b)
+    """Whether two attaches reach the same storage connection (one host holds one attach of it at a time)."""
+    return a is not None and b is not None and storage_of(a)[:2] == storage_of(b)[:2]
+
+
+class AlreadyAttached(ToolError):
+    """The host has the target already (its own): nothing was attached, nothing is to be detached."""
 
 
 def _fewer_queues(a: Attach, kernel: str) -> tuple[str, ...]:
@@ -253,6 +293,7 @@ class Attacher:
     run_id: str
     netns: str | None = None
     timeout: float = TIMEOUT_S
+    sleep: Callable[[float], None] = time.sleep
 
     def attach(self, shell: HostShell, target: str, a: Attach, *, allow_overwrite: bool) -> Attached:
         """Attach ``a`` on ``shell``'s host as target ``target``; ToolError (one line) when it cannot, TargetError
@@ -263,7 +304,7 @@ class Attacher:
         errors = _lines(done.stdout, "error")
         why = errors[-1] if errors else done.one_line_error()
         if done.returncode == ALREADY:  # the host's own: nothing of it is touched
-            raise ToolError(f"host {shell.name}: target {target} ({a.describe()}): {why}; protolab attaches and "
+            raise AlreadyAttached(f"host {shell.name}: target {target} ({a.describe()}): {why}; protolab attaches and "
                             "detaches only its own: detach it there first, or give its device as url")
         devices = tuple(_lines(done.stdout, "device"))
         if done.returncode != 0 or not devices:
@@ -272,7 +313,7 @@ class Attacher:
         found = tuple(_lines(done.stdout, "found"))
         kernel = "\n".join(_lines(done.stdout, "kernel"))
         attached = Attached(shell.name, target, a.protocol, a.describe(), devices, kernel,
-                            found + _fewer_queues(a, kernel))
+                            found + _fewer_queues(a, kernel), tuple(_lines(done.stdout, "id")))
         held = [f for f in found if isinstance(a.spec, NfsAttach) or not f.endswith(" no signature")]
         if held and not allow_overwrite:
             self._undo(shell, target, a)
@@ -282,18 +323,22 @@ class Attacher:
 
     def _undo(self, shell: HostShell, target: str, a: Attach) -> None:
         try:
-            self.detach(shell, target, a)
+            self.detach(shell, target, a, None)
         except ToolError:
             pass  # the error that brought us here is the one to show; detach names itself when run again
 
-    def detach(self, shell: HostShell, target: str, a: Attach) -> None:
-        """Detach ``a`` from the host (nothing to do when it is not attached); ToolError naming the host and the
-        exact command to run there when it cannot."""
-        script = detach_script(a, mount_point(self.run_id, shell.name, target))
-        try:
-            done = shell.run(self.runner, script, timeout=self.timeout, netns=self.netns)
-        except ToolError as e:
-            raise ToolError(f"{e}; then detach target {target} there: {shell.by_hand(script)}") from None
+    def detach(self, shell: HostShell, target: str, a: Attach, ids: tuple[str, ...] | None = None) -> None:
+        """Detach ``a`` from the host (nothing to do when it is not attached; ``ids``: the NVMe controllers it
+        connected, when known); ToolError naming the host and the exact command to run there when it cannot."""
+        script = detach_script(a, mount_point(self.run_id, shell.name, target), ids)
+        for attempt in range(DETACH_TRIES):
+            try:
+                done = shell.run(self.runner, script, timeout=self.timeout, netns=self.netns)
+                break
+            except ToolError as e:  # e.g. a signal ended the attach's ssh a moment ago and the host dropped this one
+                if attempt + 1 == DETACH_TRIES or "ssh failed" not in str(e):  # a silent host is not waited for again
+                    raise ToolError(f"{e}; then detach target {target} there: {shell.by_hand(script)}") from None
+                self.sleep(DETACH_RETRY_S)
         if done.returncode != 0:
             errors = _lines(done.stdout, "error")
             raise ToolError(f"host {shell.name}: target {target}: {errors[-1] if errors else done.one_line_error()}; "

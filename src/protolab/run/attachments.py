@@ -1,8 +1,9 @@
 """A run's attached targets (plan.attach) on its load hosts: each attached before its configuration is first
 used (prepared, initialised or measured) and kept until the testbed goes down — after the last cell, after a
-failure, and on SIGINT/SIGTERM/SIGHUP (the session's teardown). A run killed outright (SIGKILL, a power cut)
+failure, and on SIGINT/SIGTERM/SIGHUP (the session's teardown). A run killed outright (SIGKILL)
 leaves the list of what it attached in a root-only file under /run/protolab/attached; `protolab resume` of that
-run detaches those first, then attaches afresh.
+run detaches those first, then attaches afresh. (A reboot ends them all: node.startup is manual, nothing is in
+fstab, NVMe/TCP connects do not persist — and /run is emptied with them.)
 
 Every host of the plan that a load point uses attaches the configuration's target (this machine once, when the
 plan has no [[hosts]]). Two targets that name the same storage (an IQN at one portal with 1 and with 4 sessions)
@@ -20,13 +21,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..engine.targets import Access
+from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, LoadHost, Plan, TargetSpec
 from ..proc import Runner
+from ..results.files import write_json
 from ..trust import private_dir
-from .attaching import Attached, Attacher, same_storage
+from .attaching import AlreadyAttached, Attached, Attacher, same_storage
 from .hostshell import HostShell
 from .progress import Progress
-from .steps import every_step
 
 STATE_DIR = "attached"
 
@@ -64,6 +66,7 @@ class Attachments:
     done: dict[tuple[int, str], Attached] = field(default_factory=dict)
     history: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)  # each attach's latest record
     on_attached: Callable[[list[dict[str, Any]]], None] | None = None  # told each time one is attached
+    listed: dict[tuple[int, str], tuple[str, ...] | None] = field(default_factory=dict)  # the state file's list
     _attacher: Attacher | None = None
     _state: Path | None = None
 
@@ -76,16 +79,15 @@ class Attachments:
         run_id = hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]
         self._attacher = Attacher(self.runner, run_id, netns=self.netns)
         self._state = private_dir(STATE_DIR) / f"{run_id}.json"
-        left = self._read_state()
-        if left:
-            self.progress.note(f"detaching what an earlier session of this run left attached ({len(left)})")
-            self._detach(left)
-            self._write_state([])
+        self.listed = self._read_state()
+        if self.listed:
+            self.progress.note(f"detaching what an earlier session of this run left attached ({len(self.listed)})")
+            self._detach(list(self.listed))
 
     def ensure(self, c: Configuration) -> None:
         """``c``'s target attached on every host that uses it (nothing to do when it is). A target attached for
-        another configuration that names the same storage (the same IQN at the portal, the same NQN, the same
-        export) is detached first: a host holds one attach of it at a time."""
+        another configuration that names the same storage (the same IQN, the same NQN, the same export) is
+        detached first: a host holds one attach of it at a time."""
         t = self.plan.target_of(c)
         if t.attach is None or self._attacher is None:
             return
@@ -96,57 +98,68 @@ class Attachments:
             clash = [(g, k) for g, k in self.done if g == h and same_storage(targets[k].attach, t.attach)]
             if clash:
                 self._detach(clash)
-                for pair in clash:
-                    del self.done[pair]
-            self._write_state([*self.done, (h, key)])  # before: a kill leaves it listed
+            self._list((h, key), None)  # before it is attached: a kill leaves it listed
             self.progress.note(f"attaching {key} on {host.name}: {t.attach.describe()}")
-            self.done[(h, key)] = self._attacher.attach(HostShell.of(host), key, t.attach,
-                                                        allow_overwrite=t.allow_overwrite)
+            try:
+                self.done[(h, key)] = self._attacher.attach(HostShell.of(host), key, t.attach,
+                                                            allow_overwrite=t.allow_overwrite)
+            except AlreadyAttached:
+                self._list((h, key), None, drop=True)  # the host's own: never to be detached by protolab
+                raise
+            self._list((h, key), self.done[(h, key)].ids)
             self.history[(h, key)] = self.done[(h, key)].record()
-            self._write_state(list(self.done))
             if self.on_attached is not None:
                 self.on_attached(list(self.history.values()))
 
     def down(self) -> None:
-        """Detach every target attached (each, whatever the others do); ToolError naming every host that could
-        not, with the command to run there. The state file goes once all are detached."""
-        if self._attacher is None:
-            return
-        pairs = list(self.done) or self._read_state()
-        self._detach(pairs)
-        self.done.clear()
-        if self._state is not None:
-            self._state.unlink(missing_ok=True)
+        """Detach everything this run has listed as attached (each, whatever the others do); ToolError naming
+        every host that could not, with the command to run there. The list goes once it is empty."""
+        if self._attacher is not None:
+            self._detach(list(self.listed))
 
     def _detach(self, pairs: list[tuple[int, str]]) -> None:
+        """Detach ``pairs`` (each tried); those detached leave the list. ToolError, one line, for the rest."""
         assert self._attacher is not None
         hosts, targets = hosts_of(self.plan), attached_targets(self.plan)
-        steps = []
+        failed = []
         for h, key in pairs:
-            if h < len(hosts) and key in targets and targets[key].attach is not None:
-                shell, attach = HostShell.of(hosts[h]), targets[key].attach
+            attach = targets[key].attach if key in targets else None
+            if h < len(hosts) and attach is not None:
                 self.progress.note(f"detaching {key} from {hosts[h].name}")
-                steps.append(lambda s=shell, k=key, a=attach: self._attacher.detach(s, k, a))  # type: ignore[union-attr]
-        every_step(steps)
+                try:
+                    self._attacher.detach(HostShell.of(hosts[h]), key, attach, self.listed.get((h, key)))
+                except ProtolabError as e:
+                    failed.append(str(e))
+                    continue
+            self.done.pop((h, key), None)
+            self._list((h, key), None, drop=True)
+        if failed:
+            raise ToolError("; ".join(failed))
 
-    def _read_state(self) -> list[tuple[int, str]]:
+    def _list(self, pair: tuple[int, str], ids: tuple[str, ...] | None, drop: bool = False) -> None:
+        """Keep the state file in step: ``pair`` listed (with the ids its detach needs) or dropped."""
+        assert self._state is not None
+        if drop:
+            self.listed.pop(pair, None)
+        else:
+            self.listed[pair] = ids
+        if self.listed:
+            write_json(self._state, [[h, k, list(i) if i is not None else None] for (h, k), i in self.listed.items()])
+        else:
+            self._state.unlink(missing_ok=True)
+
+    def _read_state(self) -> dict[tuple[int, str], tuple[str, ...] | None]:
         """What this run's earlier session listed as attached (a file only root can write)."""
         assert self._state is not None
         try:
             fd = os.open(self._state, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
-            return []
+            return {}
         with os.fdopen(fd) as f:
             try:
-                return [(int(h), str(k)) for h, k in json.load(f)]
+                return {(int(h), str(k)): (tuple(map(str, i)) if i is not None else None) for h, k, i in json.load(f)}
             except (ValueError, TypeError):
-                return []
-
-    def _write_state(self, pairs: list[tuple[int, str]]) -> None:
-        assert self._state is not None
-        from ..results.files import write_json
-
-        write_json(self._state, [list(p) for p in pairs])
+                return {}
 
     def access(self, c: Configuration, host: int, stream: int, size: int) -> Access | None:
         """How stream ``stream`` of host ``host`` reaches ``c``'s attached target (None: not an attached one)."""

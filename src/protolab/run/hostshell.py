@@ -48,7 +48,8 @@ class HostShell:
         """The script's outcome (any exit code); ToolError in one line when the host cannot be reached or does not
         answer in time (never quoting the script)."""
         try:
-            done = runner.run([*self.argv, script], netns=netns if self.ssh else None, check=False, timeout=timeout)
+            done = runner.run([*self.argv, self.remote(script)], netns=netns if self.ssh else None, check=False,
+                              timeout=timeout)
         except ProtolabError as e:
             why = NO_ANSWER.format(timeout=timeout) if "did not finish" in str(e) else str(e).splitlines()[0][:200]
             raise ToolError(f"host {self.name}: {why}; check {self.reach_command()!r}") from None
@@ -57,16 +58,20 @@ class HostShell:
                             f"{self.reach_command()!r} (keys, host name, port)")
         return done
 
+    def remote(self, script: str) -> str:
+        """The last word of the command: the script itself for ``sh -c``; over ssh, ``sh -c 'SCRIPT'``, so that
+        the host's login shell (whatever it is) only starts sh."""
+        return f"sh -c {shlex.quote(script)}" if self.ssh else script
+
     def reach_command(self) -> str:
         """The command a person runs to see whether the host answers."""
         return f"ssh {self.port_words()}{self.where} true" if self.ssh else "sh -c true"
 
     def by_hand(self, script: str) -> str:
-        """The exact command a person runs to do ``script`` on this host (one line: the script's lines joined)."""
+        """The exact command a person runs to do ``script`` on this host, in one line: protolab's own argv (the
+        plan's ssh options and the operator's config included) with the script's lines joined by '; '."""
         one_line = "; ".join(ln.strip() for ln in script.splitlines() if ln.strip())
-        if not self.ssh:
-            return f"sh -c {shlex.quote(one_line)}"
-        return f"ssh {self.port_words()}{self.where} {shlex.quote(one_line)}"
+        return shlex.join([*(a for a in self.argv if a != "-n"), self.remote(one_line)])
 
     def port_words(self) -> str:
         if "-p" in self.argv:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 from ..analysis.steady import steady_state
@@ -28,6 +29,7 @@ from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, W
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.window import Window
+from .attaching import storage_of
 from .progress import Progress
 from .testbed import Testbed
 
@@ -105,6 +107,10 @@ class Procedure:
         """One configuration per distinct target (several configurations may share one)."""
         out: dict[tuple, Configuration] = {}
         for c in self.plan.configurations:
+            t = self.plan.target_of(c)
+            if t.attach is not None:  # its device name says nothing (two LUNs may both be sdb in turn)
+                out.setdefault(("attach", *storage_of(t.attach)), c)
+                continue
             a = self.testbed.data_access(c)
             out.setdefault((a.kind, a.filename, a.options.get("uri"), a.options.get("nfs_url"), a.netns), c)
         return {c.name: c for c in out.values()}
@@ -119,8 +125,23 @@ class Procedure:
                 create_file(a.local_path, a.size)
             job = self.rundir.job_path(f"prepare__{name}")
             job.write_text(render_prepare(a))
-            self.fio.run_job(job, self.rundir.raw_path(f"prepare__{name}"), netns=a.netns, timeout=1800,
-                             label=f"preparing target of {name!r}")
+            self._data_job(c, a, job, self.rundir.raw_path(f"prepare__{name}"), timeout=1800,
+                           label=f"preparing target of {name!r}")
+
+    def _data_host(self, c: Configuration, a: Access) -> HostRun:
+        """Where protolab's own writes of ``c``'s data run: this machine, or — for a target on the load hosts (a
+        path there, or a device attached there) — the first host's fio server, never this machine's disk."""
+        if a.kind == "remote" and self.plan.hosts:
+            return self.testbed.host(c, 0, 1, [])
+        return HostRun("init", None, a.netns, [])
+
+    def _data_job(self, c: Configuration, a: Access, job: Path, out: Path, *, timeout: float, label: str) -> str:
+        """Run a prepare or fill job for ``c``'s data where ``_data_host`` says."""
+        host = self._data_host(c, a)
+        if host.agent is None:
+            return self.fio.run_job(job, out, netns=a.netns, timeout=timeout, label=label)
+        return self.fio.run_clients([(host.agent.client_arg(), job)], out, cwd=self.testbed.sockets,
+                                    timeout=timeout, label=label)
 
     def initialise(self) -> dict[str, float]:
         """Run the initialisation access spec on every target once; returns IOPS per target."""
@@ -133,9 +154,11 @@ class Procedure:
             self.progress.note(f"initialising the target of {name!r}: {init.workload} for {init.duration:g}s")
             cell = Cell(c, workload, LoadPoint(streams=init.streams), -1, 0)
             streams = [s for h in layout(cell, lambda h, g: self.testbed.data_access(c)) for s in h]
-            m = measure(self.fio, cell, [HostRun("init", None, streams[0].access.netns, streams)],
+            host = self._data_host(c, streams[0].access)
+            m = measure(self.fio, cell, [HostRun(host.name, host.agent, streams[0].access.netns, streams)],
                         runtime=init.duration, folder=self.rundir.path / "raw", tag="initialise",
-                        timeout=init.duration + FIO_MARGIN_S, label=f"initialising {name!r}")
+                        timeout=init.duration + FIO_MARGIN_S, label=f"initialising {name!r}",
+                        socket_dir=self.testbed.sockets)
             done[name] = round(parse_fio_json(m.json_text).iops, 1)
         return done
 
@@ -167,8 +190,8 @@ class Procedure:
             job = self.rundir.job_path(tag)
             job.write_text(render_fill(a, start, end - start, fill.block_size, level))
             started = now()
-            text = self.fio.run_job(job, self.rundir.raw_path(tag), netns=a.netns,
-                                    timeout=max(1800.0, (end - start) / 1e6), label=f"filling the target of {name!r}")
+            text = self._data_job(c, a, job, self.rundir.raw_path(tag), timeout=max(1800.0, (end - start) / 1e6),
+                                  label=f"filling the target of {name!r}")
             result = parse_fio_json(text)
             if result.errors:
                 raise ToolError(f"filling the target of {name!r} to {level} %: "

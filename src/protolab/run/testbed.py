@@ -137,8 +137,10 @@ class Testbed:
         return self.access(c, 0, 0)
 
     def target_label(self, c: Configuration) -> str:
-        """``c``'s target in one line, for the manifest."""
-        return self.access(c, 0, 0).describe()
+        """``c``'s target in one line, for the manifest (an attached one as the plan asks it: its devices are each
+        host's, listed in the manifest's ``attached`` once attached)."""
+        attach = self.plan.target_of(c).attach
+        return attach.describe() if attach is not None else self.access(c, 0, 0).describe()
 
     def host_runs(self, c: Configuration, h: int, total_hosts: int, streams: list[Stream]) -> list[HostRun]:
         """Where host ``h``'s streams run: one fio per host here; a VM testbed has one per VM."""

@@ -167,6 +167,19 @@ def server_guest_name(names: Names) -> str:
     return f"{names.prefix}-storage-guest"
 
 
+def knfsd_words(address: str, clients: Sequence[str]) -> list[str]:
+    """The server guest's word for knfsd exporting /export (a tmpfs in the guest: the user's-host test bed's NFS
+    server; the pool is not behind it) to ``clients``, each a lab address."""
+    IPv4Address(address)
+    check_in_lab_range(address)
+    if not clients:
+        raise ProtolabError("knfsd: no client may mount (no load host is granted the export)")
+    for c in clients:
+        IPv4Address(c)
+        check_in_lab_range(c)
+    return [f"pl.knfsd={address},{'+'.join(clients)}"]
+
+
 def server_words(names: Names, address: str, *, nvme_hosts: Sequence[str] = (),
                  iscsi_initiators: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """The storage server guest's kernel command line words for its exports, and the protocols of its disks in
@@ -187,15 +200,18 @@ def server_words(names: Names, address: str, *, nvme_hosts: Sequence[str] = (),
 
 def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (), iscsi_initiators: Sequence[str] = (),
                  mtu: int, accel: str = "tcg", vcpus: int = 1, memory_mib: int = 512, fio_port: int, port: int = 0,
-                 runner: Runner | None = None) -> Guest:
+                 nfs_clients: Sequence[str] = (), runner: Runner | None = None) -> Guest:
     """The storage server guest (not started) on storage port ``port``: the nvme-tcp volume exported by nvmet-tcp
     to host NQNs ``nvme_hosts``, and the iscsi volume by LIO to initiator IQNs ``iscsi_initiators`` (each only
     when given). Its data NIC runs at ``mtu``, the largest MTU of the run's links, so every configuration's MTU
     works without a reboot: TCP's MSS follows the smaller end. Its QEMU runs in the servers' cgroup: its CPU is
-    the storage server's; the guest answers with its own /proc/stat on its stat port (vm.guestcpu)."""
+    the storage server's; the guest answers with its own /proc/stat on its stat port (vm.guestcpu). With
+    ``nfs_clients``, its knfsd also exports a tmpfs to those addresses (the user's-host test bed; not the pool)."""
     names = lab.names
     nic = server_nic(names, mtu, port)
     words, served = server_words(names, nic.address, nvme_hosts=nvme_hosts, iscsi_initiators=iscsi_initiators)
+    if nfs_clients:  # knfsd, for the user's-host test bed (tests/lab/test_attach_hosts.py)
+        words += knfsd_words(nic.address, nfs_clients)
     disks = [Disk(str(lab.export_file(p)), "virtio-blk") for p in served]
     name = server_guest_name(names)
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,

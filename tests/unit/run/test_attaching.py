@@ -70,7 +70,7 @@ def test_scripts_are_valid_sh_and_hold_plan_values_only_quoted(attach):
 
 def test_nfs_v3_mounts_without_the_lock_manager_and_the_plan_options():
     s = attach_script(NFS, "/run/protolab-attach/x")
-    assert "O=vers=3,nconnect=4,nolock;" in s and "SRC=filer:/vol/bench;" in s
+    assert "O=vers=3,nconnect=4,nosuid,nodev,noexec,nolock;" in s and "SRC=filer:/vol/bench;" in s
 
 
 def _answer(stdout: str, code: int = 0):
@@ -86,6 +86,15 @@ def test_an_attach_gives_the_devices_the_kernel_account_and_a_queue_shortfall():
     assert "2 I/O queues" in a.kernel
     assert a.found[-1] == "the kernel gave 2 of the 4 I/O queues asked (nvme-tcp makes at most one per CPU of the host)"
     assert runner.calls[0][0][:5] == ("ssh", "-n", "-p", "2222", "root@esx1")
+    assert runner.calls[0][0][5].startswith("sh -c ")  # the host's login shell only starts sh
+    assert a.ids == ()
+
+
+def test_nvme_detach_deletes_only_the_controllers_it_connected():
+    s = detach_script(NVME, "", ("nvme3",))
+    assert "C=nvme3" in s and 'nvme disconnect -d "$c"' in s and "disconnect -n" not in s
+    assert "C=$(ours)" in detach_script(NVME, "", None)  # not known (a kill before it was listed): the NQN's
+    assert "C=''" in detach_script(NVME, "", ("nvme1; reboot",))  # ids are controller names or nothing
 
 
 def test_a_target_the_host_has_already_is_refused_and_left_alone():
@@ -125,15 +134,18 @@ def test_an_unreachable_host_at_detach_is_named_with_the_command_to_run_there():
     runner = FakeRunner({("ssh",): lambda argv: Completed(tuple(argv), 255, "", "ssh: connect to host esx1 port "
                                                                                  "2222: No route to host")})
     with pytest.raises(ToolError) as e:
-        Attacher(runner, "run1").detach(SSH, "flash", NVME)
+        Attacher(runner, "run1", sleep=lambda s: None).detach(SSH, "flash", NVME)
+    assert len(runner.calls) == 3  # tried three times
     msg = str(e.value)
     assert msg.startswith("host esx1: ssh failed (ssh: connect to host esx1 port 2222: No route to host)")
     by_hand = msg.split("detach target flash there: ", 1)[1]
     assert by_hand.startswith("ssh -p 2222 root@esx1 ")
     # the command given is the detach itself, one line that sh reads as written
     words = shlex.split(by_hand)
-    assert words[:4] == ["ssh", "-p", "2222", "root@esx1"] and "nvme disconnect" in words[4]
-    assert subprocess.run(["sh", "-n", "-c", words[4]], capture_output=True, timeout=10).returncode == 0
+    assert words[:4] == ["ssh", "-p", "2222", "root@esx1"] and "\n" not in by_hand
+    sh, c, inner = shlex.split(words[4])
+    assert (sh, c) == ("sh", "-c") and "nvme disconnect -d" in inner
+    assert subprocess.run(["sh", "-n", "-c", inner], capture_output=True, timeout=10).returncode == 0
 
 
 def test_same_storage_is_the_iqn_at_the_portal_the_nqn_or_the_export():
@@ -147,7 +159,7 @@ def test_a_run_attaches_on_each_host_takes_turns_on_one_storage_and_detaches_all
 
     def host(argv):
         where, script = argv[-2], argv[-1]
-        sessions = script.split("S=", 1)[1].split()[0] if "S=" in script else "?"
+        sessions = script.split("S=", 1)[1].split(";")[0] if "S=" in script else "?"
         if "--login" in script:
             log.append(f"attach {where} {sessions}")
             n = int(sessions)
@@ -178,13 +190,49 @@ def test_a_resumed_run_first_detaches_what_a_killed_session_left(tmp_path, monke
     plan = load_plan_text(PLAN)
     first = Attachments(plan, runner, Silent())
     first.up(tmp_path / "run")
-    first._write_state([(0, "four"), (1, "four")])  # what a SIGKILLed session left listed
+    first._list((0, "four"), None)  # what a SIGKILLed session left listed
+    first._list((1, "four"), None)
     again = Attachments(plan, runner, Silent())
     runner.calls.clear()
     again.up(tmp_path / "run")
     assert [c[0][-2] for c in runner.calls] == ["root@esx1", "root@esx2"]
     assert all("--logout" in c[0][-1] for c in runner.calls)
-    assert next(tmp_path.glob("*.json")).read_text().strip() == "[]"
+    assert not list(tmp_path.glob("*.json"))  # all detached: the list is gone
+
+
+def test_a_refused_attach_is_never_detached_and_an_interrupted_one_always_is(tmp_path, monkeypatch):
+    """The host's own session (exit 3) leaves no entry to detach; an attach cut short (ssh timed out) stays
+    listed, and down() detaches it beside those attached."""
+    monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
+    plan = load_plan_text(PLAN)
+    a, b = plan.configurations
+    runner = FakeRunner({("ssh",): _answer("error already logged in to iqn.2001-05.com.example:array (session1 )\n",
+                                           3)})
+    bed = Attachments(plan, runner, Silent())
+    bed.up(tmp_path / "run")
+    with pytest.raises(ToolError, match="already logged in"):
+        bed.ensure(a)
+    assert bed.listed == {} and not list(tmp_path.glob("*.json"))
+    runner.calls.clear()
+    bed.down()
+    assert runner.calls == []  # nothing of the host's own is touched
+
+    calls = []
+
+    def cut(argv):
+        calls.append(argv[-1])
+        if "--login" in argv[-1] and "esx2" in argv[-2]:
+            raise ToolError("host esx2: no answer within 120 s; check 'ssh root@esx2 true'")
+        return Completed(tuple(argv), 0, "device /dev/sda\n" if "--login" in argv[-1] else "", "")
+
+    bed = Attachments(plan, FakeRunner({("ssh",): cut}), Silent())
+    bed.up(tmp_path / "run")
+    with pytest.raises(ToolError, match="no answer"):
+        bed.ensure(a)
+    assert set(bed.listed) == {(0, "one"), (1, "one")} and set(bed.done) == {(0, "one")}
+    calls.clear()
+    bed.down()
+    assert len(calls) == 2 and all("--logout" in c for c in calls) and bed.listed == {}
 
 
 def test_the_kernels_account_is_summed_up_in_a_line_per_session_or_controller():
@@ -215,3 +263,33 @@ def test_the_report_lists_each_hosts_attach():
     assert ("- esx1: flash: NVMe/TCP nqn.2014-08.org.example:flash namespace 1 at 10.1.2.5:4420, 4 I/O queue(s) → "
             "/dev/nvme0n1 (found: /dev/nvme0n1 no signature).\n  - nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 4 I/O "
             "queues, state live") in md
+
+
+def test_a_lun_from_256_is_found_under_the_number_linux_gives_it():
+    from protolab.run.attaching import kernel_lun
+
+    assert [kernel_lun(n) for n in (0, 255, 256, 16383)] == [0, 255, 16640, 32767]
+    big = Attach.model_validate({"iscsi": {"portal": "10.1.2.3", "iqn": "iqn.2001-05.com.example:array", "lun": 300}})
+    assert "L=16684;" in attach_script(big, "")
+
+
+def test_prepare_of_a_target_on_the_hosts_runs_there_never_on_this_machine(tmp_path):
+    """A device attached on an ssh host (or a path there) is written through that host's fio server: this
+    machine's /dev/sdb is never opened by protolab's own prepare."""
+    from types import SimpleNamespace
+
+    from protolab.engine.measure import HostRun
+    from protolab.engine.targets import Access
+    from protolab.run.procedure import Procedure
+
+    calls = []
+    fio = SimpleNamespace(run_job=lambda job, out, **kw: calls.append(("this machine", job.name)) or "{}",
+                          run_clients=lambda clients, out, **kw: calls.append(("client", clients[0][0])) or "{}")
+    agent = SimpleNamespace(client_arg=lambda: "esx1.sock")
+    plan = load_plan_text(PLAN)
+    bed = SimpleNamespace(fio=fio, sockets=tmp_path,
+                          data_access=lambda c: Access("remote", "libaio", {"direct": "1"}, "/dev/sdb", 1 << 20),
+                          host=lambda c, h, total, streams: HostRun("esx1", agent, None, streams))
+    rundir = SimpleNamespace(job_path=lambda tag: tmp_path / f"{tag}.fio", raw_path=lambda tag: tmp_path / f"{tag}.json")
+    Procedure(plan, bed, rundir, Silent(), lambda phase: None).prepare()
+    assert calls == [("client", "esx1.sock")]  # one LUN (targets one and four), written once, on esx1
