@@ -27,7 +27,7 @@ def protolab(*args, cwd):
 def real_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
     plan = root / "plan.toml"
-    plan.write_text(shared_plan("psync-io_uring", name='"browser"', url=f'"{root / "scratch.dat"}"'))
+    plan.write_text(shared_plan("psync-io_uring", name='"browser"', url=f'"{root / "scratch.dat"}"', warmup='"0s"'))
     done = protolab("run", str(plan), "--results", str(root / "results"), cwd=root)
     assert done.returncode == 0, done.stderr
     (run,) = [p for p in (root / "results").iterdir() if p.is_dir()]
