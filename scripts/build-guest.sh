@@ -92,10 +92,10 @@ fi
 add_tool sbin/mount.nfs sbin/mount.nfs && [ -f "$EXTRA/etc/netconfig" ] && cp "$EXTRA/etc/netconfig" "$STAGE/etc/netconfig" || true
 
 # dropbear (and its libraries), so that a guest can stand for a user's host reached over ssh (vm.guestssh)
-if add_tool usr/sbin/dropbear sbin/dropbear; then
-    printf 'root:x:0:0:root:/root:/bin/sh\n_rpc:x:102:65534::/run/rpcbind:/bin/false\n' > "$STAGE/etc/passwd"
-    printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
-fi
+add_tool usr/sbin/dropbear sbin/dropbear || true
+# root (dropbear's logins) and _rpc (rpcbind runs as it)
+printf 'root:x:0:0:root:/root:/bin/sh\n_rpc:x:102:65534::/run/rpcbind:/bin/false\n' > "$STAGE/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
 
 # modules with their dependencies, in load order, each once
 : > "$STAGE/etc/modules"

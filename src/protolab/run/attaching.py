@@ -4,10 +4,11 @@ nvme-cli.
 Each attach is one fixed shell script run through the host's shell (run.hostshell: this machine, or ssh). Plan
 values reach it as shell variables, quoted with shlex after plan.attach checked them. The script
 
-- refuses (exit 3) when the host already has that target (a session to the IQN, a node record for it, a
-  controller of the NQN): protolab detaches only what it attached, so it never attaches over the user's own;
-- attaches (iscsiadm with node.session.nr_sessions, mount -t nfs on a root-only mount point under
-  /run/protolab-attach, nvme connect with its I/O queues);
+- refuses (exit 3) when the host already has that target (a session to the IQN, a controller of the NQN, a
+  mount of the export): protolab detaches only what it attached, so it never attaches over the user's own;
+- attaches (iscsiadm through protolab's own open-iscsi iface with node.session.nr_sessions; mount.nfs with
+  nosuid,nodev,noexec on a root-only mount point under /run/protolab-attach; nvme connect with its I/O queues,
+  the controllers it made written beside the mount points for a detach that was not told them);
 - finds the result by its identifiers, never by guessing a name: the SCSI disks of the sessions whose
   targetname is the IQN and whose LUN is the plan's (sysfs), the namespace of the subsystem whose subsysnqn is the
   NQN, the mount point it made;
@@ -109,12 +110,12 @@ def mount_point(run_id: str, host: str, target: str) -> str:
 def _iscsi_vars(s: IscsiAttach) -> str:
     q = shlex.quote
     portal = f"[{s.host}]:{s.port}" if ":" in s.host else f"{s.host}:{s.port}"
-    return f"T={q(s.iqn)}; PT={q(portal)}; L={kernel_lun(s.lun)}; S={s.sessions}; I={ISCSI_IFACE}"
+    return f"T={q(s.iqn)}; PT={q(portal)}; L={s.lun}; L2={kernel_lun(s.lun)}; S={s.sessions}; I={ISCSI_IFACE}"
 
 
 def kernel_lun(lun: int) -> int:
-    """The LUN as Linux numbers it in H:C:T:L: itself below 256 (peripheral addressing), else with SAM's flat
-    space addressing bits (0x4000 | LUN), as scsilun_to_int keeps them."""
+    """The LUN as Linux numbers it in H:C:T:L when the target reports it with SAM's flat space addressing (from
+    256: 0x4000 | LUN, as scsilun_to_int keeps the bits); the script also looks under the plain number."""
     return lun if lun < 256 else 0x4000 | lun
 
 
@@ -136,8 +137,9 @@ step iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o new
 step iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o update -n node.startup -v manual
 step iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o update -n node.session.nr_sessions -v "$S"
 step iscsiadm -m node -T "$T" -p "$PT" -I "$I" --login
-devices() { for s in $(ours); do for b in /sys/class/iscsi_session/$s/device/target*/*:"$L"/block/*; do \
-[ -b "/dev/${b##*/}" ] && echo "/dev/${b##*/}"; done; done; }""",
+devices() { for s in $(ours); do for b in /sys/class/iscsi_session/$s/device/target*/*:"$L"/block/* \
+/sys/class/iscsi_session/$s/device/target*/*:"$L2"/block/*; do [ -b "/dev/${b##*/}" ] && echo "/dev/${b##*/}"; done; \
+done | sort -u; }""",
                       _WAIT.format(want="$S", what="login to $T at $PT"),
                       'for s in $(ours); do iscsiadm -m session -r "${s#session}" -P 3 2>&1 | sed "s/^/kernel /"; done',
                       _BLKID])
@@ -152,20 +154,23 @@ iscsiadm -m node -I "$I" 2>/dev/null | grep -q . || iscsiadm -m iface -I "$I" -o
 exit 0"""])
 
 
-def _nvme_vars(s) -> str:
-    return f"N={shlex.quote(s.nqn)}; A={shlex.quote(s.address)}; P={s.port}; NS={s.nsid}"
+def _nvme_vars(s, mount: str) -> str:
+    q = shlex.quote
+    return f"N={q(s.nqn)}; A={q(s.address)}; P={s.port}; NS={s.nsid}; D={q(ATTACH_DIR)}; IDS={q(mount + '.ids')}"
 
 
 _NVME_OURS = """ours() { for c in /sys/class/nvme/nvme*; do \
 [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$N" ] && echo "${c##*/}"; done; }"""
 
 
-def _nvme_attach(s) -> str:
+def _nvme_attach(s, mount: str) -> str:
     queues = f" -i {s.queues}" if s.queues else ""
-    return "\n".join([_PATH, _nvme_vars(s), _NVME_OURS, f"""\
+    return "\n".join([_PATH, _nvme_vars(s, mount), _NVME_OURS, f"""\
 [ -z "$(ours)" ] || {{ echo "error already has a controller of $N ($(ours | tr '\\n' ' '))"; exit 3; }}
+[ ! -L "$D" ] && mkdir -p "$D" && chmod 700 "$D" || {{ echo "error cannot make $D (a link, or not writable)"; exit 4; }}
 out=$(nvme connect -t tcp -a "$A" -s "$P" -n "$N"{queues} 2>&1) || {{ echo "error nvme connect: $(echo "$out" \
 | tail -n 1)"; exit 4; }}
+ours > "$IDS"  # what this attach connected, for a detach that was not told (a kill before protolab listed it)
 for c in $(ours); do echo "id $c"; done""", """\
 devices() { {
     for s in /sys/class/nvme-subsystem/nvme-subsys*; do [ "$(cat "$s/subsysnqn" 2>/dev/null)" = "$N" ] || continue
@@ -180,16 +185,17 @@ done
 nvme list-subsys $(echo "$devs" | head -1) 2>&1 | sed 's/^/kernel /'""", _BLKID])
 
 
-def _nvme_detach(s, ids: tuple[str, ...] | None) -> str:
-    """Delete the controllers protolab connected (``ids``; every controller of the NQN when not known: protolab
-    connects only where the host had none)."""
+def _nvme_detach(s, mount: str, ids: tuple[str, ...] | None) -> str:
+    """Delete the controllers protolab connected: ``ids``, or when not known (a kill before protolab listed them)
+    those the attach wrote on the host; never another controller of the NQN."""
     pick = " ".join(c for c in ids or () if re.fullmatch(r"nvme[0-9]+", c))
-    return "\n".join([_PATH, _nvme_vars(s), _NVME_OURS, f"C={shlex.quote(pick)}" if ids is not None else 'C=$(ours)',
+    known = f"C={shlex.quote(pick)}" if ids is not None else 'C=$(cat "$IDS" 2>/dev/null | grep -x "nvme[0-9]*")'
+    return "\n".join([_PATH, _nvme_vars(s, mount), _NVME_OURS, known,
                       """\
 for c in $C; do [ "$(cat "/sys/class/nvme/$c/subsysnqn" 2>/dev/null)" = "$N" ] || continue
     nvme disconnect -d "$c" >/dev/null 2>&1 || echo 1 > "/sys/class/nvme/$c/delete_controller" 2>/dev/null; done
 left=$(for c in $C; do [ "$(cat "/sys/class/nvme/$c/subsysnqn" 2>/dev/null)" = "$N" ] && echo "$c"; done)
-[ -z "$left" ] || { echo "error still connected to $N ($(echo $left))"; exit 6; }"""])
+[ -z "$left" ] || { echo "error still connected to $N ($(echo $left))"; exit 6; }""", 'rm -f "$IDS"'])
 
 
 def nfs_options(s: NfsAttach) -> str:
@@ -218,7 +224,10 @@ exit 4; }
 echo "device $M/$F"
 grep " $M " /proc/mounts | sed 's/^/kernel /'
 for p in "$M/$F" "$M/$F.protolab"; do
-    if [ -L "$p" ] || { [ -e "$p" ] && [ ! -f "$p" ]; }; then echo "found $p is not a plain file"; exit 0; fi
+    if [ -L "$p" ] || { [ -e "$p" ] && [ ! -f "$p" ]; }; then
+        echo "error $p is a link or not a plain file: protolab writes only a plain file of its own"
+        umount "$M"; rmdir "$M"; exit 4
+    fi
 done
 if [ -s "$M/$F" ] && [ ! -f "$M/$F.protolab" ]; then
     echo "found $M/$F holds $(wc -c < "$M/$F") bytes protolab did not write"
@@ -239,7 +248,7 @@ def attach_script(a: Attach, mount: str) -> str:
         return _iscsi_attach(s)
     if isinstance(s, NfsAttach):
         return _nfs_attach(s, mount)
-    return _nvme_attach(s)
+    return _nvme_attach(s, mount)
 
 
 def detach_script(a: Attach, mount: str, ids: tuple[str, ...] | None = None) -> str:
@@ -248,7 +257,7 @@ def detach_script(a: Attach, mount: str, ids: tuple[str, ...] | None = None) -> 
         return _iscsi_detach(s)
     if isinstance(s, NfsAttach):
         return _nfs_detach(mount)
-    return _nvme_detach(s, ids)
+    return _nvme_detach(s, mount, ids)
 
 
 def storage_of(a: Attach) -> tuple:
@@ -308,7 +317,7 @@ class Attacher:
                             "detaches only its own: detach it there first, or give its device as url")
         devices = tuple(_lines(done.stdout, "device"))
         if done.returncode != 0 or not devices:
-            self._undo(shell, target, a)
+            self._undo(shell, target, a, tuple(_lines(done.stdout, "id")))
             raise ToolError(f"host {shell.name}: target {target} ({a.describe()}): {why}")
         found = tuple(_lines(done.stdout, "found"))
         kernel = "\n".join(_lines(done.stdout, "kernel"))
@@ -316,14 +325,14 @@ class Attacher:
                             found + _fewer_queues(a, kernel), tuple(_lines(done.stdout, "id")))
         held = [f for f in found if isinstance(a.spec, NfsAttach) or not f.endswith(" no signature")]
         if held and not allow_overwrite:
-            self._undo(shell, target, a)
+            self._undo(shell, target, a, attached.ids)
             raise TargetError(f"host {shell.name}: target {target}: {held[0]}; add allow_overwrite = true to the "
                               "target if its contents may be destroyed")
         return attached
 
-    def _undo(self, shell: HostShell, target: str, a: Attach) -> None:
+    def _undo(self, shell: HostShell, target: str, a: Attach, ids: tuple[str, ...] | None = None) -> None:
         try:
-            self.detach(shell, target, a, None)
+            self.detach(shell, target, a, ids or None)
         except ToolError:
             pass  # the error that brought us here is the one to show; detach names itself when run again
 

@@ -124,13 +124,16 @@ class Attachments:
         failed = []
         for h, key in pairs:
             attach = targets[key].attach if key in targets else None
-            if h < len(hosts) and attach is not None:
-                self.progress.note(f"detaching {key} from {hosts[h].name}")
-                try:
-                    self._attacher.detach(HostShell.of(hosts[h]), key, attach, self.listed.get((h, key)))
-                except ProtolabError as e:
-                    failed.append(str(e))
-                    continue
+            if h >= len(hosts) or attach is None:
+                failed.append(f"target {key} on host {h + 1}: listed as attached but not in this plan; detach it "
+                              "there by hand")
+                continue
+            self.progress.note(f"detaching {key} from {hosts[h].name}")
+            try:
+                self._attacher.detach(HostShell.of(hosts[h]), key, attach, self.listed.get((h, key)))
+            except ProtolabError as e:
+                failed.append(str(e))
+                continue
             self.done.pop((h, key), None)
             self._list((h, key), None, drop=True)
         if failed:
@@ -157,7 +160,8 @@ class Attachments:
             return {}
         with os.fdopen(fd) as f:
             try:
-                return {(int(h), str(k)): (tuple(map(str, i)) if i is not None else None) for h, k, i in json.load(f)}
+                return {(int(e[0]), str(e[1])): (tuple(map(str, e[2])) if len(e) > 2 and e[2] is not None else None)
+                        for e in json.load(f)}  # [host, target] (e33427f) or [host, target, ids]
             except (ValueError, TypeError):
                 return {}
 

@@ -60,7 +60,8 @@ class HostShell:
 
     def remote(self, script: str) -> str:
         """The last word of the command: the script itself for ``sh -c``; over ssh, ``sh -c 'SCRIPT'``, so that
-        the host's login shell (whatever it is) only starts sh."""
+        the host's login shell only starts sh (a POSIX-like one: sh, bash, dash, ksh, zsh; csh takes no newline
+        inside quotes)."""
         return f"sh -c {shlex.quote(script)}" if self.ssh else script
 
     def reach_command(self) -> str:

@@ -109,7 +109,7 @@ class Procedure:
         for c in self.plan.configurations:
             t = self.plan.target_of(c)
             if t.attach is not None:  # its device name says nothing (two LUNs may both be sdb in turn)
-                out.setdefault(("attach", *storage_of(t.attach)), c)
+                out.setdefault(("attach", *storage_of(t.attach), getattr(t.attach.spec, "file", None)), c)
                 continue
             a = self.testbed.data_access(c)
             out.setdefault((a.kind, a.filename, a.options.get("uri"), a.options.get("nfs_url"), a.netns), c)

@@ -93,7 +93,7 @@ def test_an_attach_gives_the_devices_the_kernel_account_and_a_queue_shortfall():
 def test_nvme_detach_deletes_only_the_controllers_it_connected():
     s = detach_script(NVME, "", ("nvme3",))
     assert "C=nvme3" in s and 'nvme disconnect -d "$c"' in s and "disconnect -n" not in s
-    assert "C=$(ours)" in detach_script(NVME, "", None)  # not known (a kill before it was listed): the NQN's
+    assert "C=$(ours)" not in detach_script(NVME, "", None)  # not known: never every controller of the NQN
     assert "C=''" in detach_script(NVME, "", ("nvme1; reboot",))  # ids are controller names or nothing
 
 
@@ -270,7 +270,7 @@ def test_a_lun_from_256_is_found_under_the_number_linux_gives_it():
 
     assert [kernel_lun(n) for n in (0, 255, 256, 16383)] == [0, 255, 16640, 32767]
     big = Attach.model_validate({"iscsi": {"portal": "10.1.2.3", "iqn": "iqn.2001-05.com.example:array", "lun": 300}})
-    assert "L=16684;" in attach_script(big, "")
+    assert "L=300; L2=16684;" in attach_script(big, "")  # both numberings are looked under
 
 
 def test_prepare_of_a_target_on_the_hosts_runs_there_never_on_this_machine(tmp_path):
@@ -293,3 +293,24 @@ def test_prepare_of_a_target_on_the_hosts_runs_there_never_on_this_machine(tmp_p
     rundir = SimpleNamespace(job_path=lambda tag: tmp_path / f"{tag}.fio", raw_path=lambda tag: tmp_path / f"{tag}.json")
     Procedure(plan, bed, rundir, Silent(), lambda phase: None).prepare()
     assert calls == [("client", "esx1.sock")]  # one LUN (targets one and four), written once, on esx1
+
+
+def test_an_nfs_data_file_that_is_a_link_is_refused_whatever_the_opt_in(tmp_path):
+    """The check itself, run by sh on a directory standing for the mount: a link is an error, the mount undone."""
+    s = attach_script(NFS, str(tmp_path / "m"))
+    check = s[s.index('for p in "$M/$F"'):s.index('if [ -s "$M/$F" ]')]
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "protolab.dat").symlink_to("/etc/shadow")
+    p = subprocess.run(["sh", "-c", f"M={tmp_path / 'm'}; F=protolab.dat; umount() {{ :; }}; rmdir() {{ :; }}\n"
+                       + check], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 4 and "is a link or not a plain file" in p.stdout, p.stdout
+    out = "device /run/protolab-attach/x/protolab.dat\nerror /run/protolab-attach/x/protolab.dat is a link or not " \
+          "a plain file: protolab writes only a plain file of its own\n"
+    with pytest.raises(ToolError, match="is a link"):
+        Attacher(FakeRunner({("ssh",): _answer(out, 4)}), "run1").attach(SSH, "filer", NFS, allow_overwrite=True)
+
+
+def test_an_nvme_detach_not_told_its_controllers_reads_those_the_attach_wrote():
+    s = detach_script(NVME, "/run/protolab-attach/abc", None)
+    assert "IDS=/run/protolab-attach/abc.ids" in s and 'C=$(cat "$IDS"' in s and "C=$(ours)" not in s
+    assert 'ours > "$IDS"' in attach_script(NVME, "/run/protolab-attach/abc")
