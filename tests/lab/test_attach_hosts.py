@@ -187,6 +187,8 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         assert _left(lab, keys, ssh) == ""
         run_id = hashlib.sha256(str(next((tmp_path / "t").iterdir()).resolve()).encode()).hexdigest()[:16]
         assert not (Path("/run/protolab/attached") / f"{run_id}.json").exists()  # nothing left listed to detach
+        lists = Path("/run/protolab/attached")
+        assert not lists.exists() or any(lists.iterdir()), "an empty list folder was left in /run/protolab"
         print(f"{time.monotonic() - t0:.0f} s: the SIGTERM run detached")
     finally:
         host.stop()

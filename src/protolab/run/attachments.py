@@ -88,10 +88,10 @@ class Attachments:
         """``c``'s target attached on every host that uses it (nothing to do when it is). A target attached for
         another configuration that names the same storage (the same IQN, the same NQN, the same export) is
         detached first: a host holds one attach of it at a time."""
-        t = self.plan.target_of(c)
-        if t.attach is None or self._attacher is None:
-            return
-        key, targets, hosts = target_key(c), attached_targets(self.plan), hosts_of(self.plan)
+        t, key, hosts = self.plan.target_of(c), target_key(c), hosts_of(self.plan)
+        if t.attach is None or self._attacher is None or all((h, key) in self.done for h in range(len(hosts))):
+            return  # every stream of every cell asks: attached already is the common case
+        targets = attached_targets(self.plan)
         for h, host in enumerate(hosts):
             if (h, key) in self.done:
                 continue
@@ -116,6 +116,8 @@ class Attachments:
         every host that could not, with the command to run there. The list goes once it is empty."""
         if self._attacher is not None:
             self._detach(list(self.listed))
+            if not self.listed:
+                self._tidy()
 
     def _detach(self, pairs: list[tuple[int, str]]) -> None:
         """Detach ``pairs`` (each tried); those detached leave the list. ToolError, one line, for the rest."""
@@ -150,6 +152,16 @@ class Attachments:
             write_json(self._state, [[h, k, list(i) if i is not None else None] for (h, k), i in self.listed.items()])
         else:
             self._state.unlink(missing_ok=True)
+            self._tidy()
+
+    def _tidy(self) -> None:
+        """With nothing of any run listed, no folder is left behind in /run/protolab."""
+        assert self._state is not None
+        if self._state.parent.name == STATE_DIR:
+            try:
+                self._state.parent.rmdir()
+            except OSError:
+                pass  # another run's list is there
 
     def _read_state(self) -> dict[tuple[int, str], tuple[str, ...] | None]:
         """What this run's earlier session listed as attached (a file only root can write)."""
