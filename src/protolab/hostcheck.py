@@ -16,7 +16,7 @@ from .doctor import Check
 from .errors import ProtolabError
 from .plan.model import LoadHost, Plan
 from .proc import Runner
-from .run.hostshell import HostShell
+from .run.hostshell import HostShell, Unreachable
 
 #: what attaching each protocol takes on a host: its initiator tool and kernel module
 NEEDS = {"iscsi": ("iscsiadm", "iscsi_tcp"), "nfs": ("mount.nfs", "nfs"), "nvme-tcp": ("nvme", "nvme_tcp")}
@@ -129,10 +129,9 @@ def check_hosts(plan: Plan, runner: Runner, *, netns: str | None = None,
         where = shell.where
         try:
             done = shell.run(runner, script(str(fio), protocols, list(addresses)), timeout=SSH_TIMEOUT_S, netns=netns)
-        except ProtolabError as e:  # ssh missing, refused, or no answer in time: the one line without the script
-            why = str(e).split(": ", 1)[1].rsplit("; check ", 1)[0]
-            reports.append(HostReport(title, [Check("reached", False, why, f"check '{shell.reach_command()}' "
-                                                                           "(keys, host name, port)")]))
+        except Unreachable as e:  # ssh missing, refused, or no answer in time: the one line without the script
+            reports.append(HostReport(title, [Check("reached", False, e.why, f"check '{shell.reach_command()}' "
+                                                                             "(keys, host name, port)")]))
             continue
         reached = [Check("reached", True, "over ssh" if host.agent != "local" else "this machine")]
         reports.append(HostReport(title, reached + checks_from(done.stdout, protocols, addresses, where)))

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from ..errors import TargetError, ToolError
 from ..plan.attach import Attach, IscsiAttach, NfsAttach, NvmeTcpAttach
 from ..proc import Runner
-from .hostshell import HostShell
+from .hostshell import HostShell, Unreachable
 
 #: where protolab mounts NFS exports on a host (root's tmpfs, made 0700; never a name another user could take)
 ATTACH_DIR = "/run/protolab-attach"
@@ -282,9 +282,9 @@ class AlreadyAttached(ToolError):
 
 def _fewer_queues(a: Attach, kernel: str) -> tuple[str, ...]:
     """NVMe/TCP: the I/O queues the kernel gave when fewer than the plan asked (it gives at most one per CPU)."""
-    asked = getattr(a.spec, "queues", None)
+    asked = a.spec.queues if isinstance(a.spec, NvmeTcpAttach) else None
     gave = [int(n) for n in re.findall(r"(\d+) I/O queues", kernel)]
-    if isinstance(a.spec, NvmeTcpAttach) and asked and gave and min(gave) < asked:
+    if asked and gave and min(gave) < asked:
         return (f"the kernel gave {min(gave)} of the {asked} I/O queues asked (nvme-tcp makes at most one per "
                 "CPU of the host)",)
     return ()
@@ -344,8 +344,8 @@ class Attacher:
             try:
                 done = shell.run(self.runner, script, timeout=self.timeout, netns=self.netns)
                 break
-            except ToolError as e:  # e.g. a signal ended the attach's ssh a moment ago and the host dropped this one
-                if attempt + 1 == DETACH_TRIES or "ssh failed" not in str(e):  # a silent host is not waited for again
+            except Unreachable as e:  # e.g. a signal ended the attach's ssh a moment ago and the host dropped this one
+                if attempt + 1 == DETACH_TRIES or not e.why.startswith("ssh failed"):  # a silent host: not waited for
                     raise ToolError(f"{e}; then detach target {target} there: {shell.by_hand(script)}") from None
                 self.sleep(DETACH_RETRY_S)
         if done.returncode != 0:

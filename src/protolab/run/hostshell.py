@@ -20,6 +20,14 @@ from ..proc import Completed, Runner
 NO_ANSWER = "no answer within {timeout:g} s"
 
 
+class Unreachable(ToolError):
+    """The host did not answer (``why``: ssh's own words, or the time waited); one line, with what to check."""
+
+    def __init__(self, message: str, why: str):
+        super().__init__(message)
+        self.why = why
+
+
 @dataclass(frozen=True)
 class HostShell:
     """How to run a script on host ``name``: ``argv`` + [script]; ``where`` names it for a person."""
@@ -52,10 +60,10 @@ class HostShell:
                               timeout=timeout)
         except ProtolabError as e:
             why = NO_ANSWER.format(timeout=timeout) if "did not finish" in str(e) else str(e).splitlines()[0][:200]
-            raise ToolError(f"host {self.name}: {why}; check {self.reach_command()!r}") from None
+            raise Unreachable(f"host {self.name}: {why}; check {self.reach_command()!r}", why) from None
         if self.ssh and done.returncode == 255:
-            raise ToolError(f"host {self.name}: ssh failed ({done.one_line_error()}); check "
-                            f"{self.reach_command()!r} (keys, host name, port)")
+            why = f"ssh failed ({done.one_line_error()})"
+            raise Unreachable(f"host {self.name}: {why}; check {self.reach_command()!r} (keys, host name, port)", why)
         return done
 
     def remote(self, script: str) -> str:
