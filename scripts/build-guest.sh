@@ -53,6 +53,10 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$STAGE/tmp" \
          "$STAGE/lib/modules" "$STAGE/etc" "$STAGE/run" "$STAGE/var" "$OUT"
+# The guest's / is this folder: mktemp made it 0700, which no daemon that drops root (rpcbind as _rpc) can walk,
+# and libwrap turns its unreadable /etc/hosts.deny into "Client credential too weak" for every remote caller.
+chmod 755 "$STAGE"
+chmod 1777 "$STAGE/tmp"
 ln -s ../run "$STAGE/var/run"  # rpcbind's socket: the kernel and libtirpc look for /var/run/rpcbind.sock
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \

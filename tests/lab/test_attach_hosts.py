@@ -1,8 +1,8 @@
 """Issue 21's test bed: a load guest reached over ssh stands for a user's host, and protolab attaches the storage
-server guest's kernel targets on it — NVMe/TCP with 2 I/O queues, iSCSI with 1 and with 4 sessions, NFSv4.1 with
-nconnect 2 from its knfsd — measures through them, records what the guest's kernel reports, and detaches them all:
-after the run, and after a SIGTERM in the middle of one. (NFSv3 is not here: the server guest's rpcbind answers
-every remote call with an authentication error, not understood yet.)
+server guest's kernel targets on it — NVMe/TCP with 2 I/O queues, iSCSI with 1 and with 4 sessions, NFSv3 and
+NFSv4.1 with nconnect 2 from its knfsd — measures through them, records what the guest's kernel reports, and
+detaches them all: after the run, after a SIGTERM in the middle of one, and with `protolab detach` after a
+SIGKILL.
 
 Two TCG guests: the server guest (nvmet-tcp and LIO on the pool's exports, granting one host NQN and one initiator
 IQN) in the storage namespace; the "user's host" in host 0's namespace, with dropbear, iscsiadm/iscsid and
@@ -65,8 +65,14 @@ ioengine = "libaio"
 name = "nfs-4.1"
 target = "filer41"
 ioengine = "libaio"
+[[configurations]]
+name = "nfs-3"
+target = "filer3"
+ioengine = "libaio"
 [targets.filer41]
 attach = {{ nfs = {{ server = "{addr}", export = "/export", version = "4.1", nconnect = 2, rsize = 65536 }} }}
+[targets.filer3]
+attach = {{ nfs = {{ server = "{addr}", export = "/export", version = "3", nconnect = 2 }} }}
 [targets.flash]
 attach = {{ nvme-tcp = {{ address = "{addr}", nqn = "{lab.names.nqn}", queues = 2 }} }}
 allow_overwrite = true
@@ -78,7 +84,7 @@ attach = {{ iscsi = {{ portal = "{addr}:3260", iqn = "{lab.names.lio_iqn}", sess
 allow_overwrite = true
 [method]
 prepare = false
-warmup = "1s"
+warmup = "0s"
 duration = "{duration}"
 repeats = 1
 data_size = "16M"
@@ -145,7 +151,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         rundir = next((tmp_path / "r").iterdir())
         manifest = json.loads((rundir / "manifest.json").read_text())
         got = {a["target"]: a for a in manifest["attached"]}
-        assert set(got) == {"flash", "lun1", "lun4", "filer41"}, got
+        assert set(got) == {"flash", "lun1", "lun4", "filer41", "filer3"}, got
         assert {a["host"] for a in got.values()} == {"guest"}, got
         # found by identifiers: the NQN's namespace; one SCSI disk per session of the IQN's LUN 0
         assert len(got["flash"]["devices"]) == 1 and got["flash"]["devices"][0].startswith("/dev/nvme"), got
@@ -154,13 +160,13 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         assert all(d.startswith("/dev/sd") for d in got["lun4"]["devices"])
         assert got["lun4"]["kernel"].count("iSCSI Session State: LOGGED_IN") == 4, got["lun4"]["kernel"]
         # NFS as the guest's /proc/mounts says: the version and nconnect asked, the export's file as the target
-        for key, vers in (("filer41", "vers=4.1"),):
+        for key, vers in (("filer41", "vers=4.1"), ("filer3", "vers=3")):
             assert vers in got[key]["kernel"] and "nconnect=2" in got[key]["kernel"], got[key]
             assert got[key]["devices"][0].startswith("/run/protolab-attach/") and \
                 got[key]["devices"][0].endswith("/protolab.dat"), got[key]
         assert "rsize=65536" in got["filer41"]["kernel"]
         rows = list(csv.DictReader((rundir / "cells.csv").open()))
-        assert {r["configuration"] for r in rows} == {"nvme", "iscsi-1", "iscsi-4", "nfs-4.1"}
+        assert {r["configuration"] for r in rows} == {"nvme", "iscsi-1", "iscsi-4", "nfs-4.1", "nfs-3"}
         assert all(float(r["iops"]) > 0 and r["errors"] == "0" for r in rows), rows
         report = (rundir / "report.md").read_text()
         assert "Attached on the hosts" in report and got["lun4"]["devices"][3] in report, report
@@ -190,6 +196,39 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         lists = Path("/run/protolab/attached")
         assert not lists.exists() or any(lists.iterdir()), "an empty list folder was left in /run/protolab"
         print(f"{time.monotonic() - t0:.0f} s: the SIGTERM run detached")
+
+        # a run killed outright leaves its attach, listed; `protolab detach` of it undoes that and only that
+        private = set(Path("/run/protolab").iterdir())
+        run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "k")])
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and run.poll() is None:
+            m = next((tmp_path / "k").glob("*/manifest.json"), None)
+            if m is not None and json.loads(m.read_text() or "{}").get("attached"):
+                break
+            time.sleep(0.5)
+        assert run.poll() is None, run.communicate()
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate(timeout=60)
+        killed = next((tmp_path / "k").iterdir())
+        try:
+            assert "/sys/class/nvme/" in _ssh(lab, keys, ssh, "ls -d /sys/class/nvme/*").stdout  # still connected
+            p = _protolab(lab, keys, ["detach", str(killed)])
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0 and "detached 1 attach(es) an earlier session left" in out, (out, err)
+            assert _left(lab, keys, ssh) == "" and "/sys/class/nvme/" not in _ssh(lab, keys, ssh, "ls -d "
+                                                                                     "/sys/class/nvme/*").stdout
+            assert not lists.exists() or any(lists.iterdir())
+        finally:  # what SIGKILL left of the run on this machine: its fio sockets' folder and its role cgroups
+            for left in set(Path("/run/protolab").iterdir()) - private:
+                if left.name.startswith("agents-"):
+                    shutil.rmtree(left, ignore_errors=True)
+            group = Path("/sys/fs/cgroup") / f"protolab-run-{killed.name}"
+            for role in (group.iterdir() if group.is_dir() else ()):
+                if role.is_dir():
+                    role.rmdir()
+            if group.is_dir():
+                group.rmdir()
+        print(f"{time.monotonic() - t0:.0f} s: protolab detach undid the killed run's attach")
     finally:
         host.stop()
         server.stop()
