@@ -186,6 +186,25 @@ def resume(
 
 
 @app.command()
+def detach(run_dir: Path = typer.Argument(..., help="The run directory, results/<run-id>.")):
+    """Detach what a killed run left attached on its hosts (its list in root's /run/protolab/attached): the
+    iSCSI sessions, NFS mounts and NVMe/TCP controllers it made, nothing else. `resume` does this first, then
+    attaches afresh; use `detach` for a run you will not resume."""
+    from .proc import SubprocessRunner
+    from .results.rundir import RunDir
+    from .run.attachments import detach_left
+    from .run.resume import resumable
+
+    rundir = RunDir.open(run_dir)
+    if rundir.manifest().status == "complete":
+        out.print(f"{rundir.path.name}: the run is complete; it detached everything at its end")
+        return
+    n = detach_left(resumable(rundir)[0], rundir.path, SubprocessRunner(), _progress())
+    out.print(f"{rundir.path.name}: " + (f"detached {n} attach(es) an earlier session left" if n else
+                                          "nothing is listed as attached"), highlight=False, markup=False)
+
+
+@app.command()
 def validate(
     plan: Path = typer.Argument(..., help="The plan file (TOML)."),
     lab_workdir: Optional[Path] = typer.Option(

@@ -111,8 +111,21 @@ def test_a_symlink_planted_after_the_check_is_not_appended_through(run, victim):
                                              ("{not json", "not JSON at line 1")])
 def test_a_manifest_of_the_wrong_shape_is_one_line(run, manifest, field):
     (run / "manifest.json").write_text(manifest)
-    for args in (("report", run), ("resume", run), ("compare", run, run)):
+    for args in (("report", run), ("resume", run), ("compare", run, run), ("detach", run)):
         _one_line(run_cli(*args, timeout=120), "manifest.json", field)
+
+
+def test_detach_of_a_run_with_nothing_attached_says_so_and_touches_nothing(run, tmp_path):
+    p = run_cli("detach", run)
+    assert p.returncode == 0 and "the run is complete; it detached everything at its end" in p.stdout, p
+    m = json.loads((run / "manifest.json").read_text())
+    m["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(m))
+    before = {q.name: q.stat().st_mtime_ns for q in run.iterdir()}
+    p = run_cli("detach", run)
+    assert p.returncode == 0 and "nothing is listed as attached" in p.stdout, p
+    assert {q.name: q.stat().st_mtime_ns for q in run.iterdir()} == before
+    _one_line(run_cli("detach", tmp_path / "nowhere"), "nowhere")
 
 
 def test_as_root_protolab_writes_no_run_directory_another_user_can_change(run):

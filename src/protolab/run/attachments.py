@@ -2,8 +2,10 @@
 used (prepared, initialised or measured) and kept until the testbed goes down — after the last cell, after a
 failure, and on SIGINT/SIGTERM/SIGHUP (the session's teardown). A run killed outright (SIGKILL)
 leaves the list of what it attached in a root-only file under /run/protolab/attached; `protolab resume` of that
-run detaches those first, then attaches afresh. (A reboot ends them all: node.startup is manual, nothing is in
-fstab, NVMe/TCP connects do not persist — and /run is emptied with them.)
+run detaches those first, then attaches afresh; `protolab detach` of that run detaches them and stops there. A
+session holds a lock on its run directory while it may attach, so neither can detach under a session still running.
+(A reboot ends them all: node.startup is manual, nothing is in fstab, NVMe/TCP connects do not persist — and /run
+is emptied with them.)
 
 Every host of the plan that a load point uses attaches the configuration's target (this machine once, when the
 plan has no [[hosts]]). Two targets that name the same storage (an IQN at one portal with 1 and with 4 sessions)
@@ -13,6 +15,7 @@ device *s* modulo their number (one per iSCSI session, as the lab's kernel paths
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -69,20 +72,44 @@ class Attachments:
     listed: dict[tuple[int, str], tuple[str, ...] | None] = field(default_factory=dict)  # the state file's list
     _attacher: Attacher | None = None
     _state: Path | None = None
+    _lock: int | None = None  # the run directory, flock'd while this session may attach
 
     @property
     def wanted(self) -> bool:
         return bool(attached_targets(self.plan))
 
-    def up(self, run_path: Path) -> None:
-        """Ready to attach for the run at ``run_path``, after detaching what a killed session of this run left."""
+    def up(self, run_path: Path) -> int:
+        """Ready to attach for the run at ``run_path``, after detaching what a killed session of this run left
+        (how many were listed). ProtolabError, before anything is touched, while another session of the run holds
+        it."""
+        self._hold(run_path)
         run_id = hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]
+        try:
+            self._state = private_dir(STATE_DIR) / f"{run_id}.json"
+            self.listed = self._read_state()
+        except BaseException:
+            self._release()
+            raise
         self._attacher = Attacher(self.runner, run_id, netns=self.netns)
-        self._state = private_dir(STATE_DIR) / f"{run_id}.json"
-        self.listed = self._read_state()
+        left = len(self.listed)
         if self.listed:
-            self.progress.note(f"detaching what an earlier session of this run left attached ({len(self.listed)})")
+            self.progress.note(f"detaching what an earlier session of this run left attached ({left})")
             self._detach(list(self.listed))
+        return left
+
+    def _hold(self, run_path: Path) -> None:
+        """The run directory locked for this session (released by `down`, or when the process ends)."""
+        try:
+            fd = os.open(run_path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise ProtolabError(f"{run_path}: cannot open the run directory ({e.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ProtolabError(f"{run_path}: another protolab session of this run is running and holds its "
+                                "attaches; let it end (it detaches them) or stop it first") from None
+        self._lock = fd
 
     def ensure(self, c: Configuration) -> None:
         """``c``'s target attached on every host that uses it (nothing to do when it is). A target attached for
@@ -114,10 +141,18 @@ class Attachments:
     def down(self) -> None:
         """Detach everything this run has listed as attached (each, whatever the others do); ToolError naming
         every host that could not, with the command to run there. The list goes once it is empty."""
-        if self._attacher is not None:
-            self._detach(list(self.listed))
-            if not self.listed:
-                self._tidy()
+        try:
+            if self._attacher is not None:
+                self._detach(list(self.listed))
+                if not self.listed:
+                    self._tidy()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the last descriptor drops the flock
+            self._lock = None
 
     def _detach(self, pairs: list[tuple[int, str]]) -> None:
         """Detach ``pairs`` (each tried); those detached leave the list. ToolError, one line, for the rest."""
@@ -186,3 +221,13 @@ class Attachments:
         device = a.devices[stream % len(a.devices)]
         opts = {"direct": "1" if c.direct else "0"}
         return Access("remote", c.ioengine or "io_uring", opts, device, size)
+
+
+def detach_left(plan: Plan, run_path: Path, runner: Runner, progress: Progress) -> int:
+    """`protolab detach RUN_DIR`: detach what a killed session of the run left listed (how many were), nothing
+    else; ToolError naming each host that could not, with the command to run there."""
+    bed = Attachments(plan, runner, progress)
+    try:
+        return bed.up(run_path)
+    finally:
+        bed.down()

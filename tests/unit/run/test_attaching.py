@@ -10,13 +10,13 @@ import subprocess
 
 import pytest
 
-from protolab.errors import TargetError, ToolError
+from protolab.errors import ProtolabError, TargetError, ToolError
 from protolab.plan.attach import Attach
 from protolab.plan.load import load_plan_text
 from protolab.proc import Completed, FakeRunner
 from protolab.run import attachments as attachments_mod
 from protolab.run.attaching import Attacher, attach_script, detach_script, same_storage
-from protolab.run.attachments import Attachments
+from protolab.run.attachments import Attachments, detach_left
 from protolab.run.hostshell import HostShell
 from protolab.run.progress import Silent
 
@@ -171,6 +171,7 @@ def test_a_run_attaches_on_each_host_takes_turns_on_one_storage_and_detaches_all
     bed = Attachments(plan, FakeRunner({("ssh",): host}), Silent())
     seen = []
     bed.on_attached = seen.append
+    (tmp_path / "run").mkdir()
     bed.up(tmp_path / "run")
     a, b = plan.configurations
     assert bed.access(a, 1, 1, 1 << 20).filename == "/dev/sda"
@@ -189,15 +190,43 @@ def test_a_resumed_run_first_detaches_what_a_killed_session_left(tmp_path, monke
     runner = FakeRunner()
     plan = load_plan_text(PLAN)
     first = Attachments(plan, runner, Silent())
+    (tmp_path / "run").mkdir()
     first.up(tmp_path / "run")
     first._list((0, "four"), None)  # what a SIGKILLed session left listed
     first._list((1, "four"), None)
+    first._release()  # its process is gone
     again = Attachments(plan, runner, Silent())
     runner.calls.clear()
     again.up(tmp_path / "run")
     assert [c[0][-2] for c in runner.calls] == ["root@esx1", "root@esx2"]
     assert all("--logout" in c[0][-1] for c in runner.calls)
     assert not list(tmp_path.glob("*.json"))  # all detached: the list is gone
+
+
+def test_a_session_still_running_holds_its_run_and_detach_undoes_only_what_a_killed_one_listed(tmp_path,
+                                                                                                monkeypatch):
+    """`resume` and `protolab detach` detach nothing under a session of the run that is still running; after a
+    kill, `detach` logs out what was listed, on each host, and leaves nothing listed."""
+    monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
+    runner = FakeRunner()
+    plan = load_plan_text(PLAN)
+    run = tmp_path / "run"
+    run.mkdir()
+    first = Attachments(plan, runner, Silent())
+    assert first.up(run) == 0
+    first._list((0, "four"), None)
+    first._list((1, "one"), ("7",))
+    runner.calls.clear()
+    with pytest.raises(ProtolabError, match=r"run: another protolab session of this run is running"):
+        detach_left(plan, run, runner, Silent())
+    assert runner.calls == [] and len(first.listed) == 2
+    first._release()  # killed: its lock goes with its process
+    assert detach_left(plan, run, runner, Silent()) == 2
+    assert [(c[0][-2], "--logout" in c[0][-1]) for c in runner.calls] == [("root@esx1", True), ("root@esx2", True)]
+    assert not list(tmp_path.glob("*.json"))
+    assert detach_left(plan, run, runner, Silent()) == 0  # nothing listed any more
+    with pytest.raises(ProtolabError, match="cannot open the run directory"):
+        detach_left(plan, tmp_path / "gone", runner, Silent())
 
 
 def test_a_refused_attach_is_never_detached_and_an_interrupted_one_always_is(tmp_path, monkeypatch):
@@ -209,6 +238,7 @@ def test_a_refused_attach_is_never_detached_and_an_interrupted_one_always_is(tmp
     runner = FakeRunner({("ssh",): _answer("error already logged in to iqn.2001-05.com.example:array (session1 )\n",
                                            3)})
     bed = Attachments(plan, runner, Silent())
+    (tmp_path / "run").mkdir()
     bed.up(tmp_path / "run")
     with pytest.raises(ToolError, match="already logged in"):
         bed.ensure(a)
@@ -226,7 +256,7 @@ def test_a_refused_attach_is_never_detached_and_an_interrupted_one_always_is(tmp
         return Completed(tuple(argv), 0, "device /dev/sda\n" if "--login" in argv[-1] else "", "")
 
     bed = Attachments(plan, FakeRunner({("ssh",): cut}), Silent())
-    bed.up(tmp_path / "run")
+    bed.up(tmp_path / "run")  # the first bed's down() released the run
     with pytest.raises(ToolError, match="no answer"):
         bed.ensure(a)
     assert set(bed.listed) == {(0, "one"), (1, "one")} and set(bed.done) == {(0, "one")}
