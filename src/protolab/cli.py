@@ -146,10 +146,10 @@ def run(
     SIGINT, SIGTERM and SIGHUP stop it cleanly: fio and agents stopped, the lab torn down, the manifest
     'interrupted', exit 128 + signal; 'protolab resume RUN_DIR' measures the rest.
     """
-    from .run import Study
-
     p, text, source = _load(plan, builtin, scale, device_model)
     _lab_allowed(p, source)
+    from .run import Study  # numpy and scipy: after a bad plan is refused (1 s sooner)
+
     if p.scale:
         out.print(f"{source}: scale {p.scale}", highlight=False)
     study = Study(p, text, source, results_root=results, progress=_progress(), lab_workdir=lab_workdir)
@@ -169,7 +169,6 @@ def resume(
     exactly the (cell, repeat) pairs that are missing or failed, in the plan's interleaved order; then write the
     report."""
     from .results.rundir import RunDir
-    from .run import Study
     from .run.resume import resumable
 
     rundir = RunDir.open(run_dir)
@@ -180,6 +179,8 @@ def resume(
     out.print(f"resuming {rundir.path.name}: plan '{p.name}', sha256 {hashlib.sha256(text.encode()).hexdigest()[:12]}",
               highlight=False, markup=False)
     _lab_allowed(p, source)
+    from .run import Study
+
     study = Study(p, text, source, results_root=rundir.path.parent,
                   progress=_progress(), lab_workdir=lab_workdir)
     _measure(study, lambda: study.resume(rundir, force=force))

@@ -30,6 +30,13 @@ def test_help_plans_workloads_load_no_heavy_module():
         assert _loaded_after(argv) == [], argv
 
 
+def test_a_bad_plan_or_run_directory_is_refused_before_numpy_and_scipy_load(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nbaseline = "nope"\nworkloads = ["tr3808-4k"]\n')
+    for argv in (["run", str(bad)], ["validate", str(bad)], ["resume", str(tmp_path)], ["detach", str(tmp_path)]):
+        assert _loaded_after(argv) == [], argv
+
+
 def test_the_console_script_leaves_at_once_with_its_code_and_its_output_flushed():
     """The console script ends the process with os._exit after a command that ended normally (a 10,000-window report's
     objects took ~0.9 s to free at exit): the code and every line printed still reach the caller."""
