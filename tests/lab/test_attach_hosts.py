@@ -7,7 +7,9 @@ SIGKILL.
 Two TCG guests: the server guest (nvmet-tcp and LIO on the pool's exports, granting one host NQN and one initiator
 IQN) in the storage namespace; the "user's host" in host 0's namespace, with dropbear, iscsiadm/iscsid and
 nvme-cli and no attach of its own. Its administrator's part — the host's NQN and initiator name, iscsid running —
-is done over ssh before protolab runs, as it would be on a real host.
+is done over ssh before protolab runs, as it would be on a real host. Before protolab runs, the same guests
+serve test_kernel_nvme.py's checks: `doctor --hosts` over ssh, and the storage port's counters against a capture
+and the NVMe/TCP wire model (the lab's link has offloads off).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_kernel_nvme import doctor_over_ssh, frames_match_the_capture_and_the_model
 from test_vm_guest import guest_image
 
-from conftest import spec
+from conftest import sh, spec
 from protolab.lab.procs import alive
 from protolab.vm.accel import free_port
 from protolab.vm.guestssh import GuestSsh
@@ -118,7 +121,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
     image = guest_image()
     assert {"iscsiadm", "iscsid", "nvme", "mount.nfs", "rpc.nfsd"} <= set(image.info.get("tools", [])), \
         "the guest image has no initiator tools: run scripts/install-deps.sh again"
-    lab = make_lab(spec(), {"nvme-tcp", "iscsi"})
+    lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp", "iscsi"})  # every packet a frame, as captured
     server = server_guest(lab, image, nvme_hosts=[HOSTNQN], iscsi_initiators=[INITIATOR], mtu=lab.link.mtu,
                           fio_port=free_port(), nfs_clients=[lab.names.load_guest_address(0, 0)])
     keys = tmp_path / "ssh"
@@ -142,6 +145,17 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
                                      f"/etc/nvme/hostnqn && echo InitiatorName={INITIATOR} > "
                                      "/etc/iscsi/initiatorname.iscsi && iscsid && echo ok")
         assert admin.stdout.strip() == "ok", (admin.stdout, admin.stderr, host.console_text()[-2000:])
+
+        # the same guests for the kernel-paths issue's wire check and `doctor --hosts` (test_kernel_nvme.py)
+        doctor_over_ssh(lab, image, ssh, keys, tmp_path)
+        addr, nqn = lab.names.server_guest_address(0), lab.names.nqn
+        c = _ssh(lab, keys, ssh, f"nvme connect -t tcp -a {addr} -s 4420 -n {nqn} -i 2 >/dev/null && sleep 1 && "
+                                 "ls /sys/block | grep -E '^nvme[0-9]+n1$'")
+        try:
+            assert c.returncode == 0 and c.stdout.strip().startswith("nvme"), (c.stdout, c.stderr)
+            frames_match_the_capture_and_the_model(lab, host, tmp_path, f"/dev/{c.stdout.split()[0]}")
+        finally:
+            _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))
@@ -234,3 +248,6 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         server.stop()
     for g in (host, server):
         assert g.pid is None or not alive(g.pid)
+    # the taps went with QEMU (not persistent): nothing of the guests is left in the lab's namespaces
+    assert sh(["ip", "link", "show", "dev", lab.names.tap("st")], netns=lab.names.storage_ns).returncode != 0
+    assert sh(["ip", "link", "show", "dev", lab.names.tap("g0")], netns=lab.names.host_ns(0)).returncode != 0
