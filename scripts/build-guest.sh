@@ -49,6 +49,7 @@ if [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/guest.json" ] \
     exit 0
 fi
 
+umask 022  # every folder and file of the image readable by the daemons that drop root (whatever the caller's umask)
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin" "$STAGE/sbin" "$STAGE/dev" "$STAGE/proc" "$STAGE/sys" "$STAGE/tmp" \

@@ -198,9 +198,10 @@ def detach(run_dir: Path = typer.Argument(..., help="The run directory, results/
 
     rundir = RunDir.open(run_dir)
     if rundir.manifest().status == "complete":
-        out.print(f"{rundir.path.name}: the run is complete; it detached everything at its end")
+        out.print(f"{rundir.path.name}: the run is complete; it detached everything at its end", highlight=False,
+                  markup=False)
         return
-    n = detach_left(resumable(rundir)[0], rundir.path, SubprocessRunner(), _progress())
+    n = detach_left(resumable(rundir, verb="detach")[0], rundir, SubprocessRunner(), _progress())
     out.print(f"{rundir.path.name}: " + (f"detached {n} attach(es) an earlier session left" if n else
                                           "nothing is listed as attached"), highlight=False, markup=False)
 

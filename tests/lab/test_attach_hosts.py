@@ -31,6 +31,7 @@ from test_vm_guest import guest_image
 
 from conftest import sh, spec
 from protolab.lab.procs import alive
+from protolab.telemetry.cgroups import RoleCgroups
 from protolab.vm.accel import free_port
 from protolab.vm.guestssh import GuestSsh
 from protolab.vm.kernelpaths import load_guest, server_guest
@@ -132,6 +133,12 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
     ssh = GuestSsh(free_port(), (keys / "id.pub").read_text())
     # 2 vCPUs: nvme-tcp gives a host at most one I/O queue per CPU
     host = load_guest(lab, image, f"{lab.spec.prefix}-h1vm", 0, None, vcpus=2, fio_port=free_port(), ssh=ssh)
+    started: list[subprocess.Popen] = []
+
+    def go(args: list[str]) -> subprocess.Popen:
+        started.append(_protolab(lab, keys, args))
+        return started[-1]
+
     try:
         server.start()
         host.start()
@@ -155,11 +162,12 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
             assert c.returncode == 0 and c.stdout.strip().startswith("nvme"), (c.stdout, c.stderr)
             frames_match_the_capture_and_the_model(lab, host, tmp_path, f"/dev/{c.stdout.split()[0]}")
         finally:
-            _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
+            gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
+        assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))
-        run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "r")])
+        run = go(["run", str(plan), "--results", str(tmp_path / "r")])
         out, err = run.communicate(timeout=600)
         assert run.returncode == 0, err + out
         rundir = next((tmp_path / "r").iterdir())
@@ -191,7 +199,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         # a SIGTERM in the middle of a run detaches too (the NVMe/TCP configuration alone, for time)
         text = _plan(lab, ssh, "20s")
         plan.write_text(text[:text.index('[[configurations]]\nname = "iscsi-1"')] + text[text.index("[targets.filer41]"):])
-        run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "t")])
+        run = go(["run", str(plan), "--results", str(tmp_path / "t")])
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and run.poll() is None:
             m = next((tmp_path / "t").glob("*/manifest.json"), None)
@@ -213,7 +221,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
 
         # a run killed outright leaves its attach, listed; `protolab detach` of it undoes that and only that
         private = set(Path("/run/protolab").iterdir())
-        run = _protolab(lab, keys, ["run", str(plan), "--results", str(tmp_path / "k")])
+        run = go(["run", str(plan), "--results", str(tmp_path / "k")])
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and run.poll() is None:
             m = next((tmp_path / "k").glob("*/manifest.json"), None)
@@ -223,27 +231,33 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         assert run.poll() is None, run.communicate()
         os.killpg(run.pid, signal.SIGKILL)
         run.communicate(timeout=60)
-        killed = next((tmp_path / "k").iterdir())
+        killed = None
         try:
+            killed = next((tmp_path / "k").iterdir())
             assert "/sys/class/nvme/" in _ssh(lab, keys, ssh, "ls -d /sys/class/nvme/*").stdout  # still connected
-            p = _protolab(lab, keys, ["detach", str(killed)])
+            p = go(["detach", str(killed)])
             out, err = p.communicate(timeout=120)
             assert p.returncode == 0 and "detached 1 attach(es) an earlier session left" in out, (out, err)
             assert _left(lab, keys, ssh) == "" and "/sys/class/nvme/" not in _ssh(lab, keys, ssh, "ls -d "
                                                                                      "/sys/class/nvme/*").stdout
             assert not lists.exists() or any(lists.iterdir())
-        finally:  # what SIGKILL left of the run on this machine: its fio sockets' folder and its role cgroups
+        finally:  # what SIGKILL left of the run on this machine: its fio sockets' folder (made while it ran), its
+            # role cgroups and, when detach failed, its list
             for left in set(Path("/run/protolab").iterdir()) - private:
                 if left.name.startswith("agents-"):
                     shutil.rmtree(left, ignore_errors=True)
-            group = Path("/sys/fs/cgroup") / f"protolab-run-{killed.name}"
-            for role in (group.iterdir() if group.is_dir() else ()):
-                if role.is_dir():
-                    role.rmdir()
-            if group.is_dir():
-                group.rmdir()
+            if killed is not None:
+                RoleCgroups(f"run-{killed.name}").remove()
+                run_id = hashlib.sha256(str(killed.resolve()).encode()).hexdigest()[:16]
+                (lists / f"{run_id}.json").unlink(missing_ok=True)
+                if lists.is_dir() and not any(lists.iterdir()):
+                    lists.rmdir()
         print(f"{time.monotonic() - t0:.0f} s: protolab detach undid the killed run's attach")
     finally:
+        for p in started:  # a protolab the test gave up on (a timeout, a failed check) does not outlive it
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate()
         host.stop()
         server.stop()
     for g in (host, server):

@@ -1,10 +1,10 @@
-"""NVMe/TCP on the kernel data path, across the lab's links: nvmet-tcp in a storage server guest, the kernel's
-nvme-tcp in a load guest, fio on /dev/nvme0n1, the lab's own port counters against the wire model.
+"""NVMe/TCP on the kernel data path, across the lab's links: a [hypervisor] plan whose configurations are the
+guests' kernels (nvmet-tcp and LIO in the storage server guest, nvme-tcp and iscsi_tcp in the load guests).
 
-Two TCG guests (~10-20 s each to boot): the server guest in the storage namespace exports the pool's local
-volume; the load guest in host 0's namespace connects with 2 I/O queues. Their traffic crosses the storage
-port's veth (offloads off: every packet is a frame), so its counters must give the model's bytes per I/O (within
-2.5 %, as the capture did) and frames between the fully merged stream and RFC 1122's ACKs.
+The helpers here check the storage port's counters against a capture and the wire model (the port's veth with
+offloads off: every packet a frame; bytes per I/O within 2.5 %, frames between the fully merged stream and RFC
+1122's ACKs), and `doctor --hosts` over ssh; tests/lab/test_attach_hosts.py runs them on its guests (one pair of
+boots for both issues' checks).
 """
 
 from __future__ import annotations

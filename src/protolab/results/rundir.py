@@ -15,6 +15,7 @@ A schema-1 directory (records/*.json, series inside records) is read through `mi
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import os
 import re
@@ -129,6 +130,7 @@ class RunDir:
     _manifest: Events | None = field(default=None, repr=False)
     _v1: Any = field(default=None, repr=False)  # a migrated schema-1 directory, read once
     report_data: Any = field(default=None, repr=False)  # the report's data once built (report.tables.ReportData)
+    _lock: int | None = field(default=None, repr=False)  # the directory, flock'd while this process's session runs
 
     @property
     def run_id(self) -> str:
@@ -188,6 +190,33 @@ class RunDir:
             raise ProtolabError(f"{p}/manifest.json: schema version {version} is not one this protolab reads "
                                 f"({', '.join(map(str, READABLE_SCHEMAS))}); use the protolab version that wrote it")
         return rd
+
+    # -- one session at a time -------------------------------------------------------------------
+
+    def hold(self) -> None:
+        """This process's session of the run: an flock on the directory until `release` (or the process's end),
+        refused in one line while another session of the run — a `run`, `resume` or `detach` still going — holds
+        it. Where the file system has no locks (ENOLCK on some NFS mounts) the session goes on unguarded."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise ProtolabError(f"{self.path}: cannot open the run directory ({e.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ProtolabError(f"{self.path}: another protolab session of this run is still going (a run, "
+                                "resume or detach); let it end, or stop it, first") from None
+        except OSError:
+            os.close(fd)
+            return
+        self._lock = fd
+
+    def release(self) -> None:
+        """End `hold` (closing the descriptor drops the flock)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     # -- manifest ----------------------------------------------------------------------------------
 

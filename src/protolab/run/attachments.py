@@ -2,8 +2,8 @@
 used (prepared, initialised or measured) and kept until the testbed goes down — after the last cell, after a
 failure, and on SIGINT/SIGTERM/SIGHUP (the session's teardown). A run killed outright (SIGKILL)
 leaves the list of what it attached in a root-only file under /run/protolab/attached; `protolab resume` of that
-run detaches those first, then attaches afresh; `protolab detach` of that run detaches them and stops there. A
-session holds a lock on its run directory while it may attach, so neither can detach under a session still running.
+run detaches those first, then attaches afresh; `protolab detach` of that run detaches them and stops there. Each
+holds the run directory (RunDir.hold), so neither detaches under a session of the run still going.
 (A reboot ends them all: node.startup is manual, nothing is in fstab, NVMe/TCP connects do not persist — and /run
 is emptied with them.)
 
@@ -15,7 +15,6 @@ device *s* modulo their number (one per iSCSI session, as the lab's kernel paths
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, LoadHost, Plan, TargetSpec
 from ..proc import Runner
 from ..results.files import write_json
+from ..results.rundir import RunDir
 from ..trust import private_dir
 from .attaching import AlreadyAttached, Attached, Attacher, same_storage
 from .hostshell import HostShell
@@ -72,7 +72,6 @@ class Attachments:
     listed: dict[tuple[int, str], tuple[str, ...] | None] = field(default_factory=dict)  # the state file's list
     _attacher: Attacher | None = None
     _state: Path | None = None
-    _lock: int | None = None  # the run directory, flock'd while this session may attach
 
     @property
     def wanted(self) -> bool:
@@ -80,36 +79,16 @@ class Attachments:
 
     def up(self, run_path: Path) -> int:
         """Ready to attach for the run at ``run_path``, after detaching what a killed session of this run left
-        (how many were listed). ProtolabError, before anything is touched, while another session of the run holds
-        it."""
-        self._hold(run_path)
+        (how many were listed). The caller holds the run directory (RunDir.hold)."""
         run_id = hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]
-        try:
-            self._state = private_dir(STATE_DIR) / f"{run_id}.json"
-            self.listed = self._read_state()
-        except BaseException:
-            self._release()
-            raise
+        self._state = private_dir(STATE_DIR) / f"{run_id}.json"
+        self.listed = self._read_state()
         self._attacher = Attacher(self.runner, run_id, netns=self.netns)
         left = len(self.listed)
         if self.listed:
             self.progress.note(f"detaching what an earlier session of this run left attached ({left})")
             self._detach(list(self.listed))
         return left
-
-    def _hold(self, run_path: Path) -> None:
-        """The run directory locked for this session (released by `down`, or when the process ends)."""
-        try:
-            fd = os.open(run_path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as e:
-            raise ProtolabError(f"{run_path}: cannot open the run directory ({e.strerror})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ProtolabError(f"{run_path}: another protolab session of this run is running and holds its "
-                                "attaches; let it end (it detaches them) or stop it first") from None
-        self._lock = fd
 
     def ensure(self, c: Configuration) -> None:
         """``c``'s target attached on every host that uses it (nothing to do when it is). A target attached for
@@ -141,18 +120,10 @@ class Attachments:
     def down(self) -> None:
         """Detach everything this run has listed as attached (each, whatever the others do); ToolError naming
         every host that could not, with the command to run there. The list goes once it is empty."""
-        try:
-            if self._attacher is not None:
-                self._detach(list(self.listed))
-                if not self.listed:
-                    self._tidy()
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        if self._lock is not None:
-            os.close(self._lock)  # closing the last descriptor drops the flock
-            self._lock = None
+        if self._attacher is not None:
+            self._detach(list(self.listed))
+            if not self.listed:
+                self._tidy()
 
     def _detach(self, pairs: list[tuple[int, str]]) -> None:
         """Detach ``pairs`` (each tried); those detached leave the list. ToolError, one line, for the rest."""
@@ -223,11 +194,15 @@ class Attachments:
         return Access("remote", c.ioengine or "io_uring", opts, device, size)
 
 
-def detach_left(plan: Plan, run_path: Path, runner: Runner, progress: Progress) -> int:
+def detach_left(plan: Plan, rundir: RunDir, runner: Runner, progress: Progress) -> int:
     """`protolab detach RUN_DIR`: detach what a killed session of the run left listed (how many were), nothing
-    else; ToolError naming each host that could not, with the command to run there."""
+    else, each tried once; ToolError naming each host that could not, with the command to run there."""
     bed = Attachments(plan, runner, progress)
+    rundir.hold()
     try:
-        return bed.up(run_path)
+        n = bed.up(rundir.path)
+        if not bed.listed:
+            bed._tidy()
+        return n
     finally:
-        bed.down()
+        rundir.release()

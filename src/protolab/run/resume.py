@@ -18,13 +18,14 @@ from ..plan.model import Plan
 from ..results.rundir import RunDir
 
 
-def resumable(rundir: RunDir) -> tuple[Plan, str, str]:
-    """The plan, its text and source stored in ``rundir``; ProtolabError if it cannot be resumed at all."""
+def resumable(rundir: RunDir, verb: str = "resume") -> tuple[Plan, str, str]:
+    """The plan, its text and source stored in ``rundir``; ProtolabError (naming ``verb``, the command) if it
+    cannot be resumed at all."""
     m = rundir.manifest()
-    where = f"resume {rundir.path}"
+    where = f"{verb} {rundir.path}"
     if rundir.schema < 2:
         raise ProtolabError(f"{where}: written by an older protolab (schema {rundir.schema}); it can be "
-                            "reported and compared, not resumed — run the plan again")
+                            "reported and compared, not resumed or detached — run the plan again")
     if m.status == "complete":
         raise ProtolabError(f"{where}: the run is complete (every cell measured, report written); nothing to resume")
     text = m.plan_text

@@ -14,6 +14,7 @@ from protolab.errors import ProtolabError, TargetError, ToolError
 from protolab.plan.attach import Attach
 from protolab.plan.load import load_plan_text
 from protolab.proc import Completed, FakeRunner
+from protolab.results.rundir import RunDir
 from protolab.run import attachments as attachments_mod
 from protolab.run.attaching import Attacher, attach_script, detach_script, same_storage
 from protolab.run.attachments import Attachments, detach_left
@@ -194,7 +195,6 @@ def test_a_resumed_run_first_detaches_what_a_killed_session_left(tmp_path, monke
     first.up(tmp_path / "run")
     first._list((0, "four"), None)  # what a SIGKILLed session left listed
     first._list((1, "four"), None)
-    first._release()  # its process is gone
     again = Attachments(plan, runner, Silent())
     runner.calls.clear()
     again.up(tmp_path / "run")
@@ -205,28 +205,43 @@ def test_a_resumed_run_first_detaches_what_a_killed_session_left(tmp_path, monke
 
 def test_a_session_still_running_holds_its_run_and_detach_undoes_only_what_a_killed_one_listed(tmp_path,
                                                                                                 monkeypatch):
-    """`resume` and `protolab detach` detach nothing under a session of the run that is still running; after a
-    kill, `detach` logs out what was listed, on each host, and leaves nothing listed."""
+    """`protolab detach` detaches nothing under a session of the run that is still going (it holds the run
+    directory); after a kill, `detach` logs out what was listed, on each host, once, and leaves nothing listed."""
     monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
     runner = FakeRunner()
     plan = load_plan_text(PLAN)
     run = tmp_path / "run"
     run.mkdir()
+    session = RunDir(run)
+    session.hold()
     first = Attachments(plan, runner, Silent())
     assert first.up(run) == 0
     first._list((0, "four"), None)
     first._list((1, "one"), ("7",))
     runner.calls.clear()
-    with pytest.raises(ProtolabError, match=r"run: another protolab session of this run is running"):
-        detach_left(plan, run, runner, Silent())
+    with pytest.raises(ProtolabError, match=r"run: another protolab session of this run is still going"):
+        detach_left(plan, RunDir(run), runner, Silent())
     assert runner.calls == [] and len(first.listed) == 2
-    first._release()  # killed: its lock goes with its process
-    assert detach_left(plan, run, runner, Silent()) == 2
+    session.release()  # killed: its lock goes with its process
+    assert detach_left(plan, RunDir(run), runner, Silent()) == 2
     assert [(c[0][-2], "--logout" in c[0][-1]) for c in runner.calls] == [("root@esx1", True), ("root@esx2", True)]
     assert not list(tmp_path.glob("*.json"))
-    assert detach_left(plan, run, runner, Silent()) == 0  # nothing listed any more
-    with pytest.raises(ProtolabError, match="cannot open the run directory"):
-        detach_left(plan, tmp_path / "gone", runner, Silent())
+    assert detach_left(plan, RunDir(run), runner, Silent()) == 0  # nothing listed any more
+    (tmp_path / "link").symlink_to(run)
+    for where, why in (("gone", "No such file"), ("link", "Not a directory")):
+        with pytest.raises(ProtolabError, match=f"{where}: cannot open the run directory .{why}"):
+            detach_left(plan, RunDir(tmp_path / where), runner, Silent())
+
+    def unreachable(argv):
+        return Completed(tuple(argv), 255, "", "ssh: connect to host esx1 port 22: No route to host\n")
+
+    first.listed = {}
+    first._list((0, "four"), None)  # one left by another kill
+    runner = FakeRunner({("ssh",): unreachable})
+    with pytest.raises(ToolError, match="esx1"):
+        detach_left(plan, RunDir(run), runner, Silent())
+    assert 1 <= len(runner.calls) <= 3  # one detach, its ssh retried; never a second round
+    assert (0, "four") in first._read_state()  # still listed for the next try
 
 
 def test_a_refused_attach_is_never_detached_and_an_interrupted_one_always_is(tmp_path, monkeypatch):

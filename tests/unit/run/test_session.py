@@ -225,3 +225,24 @@ def test_a_complete_or_old_run_is_not_resumable(setup):
     v1 = RunDir.open(DATA / "v1-run")
     with pytest.raises(ProtolabError, match=r"schema 1\); it can be reported and compared, not resumed"):
         resumable(v1)
+
+
+def test_resume_is_refused_while_a_session_of_the_run_is_still_going(setup):
+    """A second session (resume, detach) of a run still going changes nothing: not its manifest, not its testbed."""
+    events: list[str] = []
+    with pytest.raises(ProtolabError):
+        setup(events, fail={"tr3808-4k__b__h1s1q1__r1"}).run()
+    [run] = list((Path(setup(events).results_root)).iterdir())
+    going = RunDir.open(run)
+    going.hold()  # the session still going
+    before = (run / "manifest.json").read_bytes()
+    rd = RunDir.open(run)
+    plan, text, source = resumable(rd)
+    events2: list[str] = []
+    fio = FakeFio(events2)
+    with pytest.raises(ProtolabError, match=f"^{run}: another protolab session of this run is still going"):
+        Study(plan, text, source, results_root=run.parent, fio=fio, testbed=FakeTestbed(plan, fio, events2)).resume(rd)
+    assert events2 == [] and (run / "manifest.json").read_bytes() == before
+    going.release()
+    Study(plan, text, source, results_root=run.parent, fio=fio, testbed=FakeTestbed(plan, fio, events2)).resume(rd)
+    assert len(RunDir.open(run).records()) == 12
