@@ -30,6 +30,7 @@ from test_kernel_nvme import doctor_over_ssh, frames_match_the_capture_and_the_m
 from test_vm_guest import guest_image
 
 from conftest import sh, spec
+from protolab.lab.names import GUEST_SLOTS
 from protolab.lab.procs import alive
 from protolab.telemetry.cgroups import RoleCgroups
 from protolab.vm.accel import free_port
@@ -39,6 +40,8 @@ from protolab.vm.kernelpaths import load_guest, server_guest
 pytestmark = pytest.mark.lab
 HOSTNQN = "nqn.2014-08.org.example:user-host-1"
 INITIATOR = "iqn.2026-11.org.example:user-host-1"
+STRANGER = "iqn.2026-11.org.example:stranger"  # named by no access list
+STRANGER_NQN = "nqn.2014-08.org.example:stranger"
 
 
 def _plan(lab, ssh: GuestSsh, duration: str) -> str:
@@ -109,6 +112,39 @@ def _left(lab, keys, ssh) -> str:
                    not ln.startswith("/sys/class/"))
 
 
+def _strangers_are_refused(lab, keys, ssh: GuestSsh) -> None:
+    """The kernel-paths issue's access lists: the server guest's nvmet, LIO and knfsd each refuse a host they do not
+    name — the load guest with a host NQN, an initiator IQN and a source address that were not granted — and
+    nothing of the attempts is left in the guest."""
+    addr, nqn, iqn = lab.names.server_guest_address(0), lab.names.nqn, lab.names.lio_iqn
+    nvme = _ssh(lab, keys, ssh, f"nvme connect -t tcp -a {addr} -s 4420 -n {nqn} -q {STRANGER_NQN} 2>&1; "
+                                "echo exit=$?; ls /sys/class/nvme")
+    assert "exit=0" not in nvme.stdout and "nvme" not in nvme.stdout.split("exit=")[1], (nvme.stdout, nvme.stderr)
+    lio = _ssh(lab, keys, ssh, "I=stranger; iscsiadm -m iface -I $I -o new >/dev/null && "
+                               f"iscsiadm -m iface -I $I -o update -n iface.initiatorname -v {STRANGER} >/dev/null && "
+                               f"iscsiadm -m node -o new -T {iqn} -p {addr}:3260 -I $I >/dev/null && "
+                               f"iscsiadm -m node -T {iqn} -p {addr}:3260 -I $I --login 2>&1; echo exit=$?; "
+                               f"iscsiadm -m node -T {iqn} -p {addr}:3260 -I $I -o delete; "
+                               "iscsiadm -m iface -I $I -o delete")
+    assert "authorization failure" in lio.stdout and "exit=0" not in lio.stdout, (lio.stdout, lio.stderr)
+    # knfsd: the same guest from an address the export does not list (a source address for the server alone)
+    other = lab.names.load_guest_address(0, GUEST_SLOTS - 1)
+    ns, tap = lab.names.host_ns(0), lab.names.tap("g0")  # the lab routes each guest address: this one too, a while
+    sh(["ip", "route", "replace", f"{other}/32", "dev", tap], netns=ns, check=True)
+    try:
+        nfs = _ssh(lab, keys, ssh, f"ip addr add {other}/24 dev eth1 && ip route add {addr}/32 dev eth1 src {other} "
+                                   f"&& mkdir -p /mnt/stranger && busybox timeout 40 mount.nfs {addr}:/export "
+                                   "/mnt/stranger -o vers=4.1,retry=0 2>&1; echo exit=$?; umount /mnt/stranger "
+                                   f"2>/dev/null; rmdir /mnt/stranger; ip route del {addr}/32 dev eth1; ip addr del "
+                                   f"{other}/24 dev eth1")
+    finally:
+        sh(["ip", "route", "del", f"{other}/32", "dev", tap], netns=ns)
+    assert "access denied" in nfs.stdout and "exit=0" not in nfs.stdout, (nfs.stdout, nfs.stderr)
+    assert _left(lab, keys, ssh) == ""
+    print(f"\nrefused: nvmet {nvme.stdout.split('exit=')[0].strip()[-80:]!r}; LIO "
+          f"{lio.stdout.split('exit=')[0].strip()[-80:]!r}; knfsd {nfs.stdout.split('exit=')[0].strip()[-80:]!r}")
+
+
 def _protolab(lab, keys, args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(keys / "ssh_config")}
     return subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli",
@@ -164,6 +200,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         finally:
             gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
         assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
+        _strangers_are_refused(lab, keys, ssh)
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))
