@@ -29,7 +29,8 @@ import pytest
 from test_kernel_nvme import doctor_over_ssh, frames_match_the_capture_and_the_model
 from test_vm_guest import guest_image
 
-from conftest import sh, spec
+from conftest import FIO, sh, spec
+from protolab.engine.targets import resolve
 from protolab.lab.names import GUEST_SLOTS
 from protolab.lab.procs import alive
 from protolab.telemetry.cgroups import RoleCgroups
@@ -145,6 +146,31 @@ def _strangers_are_refused(lab, keys, ssh: GuestSsh) -> None:
           f"{lio.stdout.split('exit=')[0].strip()[-80:]!r}; knfsd {nfs.stdout.split('exit=')[0].strip()[-80:]!r}")
 
 
+def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
+    """The kernel-paths issue's shared pool: what the load guest's kernel writes through LIO (the server guest's
+    disk of the pool's iSCSI volume) reads back, checksums and headers, through tgt on that same volume (fio's
+    libiscsi on this machine)."""
+    addr, iqn = lab.names.server_guest_address(0), lab.names.lio_iqn
+    job = "--rw=write --bs=64k --offset=4m --size=1m --verify=crc32c --randseed=7"
+    node = f"-m node -T {iqn} -p {addr}:3260"
+    w = _ssh(lab, keys, ssh, f"iscsiadm {node} -o new >/dev/null && iscsiadm {node} --login >/dev/null && sleep 1 && "
+                             "D=$(ls /sys/class/iscsi_session/session*/device/target*/*:*/block | grep '^sd' | head -1) "
+                             f"&& fio --name=pool --filename=/dev/$D {job} --direct=1 --do_verify=0 --end_fsync=1 "
+                             f"--output-format=terse >/dev/null; echo exit=$?; iscsiadm {node} --logout >/dev/null; "
+                             f"iscsiadm {node} -o delete")
+    assert "exit=0" in w.stdout, (w.stdout, w.stderr)
+    assert _left(lab, keys, ssh) == ""
+    filename = resolve(lab.endpoint("iscsi", host=0).url, size=64 << 20, ioengine=None, direct=True).filename
+    (tmp_path / "pool.fio").write_text(f"[pool]\nioengine=libiscsi\nfilename={filename}\n"
+                                       + "".join(f"{o[2:]}\n" for o in job.split()) + "verify_only=1\n")
+    r = sh([str(FIO), "--output-format=json", str(tmp_path / "pool.fio")], netns=lab.names.host_ns(0), timeout=60)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and '"verify' not in r.stderr.decode(), (out[-800:], r.stderr)
+    read = json.loads(out[out.index("{"):])["jobs"][0]["read"]["io_bytes"]
+    assert read == 1 << 20, read  # every block read back through tgt and checked
+    print(f"\nwritten through LIO by the guest's kernel, {read} B verified through tgt: one pool")
+
+
 def _protolab(lab, keys, args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(keys / "ssh_config")}
     return subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli",
@@ -201,6 +227,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
             gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
         assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
         _strangers_are_refused(lab, keys, ssh)
+        _one_pool_two_servers(lab, keys, ssh, tmp_path)
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))
