@@ -149,7 +149,7 @@ def _strangers_are_refused(lab, keys, ssh: GuestSsh) -> None:
 def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
     """The kernel-paths issue's shared pool: what the load guest's kernel writes through LIO (the server guest's
     disk of the pool's iSCSI volume) reads back, checksums and headers, through tgt on that same volume (fio's
-    libiscsi on this machine)."""
+    libiscsi on this machine); what it writes through nvmet reads back from the pool's NVMe/TCP volume's file."""
     addr, iqn = lab.names.server_guest_address(0), lab.names.lio_iqn
     job = "--rw=write --bs=64k --offset=4m --size=1m --verify=crc32c --randseed=7"
     node = f"-m node -T {iqn} -p {addr}:3260"
@@ -169,6 +169,19 @@ def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
     read = json.loads(out[out.index("{"):])["jobs"][0]["read"]["io_bytes"]
     assert read == 1 << 20, read  # every block read back through tgt and checked
     print(f"\nwritten through LIO by the guest's kernel, {read} B verified through tgt: one pool")
+    # and through nvmet: what the guest's nvme-tcp writes is in the pool's NVMe/TCP volume, read as a file here
+    nqn = lab.names.nqn
+    w = _ssh(lab, keys, ssh, f"nvme connect -t tcp -a {addr} -s 4420 -n {nqn} >/dev/null && sleep 1 && "
+                             "D=$(ls /sys/block | grep -E '^nvme[0-9]+n1$') && "
+                             f"fio --name=pool --filename=/dev/$D {job} --direct=1 --do_verify=0 --end_fsync=1 "
+                             f"--output-format=terse >/dev/null; echo exit=$?; nvme disconnect -n {nqn} >/dev/null")
+    assert "exit=0" in w.stdout and _left(lab, keys, ssh) == "", (w.stdout, w.stderr)
+    (tmp_path / "file.fio").write_text(f"[pool]\nioengine=psync\nfilename={lab.export_file('nvme-tcp')}\n"
+                                       + "".join(f"{o[2:]}\n" for o in job.split()) + "verify_only=1\n")
+    r = sh([str(FIO), "--output-format=json", str(tmp_path / "file.fio")], timeout=60)
+    out = r.stdout.decode()
+    assert r.returncode == 0, (out[-800:], r.stderr)
+    assert json.loads(out[out.index("{"):])["jobs"][0]["read"]["io_bytes"] == 1 << 20
 
 
 def _protolab(lab, keys, args: list[str]) -> subprocess.Popen:
