@@ -161,12 +161,7 @@ def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
     assert "exit=0" in w.stdout, (w.stdout, w.stderr)
     assert _left(lab, keys, ssh) == ""
     filename = resolve(lab.endpoint("iscsi", host=0).url, size=64 << 20, ioengine=None, direct=True).filename
-    (tmp_path / "pool.fio").write_text(f"[pool]\nioengine=libiscsi\nfilename={filename}\n"
-                                       + "".join(f"{o[2:]}\n" for o in job.split()) + "verify_only=1\n")
-    r = sh([str(FIO), "--output-format=json", str(tmp_path / "pool.fio")], netns=lab.names.host_ns(0), timeout=60)
-    out = r.stdout.decode()
-    assert r.returncode == 0 and '"verify' not in r.stderr.decode(), (out[-800:], r.stderr)
-    read = json.loads(out[out.index("{"):])["jobs"][0]["read"]["io_bytes"]
+    read = _verified(tmp_path / "pool.fio", "libiscsi", filename, job, netns=lab.names.host_ns(0))
     assert read == 1 << 20, read  # every block read back through tgt and checked
     print(f"\nwritten through LIO by the guest's kernel, {read} B verified through tgt: one pool")
     # and through nvmet: what the guest's nvme-tcp writes is in the pool's NVMe/TCP volume, read as a file here
@@ -176,12 +171,28 @@ def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
                              f"fio --name=pool --filename=/dev/$D {job} --direct=1 --do_verify=0 --end_fsync=1 "
                              f"--output-format=terse >/dev/null; echo exit=$?; nvme disconnect -n {nqn} >/dev/null")
     assert "exit=0" in w.stdout and _left(lab, keys, ssh) == "", (w.stdout, w.stderr)
-    (tmp_path / "file.fio").write_text(f"[pool]\nioengine=psync\nfilename={lab.export_file('nvme-tcp')}\n"
-                                       + "".join(f"{o[2:]}\n" for o in job.split()) + "verify_only=1\n")
-    r = sh([str(FIO), "--output-format=json", str(tmp_path / "file.fio")], timeout=60)
+    assert _verified(tmp_path / "file.fio", "psync", str(lab.export_file("nvme-tcp")), job) == 1 << 20
+
+
+def _verified(jobfile: Path, engine: str, filename: str, job: str, netns: str | None = None) -> int:
+    """Bytes fio read back from ``filename`` checking ``job``'s crc32c headers (verify_only); fio's failure, raised."""
+    jobfile.write_text(f"[pool]\nioengine={engine}\nfilename={filename}\n"
+                       + "".join(f"{o[2:]}\n" for o in job.split()) + "verify_only=1\n")
+    r = sh([str(FIO), "--output-format=json", str(jobfile)], netns=netns, timeout=60)
     out = r.stdout.decode()
-    assert r.returncode == 0, (out[-800:], r.stderr)
-    assert json.loads(out[out.index("{"):])["jobs"][0]["read"]["io_bytes"] == 1 << 20
+    assert r.returncode == 0 and '"verify' not in r.stderr.decode(), (out[-800:], r.stderr)
+    return json.loads(out[out.index("{"):])["jobs"][0]["read"]["io_bytes"]
+
+
+def _once_attached(run: subprocess.Popen, results: Path) -> list[dict]:
+    """What the manifest lists as attached once the running ``run`` has recorded its first attach."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and run.poll() is None:
+        m = next(results.glob("*/manifest.json"), None)
+        if m is not None and json.loads(m.read_text() or "{}").get("attached"):  # the controller is connected
+            return json.loads(m.read_text())["attached"]
+        time.sleep(0.5)
+    raise AssertionError(run.communicate() if run.poll() is not None else "no attach recorded in 300 s")
 
 
 def _protolab(lab, keys, args: list[str]) -> subprocess.Popen:
@@ -277,14 +288,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         text = _plan(lab, ssh, "20s")
         plan.write_text(text[:text.index('[[configurations]]\nname = "iscsi-1"')] + text[text.index("[targets.filer41]"):])
         run = go(["run", str(plan), "--results", str(tmp_path / "t")])
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and run.poll() is None:
-            m = next((tmp_path / "t").glob("*/manifest.json"), None)
-            if m is not None and json.loads(m.read_text() or "{}").get("attached"):  # the controller is connected
-                break
-            time.sleep(0.5)
-        assert run.poll() is None, run.communicate()
-        attached_then = json.loads(m.read_text())["attached"]
+        attached_then = _once_attached(run, tmp_path / "t")
         assert [a["target"] for a in attached_then] == ["flash"]
         os.killpg(run.pid, signal.SIGTERM)
         out, err = run.communicate(timeout=180)
@@ -299,13 +303,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         # a run killed outright leaves its attach, listed; `protolab detach` of it undoes that and only that
         private = set(Path("/run/protolab").iterdir())
         run = go(["run", str(plan), "--results", str(tmp_path / "k")])
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and run.poll() is None:
-            m = next((tmp_path / "k").glob("*/manifest.json"), None)
-            if m is not None and json.loads(m.read_text() or "{}").get("attached"):
-                break
-            time.sleep(0.5)
-        assert run.poll() is None, run.communicate()
+        _once_attached(run, tmp_path / "k")
         os.killpg(run.pid, signal.SIGKILL)
         run.communicate(timeout=60)
         killed = None

@@ -14,6 +14,7 @@ A schema-1 directory (records/*.json, series inside records) is read through `mi
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import fcntl
 import io
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from ..errors import ProtolabError
 from ..metrics import FIGURES, METRICS
@@ -217,6 +218,15 @@ class RunDir:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[RunDir]:
+        """`hold` for the ``with`` block."""
+        self.hold()
+        try:
+            yield self
+        finally:
+            self.release()
 
     # -- manifest ----------------------------------------------------------------------------------
 

@@ -198,11 +198,8 @@ def detach_left(plan: Plan, rundir: RunDir, runner: Runner, progress: Progress) 
     """`protolab detach RUN_DIR`: detach what a killed session of the run left listed (how many were), nothing
     else, each tried once; ToolError naming each host that could not, with the command to run there."""
     bed = Attachments(plan, runner, progress)
-    rundir.hold()
-    try:
+    with rundir.held():
         n = bed.up(rundir.path)
         if not bed.listed:
             bed._tidy()
         return n
-    finally:
-        rundir.release()

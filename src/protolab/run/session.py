@@ -83,24 +83,18 @@ class Study:
             testbed=testbed.describe(), cells_total=len(cells),
             dimensions=[d for s in plan.stages for d in s.dimensions],
         ))
-        rundir.hold()
-        try:
+        with rundir.held():
             return self._session(rundir, testbed)
-        finally:
-            rundir.release()
 
     def resume(self, rundir: RunDir, force: bool = False) -> RunDir:
         """Measure the pairs ``rundir`` lacks or holds as failed, in the plan's order (see run.resume)."""
         from .resume import check_same
 
-        rundir.hold()  # before anything is read or written: a session of the run still going refuses this one
-        try:
+        with rundir.held():  # before anything is read or written: a session of the run still going refuses this one
             fio, testbed = self._prepare_checks()
             check_same(rundir, self.plan, fio.version(), testbed.describe(), force)
             self.rundir = rundir
             return self._session(rundir, testbed)
-        finally:
-            rundir.release()
 
     def _prepare_checks(self) -> tuple[Fio, Testbed]:
         """Pre-flight and overwrite checks: everything that can refuse, before anything is created."""
