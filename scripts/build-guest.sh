@@ -21,7 +21,7 @@ KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/b
 # kernel data paths: the storage server guest's targets (nvmet-tcp; LIO's iSCSI with its block backstore) and
 # a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; its header digest code needs crc32c)
 MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net nvmet-tcp nvme-tcp
-         target_core_iblock iscsi_target_mod iscsi_tcp crc32c_generic nfsd nfsv3 nfsv4"
+         target_core_iblock iscsi_target_mod iscsi_tcp crc32c_generic nfsd nfsv3 nfsv4 ext4"
 # open-iscsi's iscsistart and its library, unpacked by scripts/install-deps.sh (not installed on this host)
 EXTRA=$ROOT/.deps/guest-debs/root
 
@@ -123,10 +123,14 @@ cat > "$STAGE/init" <<'EOF'
 #   pl.mac=MAC pl.ip=ADDR/PREFIX pl.mtu=MTU      the data NIC, found by its MAC
 #   pl.nvmet=ADDR,PORT,NQN,HOSTNQN[+…],SERIAL    storage server: the disk with that serial, by nvmet-tcp, to those hosts
 #   pl.lio=ADDR,PORT,IQN,INITIATOR[+…],SERIAL    storage server: the disk with that serial, LIO iSCSI LUN 0, to those
-#   pl.knfsd=ADDR,CLIENT[+…]                     storage server: knfsd exports /export (a tmpfs) to those clients
+#   pl.knfsd=ADDR,CLIENT[+…][,SERIAL]            storage server: knfsd exports /export to those clients: the ext4
+#                                                on the disk with that serial (the pool's knfsd volume), else a tmpfs
+#   pl.nfs=ADDR,VERS,NCONNECT                    load guest: mounts ADDR:/export on /mnt/pl before fio serves
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
-#   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends there
+#   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends
+#                                                there; "quiesce" and "resume" unexport and unmount the pool's
+#                                                knfsd volume and mount and export it again (the host restores it)
 #   pl.ssh=TYPE:BASE64                           any guest: dropbear on 10.0.2.15:22, root logs in with that key only
 # protolab validates every value (addresses, numbers, NQN grammar) before it writes a command line.
 mount -t proc proc /proc
@@ -169,7 +173,15 @@ KNFSD=$(arg pl.knfsd)
 if [ -n "$KNFSD" ] && [ -x /sbin/rpc.nfsd ]; then
     set -- $(echo "$KNFSD" | tr , ' ')
     mkdir -p /export /var/lib/nfs/v4recovery /run/rpcbind /etc/exports.d /var/lib/nfs/rpc_pipefs
-    mount -t tmpfs -o size=256m,mode=0755 export /export
+    if [ -n "${3:-}" ]; then  # the pool's knfsd volume: ext4 on the disk with that serial
+        KNFSD_DISK=$(disk "$3")
+        mount -t ext4 -o noatime "$KNFSD_DISK" /export > /dev/console 2>&1 \
+            || echo "protolab-guest: knfsd: mounting $KNFSD_DISK failed" > /dev/console
+    else
+        mount -t tmpfs -o size=256m,mode=0755 export /export
+    fi
+    # no delegations: a client holding one would keep /export busy when the host restores the pool beneath it
+    echo 0 > /proc/sys/fs/leases-enable
     mount -t nfsd nfsd /proc/fs/nfsd
     echo 10 > /proc/fs/nfsd/nfsv4gracetime; echo 10 > /proc/fs/nfsd/nfsv4leasetime
     /sbin/rpcbind -w > /dev/console 2>&1
@@ -214,6 +226,20 @@ if [ -n "$ISCSI" ]; then
         echo "protolab-guest: iscsi $3 at $1:$2 sessions $5" > /dev/console
     fi
 fi
+NFS=$(arg pl.nfs)
+if [ -n "$NFS" ]; then
+    set -- $(echo "$NFS" | tr , ' ')
+    mkdir -p /mnt/pl
+    O="vers=$2,nconnect=$3"
+    [ "$2" = 3 ] && O="$O,nolock"  # no rpc.statd in the guest: NFSv3 without the lock protocol
+    i=0
+    until mount -t nfs -o "$O" "$1:/export" /mnt/pl > /dev/console 2>&1; do
+        i=$((i + 1))
+        [ $i -lt 60 ] || { echo "protolab-guest: nfs mount of $1:/export failed" > /dev/console; break; }
+        sleep 0.5
+    done
+    [ $i -lt 60 ] && echo "protolab-guest: nfs $1:/export on /mnt/pl $O" > /dev/console
+fi
 NVME=$(arg pl.nvme)
 if [ -n "$NVME" ]; then
     set -- $(echo "$NVME" | tr , ' ')
@@ -242,8 +268,33 @@ fi
 # pl.stat=ttyS1: answer each line from the host on the second serial port with /proc/stat's cpu line (vm.guestcpu)
 if [ "$(arg pl.stat)" = ttyS1 ] && [ -c /dev/ttyS1 ]; then
     stty -F /dev/ttyS1 raw -echo
-    # shell built-ins only: no process forked per question (its CPU would be in the figure it reports)
-    (exec < /dev/ttyS1 > /dev/ttyS1; while read -r _; do read -r l < /proc/stat; echo "$l"; done) &
+    # knfsd's volume around the host's restore: unexported and unmounted (its pages go with it), then back
+    quiesce() {
+        [ -n "${KNFSD_DISK:-}" ] || { echo "failed quiesce: no knfsd volume"; return; }
+        /sbin/exportfs -ua > /dev/console 2>&1
+        i=0
+        until umount /export 2> /dev/null; do  # nfsd lets go of a closed file within seconds
+            i=$((i + 1))
+            [ $i -lt 100 ] || { echo "failed quiesce: /export stays busy"; return; }
+            sleep 0.1
+        done
+        echo "protolab-guest: knfsd let go of /export (restore)" > /dev/console
+        echo "ok quiesce"
+    }
+    resume() {
+        if mount -t ext4 -o noatime "$KNFSD_DISK" /export > /dev/console 2>&1 && /sbin/exportfs -ra > /dev/console 2>&1
+        then echo "protolab-guest: knfsd took /export back" > /dev/console; echo "ok resume"
+        else echo "failed resume: mount or exportfs"; fi
+    }
+    # a stat question: shell built-ins only, no process forked (its CPU would be in the figure it reports)
+    (exec < /dev/ttyS1 > /dev/ttyS1
+     while read -r q; do
+         case "$q" in
+             quiesce) quiesce ;;
+             resume) resume ;;
+             *) read -r l < /proc/stat; echo "$l" ;;
+         esac
+     done) &
     echo "protolab-guest: stat on ttyS1" > /dev/console
 fi
 sleep 1
@@ -268,6 +319,8 @@ KPATHS=""
 grep -qx nvmet-tcp.ko "$STAGE/etc/modules" && grep -qx nvme-tcp.ko "$STAGE/etc/modules" && KPATHS='"nvme-tcp"'
 grep -qx iscsi_target_mod.ko "$STAGE/etc/modules" && grep -qx iscsi_tcp.ko "$STAGE/etc/modules" \
     && [ -x "$STAGE/bin/iscsistart" ] && KPATHS="$KPATHS${KPATHS:+, }\"iscsi\""
+grep -qx nfsd.ko "$STAGE/etc/modules" && grep -qx nfsv4.ko "$STAGE/etc/modules" && grep -qx ext4.ko "$STAGE/etc/modules" \
+    && [ -x "$STAGE/sbin/rpc.nfsd" ] && [ -x "$STAGE/sbin/mount.nfs" ] && KPATHS="$KPATHS${KPATHS:+, }\"nfs\""
 SSH=false
 [ -x "$STAGE/sbin/dropbear" ] && SSH=true
 # the initiator tools a guest standing for a user's host has (protolab attaches with them over ssh)

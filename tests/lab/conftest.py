@@ -163,10 +163,10 @@ def make_lab(request):
     labs: list[Lab] = []
     pids: set[int] = set()
 
-    def make(lab_spec: LabSpec, protocols: set[str], up: bool = True) -> Lab:
+    def make(lab_spec: LabSpec, protocols: set[str], up: bool = True, knfsd: bool = False) -> Lab:
         workdir = workdir_for(f"{request.node.name[:40]}-{len(labs)}")
         shutil.rmtree(workdir, ignore_errors=True)
-        lab = Lab(lab_spec, protocols, workdir)
+        lab = Lab(lab_spec, protocols, workdir, knfsd=knfsd)
         labs.append(lab)
         if up:
             lab.up()

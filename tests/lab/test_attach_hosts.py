@@ -79,8 +79,10 @@ target = "filer3"
 ioengine = "libaio"
 [targets.filer41]
 attach = {{ nfs = {{ server = "{addr}", export = "/export", version = "4.1", nconnect = 2, rsize = 65536 }} }}
+allow_overwrite = true
 [targets.filer3]
 attach = {{ nfs = {{ server = "{addr}", export = "/export", version = "3", nconnect = 2 }} }}
+allow_overwrite = true
 [targets.flash]
 attach = {{ nvme-tcp = {{ address = "{addr}", nqn = "{lab.names.nqn}", queues = 2 }} }}
 allow_overwrite = true
@@ -146,10 +148,11 @@ def _strangers_are_refused(lab, keys, ssh: GuestSsh) -> None:
           f"{lio.stdout.split('exit=')[0].strip()[-80:]!r}; knfsd {nfs.stdout.split('exit=')[0].strip()[-80:]!r}")
 
 
-def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
+def _one_pool_two_servers(lab, server, keys, ssh: GuestSsh, tmp_path) -> None:
     """The kernel-paths issue's shared pool: what the load guest's kernel writes through LIO (the server guest's
     disk of the pool's iSCSI volume) reads back, checksums and headers, through tgt on that same volume (fio's
-    libiscsi on this machine); what it writes through nvmet reads back from the pool's NVMe/TCP volume's file."""
+    libiscsi on this machine); what it writes through nvmet reads back from the pool's NVMe/TCP volume's file;
+    what its NFS client writes through knfsd reads back from the knfsd volume's ext4, mounted here."""
     addr, iqn = lab.names.server_guest_address(0), lab.names.lio_iqn
     job = "--rw=write --bs=64k --offset=4m --size=1m --verify=crc32c --randseed=7"
     node = f"-m node -T {iqn} -p {addr}:3260"
@@ -172,6 +175,22 @@ def _one_pool_two_servers(lab, keys, ssh: GuestSsh, tmp_path) -> None:
                              f"--output-format=terse >/dev/null; echo exit=$?; nvme disconnect -n {nqn} >/dev/null")
     assert "exit=0" in w.stdout and _left(lab, keys, ssh) == "", (w.stdout, w.stderr)
     assert _verified(tmp_path / "file.fio", "psync", str(lab.export_file("nvme-tcp")), job) == 1 << 20
+    # and through knfsd: what the guest's NFS client writes is in the pool's knfsd volume (its ext4 image), read
+    # here once the server guest has let go of it as it does for a restore (quiesce), then taken back (resume)
+    w = _ssh(lab, keys, ssh, f"mkdir -p /mnt/pool && mount.nfs {addr}:/export /mnt/pool -o vers=4.1 && "
+                             f"fio --name=pool --filename=/mnt/pool/protolab.dat {job} --direct=1 --do_verify=0 "
+                             "--end_fsync=1 --output-format=terse >/dev/null; echo exit=$?; umount /mnt/pool; "
+                             "rmdir /mnt/pool")
+    assert "exit=0" in w.stdout and _left(lab, keys, ssh) == "", (w.stdout, w.stderr)
+    volume = lab.knfsd_volume
+    assert server.spec.stat.tell("quiesce", timeout=60) == "ok quiesce"
+    volume.hold()
+    try:
+        assert _verified(tmp_path / "knfsd.fio", "psync", str(volume.data), job) == 1 << 20
+    finally:
+        volume.release()
+    assert server.spec.stat.tell("resume", timeout=60) == "ok resume"
+    print("written through knfsd by the guest's NFS client, verified in the pool's knfsd volume; quiesced, resumed")
 
 
 def _verified(jobfile: Path, engine: str, filename: str, job: str, netns: str | None = None) -> int:
@@ -208,7 +227,9 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
     image = guest_image()
     assert {"iscsiadm", "iscsid", "nvme", "mount.nfs", "rpc.nfsd"} <= set(image.info.get("tools", [])), \
         "the guest image has no initiator tools: run scripts/install-deps.sh again"
-    lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp", "iscsi"})  # every packet a frame, as captured
+    # every packet a frame, as captured; knfsd exports the pool's knfsd volume (this host lets go of it first)
+    lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp", "iscsi"}, knfsd=True)
+    lab.knfsd_volume.release()
     server = server_guest(lab, image, nvme_hosts=[HOSTNQN], iscsi_initiators=[INITIATOR], mtu=lab.link.mtu,
                           fio_port=free_port(), nfs_clients=[lab.names.load_guest_address(0, 0)])
     keys = tmp_path / "ssh"
@@ -251,7 +272,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
             gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
         assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
         _strangers_are_refused(lab, keys, ssh)
-        _one_pool_two_servers(lab, keys, ssh, tmp_path)
+        _one_pool_two_servers(lab, server, keys, ssh, tmp_path)
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))

@@ -91,12 +91,15 @@ def test_a_vm_plan_measures_every_protocol_with_hypervisor_cpu(workdir, tmp_path
     assert "## Virtual machines as load hosts" in md and "Accelerator: **tcg**" in md
 
 
-@pytest.mark.parametrize("config", [("lsi-iscsi", "iscsi", "lsi"), ("nvme", "nvme-tcp", "")],
-                         ids=["qemu-iscsi", "kernel-nvme-tcp"])
+@pytest.mark.parametrize("config", [("lsi-iscsi", "iscsi", "lsi"), ("knfsd", "nfs", "")],
+                         ids=["qemu-iscsi", "kernel-knfsd"])
 def test_sigterm_during_a_vm_study_leaves_no_qemu(workdir, tmp_path, config):
-    """QEMU's initiators, or the kernel path's server guest and load guest: none survives the signal."""
+    """QEMU's initiators, or a kernel path's server guest and load guest (knfsd: the pool's knfsd volume too,
+    mounted here while prepared, then the server guest's disk): none survives the signal."""
     plan = tmp_path / "vm.toml"
-    plan.write_text(vm_plan([config], duration="20s", repeats=2))
+    text = vm_plan([config], duration="20s", repeats=2)
+    plan.write_text(text.replace('target = "lab:nfs"\n', 'target = "lab:nfs"\nserver = "knfsd"\n')
+                    if config[0] == "knfsd" else text)
     results = tmp_path / "r"
     p = subprocess.Popen([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(results),
                           "--lab-workdir", str(workdir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

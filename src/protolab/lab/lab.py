@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import ProtolabError
 from ..plan.protocols import PROTOCOLS, lab_targets
+from ..plan.servers import pool_need
 from ..plan.topology import LabSpec, LinkSpec
 from ..plan.units import format_size
 from ..proc import Runner, SubprocessRunner
@@ -18,6 +19,7 @@ from ..trust import check_dir, check_workdir, secure_dir
 from . import holder
 from .device import BlockDevice, ganesha_preload
 from .device import describe as describe_device
+from .fsvolume import FsVolume
 from .ganesha import Ganesha
 from .names import ISCSI_PORT, LAB_ROOT, NBD_PORT, Names, default_workdir  # noqa: F401 (re-exported)
 from .nbdkit import Nbdkit
@@ -27,8 +29,6 @@ from .procs import Processes
 from .record import Record
 from .teardown import down_all, undo_record
 from .tgt import LUN, Tgt
-
-POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Lab:
     """An embedded lab: namespaces, switch, shaped links, a btrfs pool and protocol servers."""
 
     def __init__(self, spec: LabSpec, protocols: set[str], workdir: Path,
-                 runner: Runner | None = None):
+                 runner: Runner | None = None, knfsd: bool = False):
         unknown = sorted(set(protocols) - set(lab_targets()))
         if unknown:
             raise ProtolabError(
@@ -58,6 +58,8 @@ class Lab:
         self.names = Names(spec)
         self.net = Net(self.runner)
         self.link = spec.link
+        self.knfsd = knfsd  # the pool has a knfsd volume (lab.fsvolume): a server guest's knfsd exports it
+        self._fs: FsVolume | None = None
         self._record: Record | None = None
         self._procs: Processes | None = None
         self._pool: Pool | None = None
@@ -195,8 +197,8 @@ class Lab:
         return self.workdir / self.names.mount_dir
 
     def _check_pool_size(self) -> None:
-        n = len(self.protocols)
-        need = n * self.spec.export_bytes + POOL_HEADROOM
+        n = len(self.protocols) + self.knfsd
+        need = pool_need(len(self.protocols), self.spec.export_bytes, self.knfsd)
         if self.spec.pool_bytes < need:
             raise ProtolabError(
                 f"lab.pool_size {self.spec.pool_size} is too small for {n} export(s) of "
@@ -219,6 +221,10 @@ class Lab:
             self._procs.cgroups = cg
         self._pool.create()
         files = {p: self._pool.add_volume(p, self.spec.export_bytes) for p in sorted(self.protocols)}
+        if self.knfsd:
+            self._fs = FsVolume(self.runner, rec, self._pool, self._mounts / names.knfsd_mount, names.knfsd_image,
+                                self.spec.export_bytes)
+            self._fs.create()
         st = names.storage_ns
         modelled = not self.spec.device.is_ram  # servers past the page cache where they can (path_caches)
         if "iscsi" in files:
@@ -305,6 +311,14 @@ class Lab:
         return self._pool.volume(protocol) / DATA_FILE
 
     @property
+    def knfsd_volume(self) -> FsVolume:
+        """The knfsd volume (lab.fsvolume): its ext4 image, and its data file while this host holds it."""
+        self._need_up("knfsd volume")
+        if self._fs is None:
+            raise ProtolabError("lab has no knfsd volume (no configuration is served by server = \"knfsd\")")
+        return self._fs
+
+    @property
     def cgroups(self) -> RoleCgroups | None:
         """The lab's role cgroups (servers, loadgen, hypervisors), or None when it has none."""
         found = self._record.find("cgroup") if self._record is not None else []
@@ -364,6 +378,9 @@ class Lab:
             ep = self.endpoint(proto) if self._up else None
             where = f"{ep.url} (from {ep.netns})" if ep else "-"
             lines.append(f"  {proto:<8} {where}; admits {granted}")
+        if self._fs is not None:
+            whose = f"mounted here at {self._fs.mount}" if self._fs.held else "the storage server guest's disk"
+            lines.append(f"  knfsd    ext4 image {self._fs.image} ({whose})")
         if pids:
             lines.append("  servers  " + ", ".join(f"{k} pid {v}" for k, v in sorted(pids.items())))
         return "\n".join(lines)

@@ -169,6 +169,17 @@ class Names:
         return f"{self.prefix}-pool-nfs"
 
     @property
+    def knfsd_mount(self) -> str:
+        """Directory name (in the shared mount directory) of the knfsd volume's ext4, while this host mounts it."""
+        return f"{self.prefix}-pool-knfsd"
+
+    @property
+    def knfsd_image(self) -> str:
+        """File name of the knfsd volume's ext4 image (the storage server guest's disk; found by name by
+        ``down_all``)."""
+        return f"{self.prefix}-knfsd.img"
+
+    @property
     def iqn(self) -> str:
         """The iSCSI target name of the lab's export."""
         return f"iqn.2024-01.org.protolab:{self.prefix}.iscsi"

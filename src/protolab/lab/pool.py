@@ -106,8 +106,8 @@ class Pool:
         """The path of volume ``name``."""
         return self.mount / name
 
-    def add_volume(self, name: str, data_size: int) -> Path:
-        """A subvolume holding one preallocated data file; returns the file's path.
+    def add_volume(self, name: str, data_size: int, file: str = DATA_FILE) -> Path:
+        """A subvolume holding one preallocated data file (``file``); returns the file's path.
 
         Without ``cow`` the subvolume gets the No_COW attribute while still empty, so
         the data file inherits it (btrfs only honours +C on empty files).
@@ -116,7 +116,7 @@ class Pool:
         self._run(["btrfs", "-q", "subvolume", "create", str(vol)])
         if not self.cow:
             self._run(["chattr", "+C", str(vol)])
-        path = vol / DATA_FILE
+        path = vol / file
         self._run(["fallocate", "-l", str(data_size), str(path)])
         return path
 

@@ -152,13 +152,14 @@ def down_all(prefix: str = "pl", runner: Runner | None = None, workdirs: list[Pa
     image, mountname = f"{prefix}-pool.img", f"{prefix}-pool"
     for line in reversed(Path("/proc/mounts").read_text().splitlines()):
         mnt = line.split()[1]
-        if Path(mnt).name in (mountname, f"{mountname}-nfs"):
+        if Path(mnt).name in (mountname, f"{mountname}-nfs", f"{mountname}-knfsd"):
             runner.run(["umount", "-l", mnt], check=False, timeout=TIMEOUT)
             removed.append(f"mount {mnt}")
     out = runner.run(["losetup", "--list", "--json"], check=False, timeout=TIMEOUT).stdout
     for dev in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
         backing = (dev.get("back-file") or "").removesuffix(" (deleted)")
-        if Path(backing).name in (image, f"{prefix}-disk"):  # the pool's image, or the device model's file
+        # the knfsd volume's ext4 image (inside the pool: first), the pool's image, or the device model's file
+        if Path(backing).name in (f"{prefix}-knfsd.img", image, f"{prefix}-disk"):
             runner.run(["losetup", "--detach", dev["name"]], check=False, timeout=TIMEOUT)
             removed.append(f"loop device {dev['name']} ({backing})")
     for pid in device_daemons(prefix):  # the device model's FUSE daemon: it unmounts its own mount

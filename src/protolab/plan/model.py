@@ -102,7 +102,8 @@ class Configuration(_Model):
         description="the VMs' virtual disk controller ([hypervisor] plans; default hypervisor.controller)")
     server: str | None = Field(
         default=None, description="the lab's server for the target's protocol (plan.servers: tgt or lio for "
-        "lab:iscsi); default the protocol's own; a kernel's (lio, nvmet) runs in the storage server guest")
+        "lab:iscsi, ganesha or knfsd for lab:nfs); default the protocol's own; a kernel's (lio, nvmet, knfsd) runs "
+        "in the storage server guest")
     sessions: int | None = Field(
         default=None, ge=1, le=16, description="iSCSI sessions each load guest's kernel logs in (server = \"lio\")")
     path_policy: Literal["fixed", "round-robin"] = Field(

@@ -15,13 +15,11 @@ from typing import Callable
 from ..errors import PlanError
 from .model import Configuration, Plan, Workload
 from .protocols import PROTOCOLS, lab_targets
-from .servers import kernel_protocols, kernel_served
+from .servers import kernel_protocols, kernel_served, pool_need, uses_knfsd
 from .targets import TargetRef, looks_like_target, parse_target
 from .units import format_size
 
 ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries
-#: btrfs metadata and the system chunk of the lab's pool, beyond its exports.
-POOL_HEADROOM = 256 * 1024**2
 #: Longest Linux interface name (IFNAMSIZ - 1).
 IFNAME_MAX = 15
 #: fio engines the URL targets use.
@@ -256,9 +254,10 @@ def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> No
         raise PlanError(f"{source}: lab.prefix: interface {longest!r} would be longer than {IFNAME_MAX} "
                         "characters; use a shorter prefix")
     protocols = {r.lab for r in refs if r.is_lab}
-    need = len(protocols) * lab.export_bytes + POOL_HEADROOM
+    knfsd = uses_knfsd(plan.configurations)
+    need = pool_need(len(protocols), lab.export_bytes, knfsd)
     if lab.pool_bytes < need:
-        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} is too small for {len(protocols)} export(s) "
+        raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} is too small for {len(protocols) + knfsd} export(s) "
                         f"of {lab.export_size}; set lab.pool_size to at least {format_size(need)}")
     where = env.lab_workdir
     free = env.free_bytes(where) if where is not None else None

@@ -27,7 +27,26 @@ SERVERS: dict[str, Server] = {s.name: s for s in [
     Server("ganesha", "nfs", "NFS-Ganesha"),
     Server("nbdkit", "nbd", "nbdkit"),
     Server("nvmet", "nvme-tcp", "nvmet-tcp", kernel=True, modules=("nvmet-tcp", "nvme-tcp")),
+    Server("knfsd", "nfs", "knfsd", kernel=True, modules=("nfsd", "nfsv4")),
 ]}
+
+POOL_HEADROOM = 256 * 1024**2  # btrfs metadata and the system chunk
+FS_SLACK = 64 * 1024**2  # the knfsd volume's ext4: inode tables, bitmaps and journal at the smallest export
+
+
+def fs_image_bytes(export_bytes: int) -> int:
+    """The knfsd volume's ext4 image (lab.fsvolume) for a data file of ``export_bytes``: ext4's own blocks on top."""
+    return export_bytes + FS_SLACK + export_bytes // 64
+
+
+def pool_need(exports: int, export_bytes: int, knfsd: bool) -> int:
+    """The pool size ``exports`` lab exports of ``export_bytes`` need, with the knfsd volume when ``knfsd``."""
+    return exports * export_bytes + POOL_HEADROOM + (fs_image_bytes(export_bytes) if knfsd else 0)
+
+
+def uses_knfsd(configurations) -> bool:
+    """True when a configuration is a lab NFS target served by knfsd (the pool gets the knfsd volume)."""
+    return any(c.server == "knfsd" for c in configurations)
 
 
 def serving(protocol: str) -> list[str]:

@@ -17,6 +17,7 @@ from ..engine.measure import HostRun
 from ..engine.targets import Access, resolve
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
+from ..plan.servers import uses_knfsd
 from ..plan.targets import parse_target
 from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
@@ -54,7 +55,8 @@ class LabTestbed(Testbed):
         self.progress.note(f"bringing the lab up ({', '.join(sorted(protocols))})")
         from ..lab import Lab  # imported only when a plan uses the lab
 
-        self.lab = Lab(self.plan.lab, protocols, self.workdir, self.runner)
+        self.lab = Lab(self.plan.lab, protocols, self.workdir, self.runner,
+                       knfsd=uses_knfsd(self.plan.configurations))
         self.lab.up()
         return super().up(run_path)
 

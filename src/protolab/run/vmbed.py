@@ -10,11 +10,11 @@ a forward on 127.0.0.1 of the host's namespace (control traffic never crosses th
 measured links). Guests are recorded in the lab's record, so the lab's teardown —
 after a failure or a signal too — stops every QEMU it started.
 
-A kernel data path (``lab:nvme-tcp``, ``lab:iscsi`` with ``server = "lio"``; plan.servers)
-has no virtual disk: a storage server guest (booted once, in the storage namespace, in the
-servers' cgroup) exports the pool's volumes with nvmet-tcp or LIO, and each load guest's
-kernel attaches one over the lab's links (vm.kernelpaths); fio in the guest runs on the
-NVMe namespace or the iSCSI sessions' disks.
+A kernel data path (``lab:nvme-tcp``, ``lab:iscsi`` with ``server = "lio"``, ``lab:nfs`` with
+``server = "knfsd"``; plan.servers) has no virtual disk: a storage server guest (booted once, in
+the storage namespace, in the servers' cgroup) exports the pool's volumes with nvmet-tcp, LIO or
+knfsd, and each load guest's kernel attaches one over the lab's links (vm.kernelpaths); fio in the
+guest runs on the NVMe namespace, the iSCSI sessions' disks or the file in its NFS mount.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..conventions import DATA_FILE
 from ..engine.fio import Fio
 from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
@@ -33,12 +34,14 @@ from ..plan.protocols import PROTOCOLS
 from ..plan.servers import Server, kernel_served, server_for
 from ..proc import Runner
 from ..telemetry.window import Window
+from ..vm.kernelpaths import NFS_LINE, NFS_MOUNT, NFS_VERSION
 from .labbed import LabTestbed, lab_protocol
 from .progress import Progress
 
 #: the storage server guest's QEMU among the storage servers (telemetry, bottleneck sentences)
 SERVER_GUEST = "server guest"
 BOOT_TIMEOUT_S = 300.0  # a TCG guest on a busy 2-core machine boots in ~10-30 s
+SERVER_VERB_TIMEOUT_S = 60.0  # the server guest unexports and unmounts its knfsd volume (seconds under TCG)
 
 
 @dataclass
@@ -130,7 +133,8 @@ class VmTestbed(LabTestbed):
     def target_label(self, c: Configuration) -> str:
         if self.kernel(c):
             protocol = lab_protocol(self.plan, c)
-            how = f"{c.sessions or 1} session(s)" if protocol == "iscsi" else f"{self.hv.vcpus} I/O queue(s)"
+            how = {"iscsi": f"{c.sessions or 1} session(s)", "nfs": f"NFS {NFS_VERSION}, mounted on {NFS_MOUNT}"}.get(
+                protocol, f"{self.hv.vcpus} I/O queue(s)")
             return (f"{PROTOCOLS[protocol].title} by the guest's kernel ({how}) from the storage server guest's "
                     f"{self._server(c).title}")
         return f"{self.hv.disks_per_vm} {self.controller(c)} disk(s) per VM over {self.data_access(c).describe()}"
@@ -138,8 +142,18 @@ class VmTestbed(LabTestbed):
     def data_access(self, c: Configuration) -> Access:
         if self.kernel(c):  # the server guest's disk, filled from the storage side (as lab:local)
             size = min(self.plan.lab.export_bytes, self.plan.target_of(c).size or self.plan.lab.export_bytes)
-            return resolve(str(self.lab.export_file(lab_protocol(self.plan, c))), size=size, ioengine=None, direct=True,
-                           netns=self.lab.names.storage_ns, owned=True)
+            protocol = lab_protocol(self.plan, c)
+            if protocol == "nfs":  # the data file in the knfsd volume's ext4, while this host still holds it
+                volume = self.lab.knfsd_volume
+                if not volume.held:
+                    raise ProtolabError(f"configuration {c.name!r}: the knfsd volume is the storage server guest's "
+                                        "now; protolab writes its data only before the snapshot (prepare, "
+                                        "initialise), not in fill stages")
+                path = volume.data
+            else:
+                path = self.lab.export_file(protocol)
+            return resolve(str(path), size=size, ioengine=None, direct=True, netns=self.lab.names.storage_ns,
+                           owned=True)
         return super().access(c, 0, 0)  # protolab fills the export from host 0's namespace
 
     def _granted(self, names: Any) -> dict[str, list[str]]:
@@ -152,6 +166,11 @@ class VmTestbed(LabTestbed):
             out[protocol] = [name(h, vm, ci) for ci, c in enumerate(self.plan.configurations)
                              if self.kernel(c) and lab_protocol(self.plan, c) == protocol
                              for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
+        # knfsd admits addresses: every load guest's an admitted host can have (guests are numbered as they boot)
+        slots = len(self.plan.configurations) * self.hv.vms_per_host
+        kernel_nfs = any(self.kernel(c) and lab_protocol(self.plan, c) == "nfs" for c in self.plan.configurations)
+        out["nfs"] = [names.load_guest_address(h, slot) for h in range(spec.hosts) if spec.access("nfs").admits(h)
+                      for slot in range(slots)] if kernel_nfs else []
         return out
 
     def _server_mtu(self) -> int:
@@ -170,7 +189,8 @@ class VmTestbed(LabTestbed):
         names = Names(self.plan.lab)
         nic = server_nic(names, self._server_mtu())
         granted = self._granted(names)
-        words, _ = server_words(names, nic.address, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"])
+        words, _ = server_words(names, nic.address, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"],
+                                nfs_clients=granted["nfs"])
         kernel_cmdline(server_guest_name(names), [*words, *nic.kernel_args(), KERNEL_ARG])
 
     def _server_guest(self) -> None:
@@ -184,8 +204,9 @@ class VmTestbed(LabTestbed):
         granted = self._granted(self.lab.names)
         served = sorted(p for p, names in granted.items() if names)
         guest = server_guest(self.lab, self.image, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"],
-                             mtu=self._server_mtu(), accel=self.accel.accel, vcpus=self.hv.vcpus,
-                             memory_mib=self.hv.memory_mib, fio_port=free_port(), runner=self.runner)
+                             nfs_clients=granted["nfs"], mtu=self._server_mtu(), accel=self.accel.accel,
+                             vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
+                             runner=self.runner)
         self.progress.note(f"booting the storage server guest ({self.accel.accel}: {', '.join(served)})")
         try:
             guest.start()
@@ -237,6 +258,11 @@ class VmTestbed(LabTestbed):
     def access(self, c: Configuration, host: int, stream: int) -> Access:
         vms = self.hv.vms_per_host
         agent = self._guest(c, host, stream % vms)
+        if self.kernel(c) and lab_protocol(self.plan, c) == "nfs":  # the data file in the guest's NFS mount
+            if NFS_LINE not in agent.guest.console_text():
+                raise ToolError(f"guest {agent.name}: the storage server guest's knfsd export was not mounted")
+            return Access("file", c.ioengine or "libaio", {"direct": "1"}, f"{NFS_MOUNT}/{DATA_FILE}",
+                          self.plan.lab.export_bytes, None, None, True)
         if not agent.devices:
             raise ToolError(f"guest {agent.name}: no data disk appeared in the guest")
         dev = agent.devices[(stream // vms) % len(agent.devices)]
@@ -252,6 +278,28 @@ class VmTestbed(LabTestbed):
                 agent = self._guest(c, h, vm)
                 out.append(HostRun(f"h{h + 1}-vm{vm + 1}", agent, None, mine))
         return out
+
+    def snapshot(self) -> None:
+        """The knfsd volume goes back to being a file (this host unmounts it), then the pool is snapshotted."""
+        if self.lab.knfsd:
+            self.lab.knfsd_volume.release()
+        super().snapshot()
+
+    def restore(self) -> None:
+        """The pool back to the snapshot; a running server guest's knfsd lets go of its volume meanwhile (its ext4
+        unexported and unmounted, so no page of the old bytes is left in the guest), and takes it back after."""
+        serving = self.server is not None and self.lab.knfsd
+        if serving:
+            self._tell_server("quiesce")
+        super().restore()
+        if serving:
+            self._tell_server("resume")
+
+    def _tell_server(self, verb: str) -> None:
+        answer = self.server.spec.stat.tell(verb, timeout=SERVER_VERB_TIMEOUT_S)
+        if not answer.startswith("ok "):
+            raise ToolError(f"the storage server guest's knfsd did not {verb} its volume for the restore: "
+                            f"{answer or f'no answer within {SERVER_VERB_TIMEOUT_S:g} s'}")
 
     def window(self) -> Window:
         """The lab's window with the guests' QEMU threads as one more source (guests boot on first use: their

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,11 @@ USER_HZ = 100
 ANSWER_TIMEOUT_S = 0.5
 #: the kernel command line word that makes the guest's init answer on ttyS1
 KERNEL_ARG = "pl.stat=ttyS1"
+#: what the host may tell the guest's init on the port besides asking for its CPU (scripts/build-guest.sh): unexport
+#: and unmount the pool's knfsd volume, and mount and export it again (the host restores the pool in between)
+VERBS = ("quiesce", "resume")
+#: one exchange on a port at a time: a sample never reads the answer to a verb, nor a verb a cpu line
+_PORT = threading.Lock()
 
 
 class GuestStat(NamedTuple):
@@ -81,21 +87,39 @@ class StatChannel:
 
     def ask(self, timeout: float = ANSWER_TIMEOUT_S) -> GuestStat | None:
         """The guest's CPU now; None when it does not answer in time (or answers nonsense)."""
+        if not _PORT.acquire(timeout=timeout):  # the port is busy with a verb: no figure
+            return None
+        try:
+            return parse_cpu_line(self._exchange(b"\n", timeout, lambda line: True))
+        finally:
+            _PORT.release()
+
+    def tell(self, verb: str, timeout: float) -> str:
+        """Have the guest's init do ``verb`` (one of VERBS); its answer, 'ok VERB' or 'failed VERB: why', or ''
+        when none came within ``timeout``. Nothing the guest sends is run: it is compared with those words."""
+        if verb not in VERBS:
+            raise ValueError(f"guest port: {verb!r} is not one of {', '.join(VERBS)}")
+        with _PORT:
+            return self._exchange(f"{verb}\n".encode(), timeout,
+                                  lambda line: line.startswith((f"ok {verb}", f"failed {verb}")))
+
+    def _exchange(self, question: bytes, timeout: float, answers: Callable[[str], bool]) -> str:
+        """Write ``question`` and return the first line the guest sends back that ``answers`` (else '')."""
         flags = os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW  # O_RDWR: a FIFO opens without waiting for the other end
         try:
             fd_out = os.open(self.from_guest, flags)
         except OSError:
-            return None
+            return ""
         try:
             _drain(fd_out)  # a late answer to an earlier question is not this one's
             fd_in = os.open(self.to_guest, flags)
             try:
-                os.write(fd_in, b"\n")
+                os.write(fd_in, question)
             finally:
                 os.close(fd_in)
-            return parse_cpu_line(_line(fd_out, timeout))
+            return _answer(fd_out, timeout, answers)
         except OSError:
-            return None
+            return ""
         finally:
             os.close(fd_out)
 
@@ -109,19 +133,26 @@ def _drain(fd: int, most: int = 64 * 1024) -> None:
         most -= len(got)
 
 
-def _line(fd: int, timeout: float) -> str:
-    """One line from ``fd`` within ``timeout`` ('' if none came); at most 4 KiB are read."""
+def _answer(fd: int, timeout: float, answers: Callable[[str], bool]) -> str:
+    """The first line from ``fd`` within ``timeout`` that ``answers`` ('' if none came); lines are read whole,
+    each at most 4 KiB, and at most 64 KiB in all."""
     got = b""
+    read = 0
     deadline = time.monotonic() + timeout
-    while b"\n" not in got and len(got) < 4096:
+    while True:
+        while b"\n" in got:
+            line, got = got.split(b"\n", 1)
+            text = line.decode("ascii", errors="replace")
+            if answers(text):
+                return text
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or len(got) >= 4096 or read >= 64 * 1024 or not select.select([fd], [], [], left)[0]:
             return ""
-        chunk = os.read(fd, 4096 - len(got))
+        chunk = os.read(fd, 4096)
         if not chunk:
             return ""
         got += chunk
-    return got.split(b"\n", 1)[0].decode("ascii", errors="replace")
+        read += len(chunk)
 
 
 class GuestCpu:

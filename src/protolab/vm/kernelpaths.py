@@ -6,11 +6,15 @@ virtio disk and exports it from its kernel; a **load guest** runs in a load host
 export with its kernel's initiator and serves fio on the block device. Both sit on the lab's links behind
 their namespaces (guestnet), so link rate, MTU and shaping apply and the lab's counters see their traffic.
 
-Two paths so far, both configured through configfs with no tools in the server guest:
+Three paths; the first two are configured through configfs with no tools in the server guest:
 - NVMe/TCP: nvmet-tcp (access by host NQN); the load guest's nvme-tcp connects (/dev/nvme-fabrics, I/O queues
   given).
 - iSCSI: LIO (an iblock backstore on the disk, LUN 0, an ACL per initiator IQN, no CHAP); the load guest's
   iscsi_tcp, logged in by open-iscsi's iscsistart once per session asked for (each session a SCSI disk).
+- NFS: knfsd with its helpers (rpcbind, exportfs, rpc.mountd, rpc.nfsd) exports the ext4 of the pool's knfsd
+  volume (lab.fsvolume) to the load guests' addresses; the load guest's kernel mounts it (NFS 4.1) and fio runs on
+  the data file. A restore goes round the guest: it unmounts the volume first and mounts it again after
+  (vm.guestcpu's verbs, VmTestbed.restore).
 Every value that reaches a guest's kernel command line is checked here first (addresses in the lab range,
 ports, counts, NQN and IQN grammar): the guest's init splits them on commas and never evaluates them.
 """
@@ -154,7 +158,7 @@ class IscsiLogin:
 
 
 #: the server guest's disks, in this order, one per kernel path it serves (serials pl0, pl1, …)
-SERVED = ("nvme-tcp", "iscsi")
+SERVED = ("nvme-tcp", "iscsi", "nfs")
 
 
 def server_nic(names: Names, mtu: int, port: int = 0) -> DataNic:
@@ -167,9 +171,9 @@ def server_guest_name(names: Names) -> str:
     return f"{names.prefix}-storage-guest"
 
 
-def knfsd_words(address: str, clients: Sequence[str]) -> list[str]:
-    """The server guest's word for knfsd exporting /export (a tmpfs in the guest: the user's-host test bed's NFS
-    server; the pool is not behind it) to ``clients``, each a lab address."""
+def knfsd_words(address: str, clients: Sequence[str], disk: str | None = None) -> list[str]:
+    """The server guest's word for knfsd exporting /export to ``clients``, each a lab address: the ext4 on the disk
+    with serial ``disk`` (the pool's knfsd volume, lab.fsvolume), or with no disk a tmpfs in the guest."""
     IPv4Address(address)
     check_in_lab_range(address)
     if not clients:
@@ -177,13 +181,42 @@ def knfsd_words(address: str, clients: Sequence[str]) -> list[str]:
     for c in clients:
         IPv4Address(c)
         check_in_lab_range(c)
-    return [f"pl.knfsd={address},{'+'.join(clients)}"]
+    if disk is not None:
+        _check_serial(disk)
+    return [f"pl.knfsd={address},{'+'.join(clients)}{f',{disk}' if disk else ''}"]
+
+
+#: where a load guest mounts the server guest's knfsd export, the line its console says it with, the version
+NFS_MOUNT = "/mnt/pl"
+NFS_LINE = "protolab-guest: nfs "
+NFS_VERSION = "4.1"
+
+
+@dataclass(frozen=True)
+class NfsMount:
+    """A load guest's NFS mount of the server guest's /export (on /mnt/pl): version and TCP connections."""
+
+    address: str
+    version: str = NFS_VERSION
+    nconnect: int = 1
+
+    def kernel_args(self) -> list[str]:
+        """The load guest's kernel command line word (see scripts/build-guest.sh)."""
+        IPv4Address(self.address)
+        check_in_lab_range(self.address)
+        if self.version not in attach.NFS_VERSIONS:
+            raise ProtolabError(f"NFS version {self.version!r}: one of {', '.join(attach.NFS_VERSIONS)}")
+        if not 1 <= self.nconnect <= attach.MAX_NCONNECT:
+            raise ProtolabError(f"NFS nconnect {self.nconnect}: give 1-{attach.MAX_NCONNECT}")
+        return [f"pl.nfs={self.address},{self.version},{self.nconnect}"]
 
 
 def server_words(names: Names, address: str, *, nvme_hosts: Sequence[str] = (),
-                 iscsi_initiators: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+                 iscsi_initiators: Sequence[str] = (), nfs_clients: Sequence[str] = (),
+                 knfsd_volume: bool = True) -> tuple[list[str], list[str]]:
     """The storage server guest's kernel command line words for its exports, and the protocols of its disks in
-    order (serials pl0, pl1, …)."""
+    order (serials pl0, pl1, …). knfsd exports the pool's knfsd volume (a disk) unless ``knfsd_volume`` is False
+    (a tmpfs: the user's-host test bed)."""
     words: list[str] = []
     served: list[str] = []
     if nvme_hosts:
@@ -193,8 +226,14 @@ def server_words(names: Names, address: str, *, nvme_hosts: Sequence[str] = (),
         words += LioTarget(address, ISCSI_PORT, names.lio_iqn, tuple(iscsi_initiators),
                            f"pl{len(served)}").kernel_args()
         served.append("iscsi")
-    if not served:
-        raise ProtolabError("the storage server guest serves nothing: give it nvme-tcp hosts or iSCSI initiators")
+    if nfs_clients:
+        disk = f"pl{len(served)}" if knfsd_volume else None
+        words += knfsd_words(address, nfs_clients, disk)
+        if disk:
+            served.append("nfs")
+    if not words:
+        raise ProtolabError("the storage server guest serves nothing: give it nvme-tcp hosts, iSCSI initiators or "
+                            "NFS clients")
     return words, served
 
 
@@ -206,13 +245,15 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
     when given). Its data NIC runs at ``mtu``, the largest MTU of the run's links, so every configuration's MTU
     works without a reboot: TCP's MSS follows the smaller end. Its QEMU runs in the servers' cgroup: its CPU is
     the storage server's; the guest answers with its own /proc/stat on its stat port (vm.guestcpu). With
-    ``nfs_clients``, its knfsd also exports a tmpfs to those addresses (the user's-host test bed; not the pool)."""
+    ``nfs_clients``, its knfsd exports the pool's knfsd volume to those addresses (a tmpfs when the lab has no such
+    volume: the user's-host test bed); the volume becomes the guest's disk, so this host lets go of it first."""
     names = lab.names
+    if nfs_clients and lab.knfsd:
+        lab.knfsd_volume.release()  # one kernel mounts the knfsd volume's ext4 at a time
     nic = server_nic(names, mtu, port)
-    words, served = server_words(names, nic.address, nvme_hosts=nvme_hosts, iscsi_initiators=iscsi_initiators)
-    if nfs_clients:  # knfsd, for the user's-host test bed (tests/lab/test_attach_hosts.py)
-        words += knfsd_words(nic.address, nfs_clients)
-    disks = [Disk(str(lab.export_file(p)), "virtio-blk") for p in served]
+    words, served = server_words(names, nic.address, nvme_hosts=nvme_hosts, iscsi_initiators=iscsi_initiators,
+                                 nfs_clients=nfs_clients, knfsd_volume=lab.knfsd)
+    disks = [Disk(str(lab.knfsd_volume.image if p == "nfs" else lab.export_file(p)), "virtio-blk") for p in served]
     name = server_guest_name(names)
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
                      disks=tuple(disks), fio_port=fio_port, nic=nic, append=tuple(words),
@@ -242,6 +283,8 @@ def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str 
     elif protocol == "iscsi":
         attach = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm, config),
                              sessions).kernel_args()
+    elif protocol == "nfs":
+        attach = NfsMount(server).kernel_args()
     elif protocol is None:  # a user's host: protolab attaches over ssh (run.attaching)
         attach = []
     else:

@@ -103,6 +103,11 @@ def test_lab_refuses_unknown_protocols_and_small_pools(tmp_path):
     with pytest.raises(ProtolabError, match="pool_size 256M is too small for 2 export.*at least 512M"):
         lab.up()
     assert not (tmp_path / "lab.json").exists()
+    # the knfsd volume is one more: its ext4 image is the export, 64 MiB and 1/64 of the export on top
+    lab = Lab(LabSpec(pool_size="512M", export_size="128M"), {"nbd", "nfs"}, tmp_path, FakeRunner(), knfsd=True)
+    with pytest.raises(ProtolabError, match="pool_size 512M is too small for 3 export.*at least 706M"):
+        lab.up()
+    assert not (tmp_path / "lab.json").exists()
 
 
 def test_lab_refuses_when_prefix_namespaces_exist(tmp_path):

@@ -36,8 +36,9 @@ def test_the_registry_answers_every_list_the_code_needs():
     assert protocols.exported() == ["iscsi", "nfs", "nbd", "nvme-tcp"]
     from protolab.plan.servers import kernel_protocols, kernel_served
 
-    assert kernel_protocols() == ["iscsi", "nvme-tcp"] and kernel_served("nvme-tcp", None)
+    assert kernel_protocols() == ["iscsi", "nvme-tcp", "nfs"] and kernel_served("nvme-tcp", None)
     assert kernel_served("iscsi", "lio") and not kernel_served("iscsi", None) and not kernel_served("local", None)
+    assert kernel_served("nfs", "knfsd") and not kernel_served("nfs", None)
     assert protocols.engines() == ["libiscsi", "nfs", "nbd"]
     assert protocols.modelled() == ["iscsi", "nfs", "nbd", "nvme-tcp", "fc", "fcoe"]
     ref = parse_target("iscsi://198.18.0.1/iqn.2026-11.org.protolab:x/0")

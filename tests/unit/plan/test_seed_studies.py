@@ -25,8 +25,8 @@ CELLS = {"tr3808": (7 * 2 * 2 * 3, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 
          "exchange": (4 * 2 * 1 * 3, 4 * 2 * 1 * 1),
          # fill levels 10, 50, 100 once per configuration and repeat, 25 aged in steps (quick 2, full 84)
          "emc-fill-aging": (2 * 3 * (3 + 2), 2 * 1 * (3 + 84)),
-         # no seed: the literature's expectation (NVMe/TCP against iSCSI), tested; 8 paths, 1 or 2 workloads
-         "kernel-paths": (8 * 1 * 1 * 3, 8 * 2 * 1 * 3)}
+         # no seed: the literature's expectation (NVMe/TCP against iSCSI), tested; 9 paths, 1 or 2 workloads
+         "kernel-paths": (9 * 1 * 1 * 3, 9 * 2 * 1 * 3)}
 
 
 @pytest.mark.parametrize("name", sorted(CELLS))
@@ -110,18 +110,18 @@ def test_plans_lists_seed_and_runtime_at_each_scale():
     assert "no seed: the literature's expectation" in line
 
 
-def test_kernel_paths_sets_nvme_tcp_against_iscsi_at_each_mtu_and_lio_against_tgt():
+def test_kernel_paths_sets_nvme_tcp_against_iscsi_at_each_mtu_and_kernel_servers_against_userspace():
     """The kernel-paths study's claims name their reference, a kernel path each (or tgt): the verdicts compare
     like with like (same MTU; the same protocol for LIO against tgt), whatever the baseline."""
     plan, _ = load_builtin("kernel-paths", "quick")
     by = {c.name: c for c in plan.configurations}
     assert plan.hypervisor is not None and plan.baseline == "local" and by["local"].target == "lab:local"
     assert {n: (c.target, c.server) for n, c in by.items() if c.server} == {
-        "lio": ("lab:iscsi", "lio"), "lio-9000": ("lab:iscsi", "lio")}
+        "lio": ("lab:iscsi", "lio"), "lio-9000": ("lab:iscsi", "lio"), "knfsd": ("lab:nfs", "knfsd")}
     pairs = {(f.metrics[0], tuple(c.subjects), c.reference) for f in plan.seed_findings for c in f.claims}
     for metric in ("packets_per_io", "cpu_us_per_io_server"):
         assert {(metric, ("nvme-tcp",), "lio"), (metric, ("nvme-tcp-9000",), "lio-9000")} <= pairs
-    assert ("iops", ("lio",), "tgt") in pairs
+    assert {("iops", ("lio",), "tgt"), ("iops", ("knfsd",), "ganesha")} <= pairs
     for subject, reference in (("nvme-tcp-9000", "lio-9000"), ("nvme-tcp", "lio")):
         assert by[subject].link.get("mtu", 1500) == by[reference].link.get("mtu", 1500)
     full, _ = load_builtin("kernel-paths", "full")

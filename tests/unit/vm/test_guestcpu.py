@@ -160,3 +160,55 @@ def test_a_guest_that_floods_its_port_cannot_hold_a_sample(channel):
         assert channel.ask(timeout=0.2) is None  # what follows the drained 64 KiB is no cpu line
     finally:
         os.close(fd)
+
+
+class Init(Responder):
+    """The guest's init with the knfsd verbs: a verb gets ``verbs[verb]`` (after a late cpu line, in one write, as a
+    busy guest may send both at once); anything else the cpu line."""
+
+    def __init__(self, ch: StatChannel, verbs: dict[str, str]):
+        self.verbs = verbs
+        super().__init__(ch, LINE)
+
+    def run(self) -> None:
+        while True:
+            got = os.read(self.fd_in, 64)
+            if b"quit" in got:
+                return
+            for line in got.decode().splitlines():
+                self.asked += 1
+                answer = self.verbs.get(line)
+                os.write(self.fd_out, (f"{LINE}\n{answer}\n" if answer is not None else f"{LINE}\n").encode())
+
+
+def test_the_host_tells_the_guest_to_quiesce_and_resume_and_reads_its_answer_only(channel):
+    r = Init(channel, {"quiesce": "ok quiesce", "resume": "failed resume: mount or exportfs"})
+    try:
+        assert channel.tell("quiesce", timeout=2) == "ok quiesce"  # the cpu line before it is not the answer
+        assert channel.tell("resume", timeout=2) == "failed resume: mount or exportfs"
+        assert channel.ask() == GuestStat(13.70, 64.75)  # and the port still answers samples
+        with pytest.raises(ValueError, match="'reboot' is not one of quiesce, resume"):
+            channel.tell("reboot", timeout=1)
+    finally:
+        r.stop()
+    assert r.asked == 3  # the refused verb never reached the guest
+    silent = Responder(channel, None)
+    try:
+        assert channel.tell("quiesce", timeout=0.3) == ""
+    finally:
+        silent.stop()
+
+
+def test_a_restore_the_server_guest_does_not_let_go_of_is_one_line(channel):
+    from protolab.errors import ToolError
+    from protolab.run.vmbed import VmTestbed
+
+    bed = VmTestbed.__new__(VmTestbed)
+    bed.server = type("G", (), {"spec": GuestSpec("s", Path("k"), Path("i"), stat=channel)})()
+    r = Init(channel, {"quiesce": "failed quiesce: /export stays busy"})
+    try:
+        with pytest.raises(ToolError, match=r"^the storage server guest's knfsd did not quiesce its volume for the "
+                                            r"restore: failed quiesce: /export stays busy$"):
+            bed._tell_server("quiesce")
+    finally:
+        r.stop()

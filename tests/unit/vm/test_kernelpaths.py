@@ -47,6 +47,30 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
         IscsiLogin(**{**login, "sessions": 17}).kernel_args()
 
 
+def test_knfsd_exports_the_pool_volume_and_a_load_guest_mounts_it_with_checked_words():
+    from protolab.vm.kernelpaths import NfsMount, knfsd_words, server_words
+
+    assert NfsMount("198.18.0.2").kernel_args() == ["pl.nfs=198.18.0.2,4.1,1"]
+    assert NfsMount("198.18.0.2", "3", 4).kernel_args() == ["pl.nfs=198.18.0.2,3,4"]
+    for bad, match in ((dict(version="4,1"), "NFS version '4,1'"), (dict(nconnect=17), "nconnect 17: give 1-16")):
+        with pytest.raises(ProtolabError, match=match):
+            NfsMount("198.18.0.2", **bad).kernel_args()
+    with pytest.raises(ValueError, match="outside the lab range"):
+        NfsMount("10.0.0.1").kernel_args()
+    assert knfsd_words("198.18.0.2", ["198.18.0.128"], "pl2") == ["pl.knfsd=198.18.0.2,198.18.0.128,pl2"]
+    assert knfsd_words("198.18.0.2", ["198.18.0.128"]) == ["pl.knfsd=198.18.0.2,198.18.0.128"]  # a tmpfs
+    with pytest.raises(ProtolabError, match="protolab's disks are pl0"):
+        knfsd_words("198.18.0.2", ["198.18.0.128"], "sda,x")
+    names = Names(LabSpec(prefix="pl"))
+    words, served = server_words(names, "198.18.0.2", iscsi_initiators=["iqn.2024-01.org.protolab:pl.h0v0c1"],
+                                 nfs_clients=["198.18.0.128", "198.18.0.129"])
+    assert served == ["iscsi", "nfs"] and words[-1] == "pl.knfsd=198.18.0.2,198.18.0.128+198.18.0.129,pl1"
+    words, served = server_words(names, "198.18.0.2", nfs_clients=["198.18.0.128"], knfsd_volume=False)
+    assert served == [] and words == ["pl.knfsd=198.18.0.2,198.18.0.128"]
+    with pytest.raises(ProtolabError, match="serves nothing"):
+        server_words(names, "198.18.0.2")
+
+
 def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel_command_line(tmp_path):
     names = Names(LabSpec(prefix="pq", hosts=2))
     assert (names.server_guest_address(0), names.load_guest_address(1, 3)) == ("198.18.0.2", "198.18.0.131")
@@ -123,10 +147,11 @@ def test_doctor_says_where_each_kernel_path_runs():
 
     no = Completed(("modinfo",), 1, "", "modinfo: ERROR: Module nvmet-tcp not found.")
     runner = FakeRunner({("modinfo", "-F", "filename"): no})
-    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp", "iscsi"]}, "tcg")
-    assert c.ok and c.detail == ("iscsi by LIO, nvme-tcp by nvmet-tcp in TCG guests — TCG figures measure emulation: "
-                                 "only comparisons' mechanics mean anything; this host's kernel has iscsi_target_mod "
-                                 "no, iscsi_tcp no, nvmet-tcp no, nvme-tcp no (protolab runs them in guests)")
+    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp", "iscsi", "nfs"]}, "tcg")
+    assert c.ok and c.detail == ("iscsi by LIO, nvme-tcp by nvmet-tcp, nfs by knfsd in TCG guests — TCG figures "
+                                 "measure emulation: only comparisons' mechanics mean anything; this host's kernel has "
+                                 "iscsi_target_mod no, iscsi_tcp no, nvmet-tcp no, nvme-tcp no, nfsd no, nfsv4 no "
+                                 "(protolab runs them in guests)")
     partial = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp"]}, "tcg")  # no iscsistart in the image
     assert not partial.ok and partial.detail.startswith("nvme-tcp by nvmet-tcp in TCG guests")
     old = kernel_paths_check(FakeRunner(), {}, "kvm")  # an image built before the kernel paths
@@ -136,9 +161,9 @@ def test_doctor_says_where_each_kernel_path_runs():
 
 @pytest.mark.parametrize("config, message", [
     ('target = "lab:nfs"\nserver = "lio"\n', "plan: configuration 'b': server 'lio' serves iscsi, not nfs; use one of "
-                                            "ganesha"),
+                                            "ganesha, knfsd"),
     ('target = "lab:iscsi"\nserver = "scst"\n', "plan: configuration 'b': server 'scst' is not a lab server; use one of "
-                                               "tgt, lio, ganesha, nbdkit, nvmet"),
+                                               "tgt, lio, ganesha, nbdkit, nvmet, knfsd"),
     ('target = "lab:iscsi"\nsessions = 4\n', "plan: configuration 'b': sessions applies to iSCSI logged in by a guest's "
                                             "kernel (server = \"lio\"); remove sessions"),
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n', "plan: configurations b: lab:iscsi is served and "
@@ -166,8 +191,14 @@ def test_each_kernel_guest_is_granted_by_its_own_name_and_an_access_list_linux_w
                       '[hypervisor]\naccel = "tcg"\nvms_per_host = 2\n')
     granted = few._granted(Names(few.plan.lab))
     assert granted == {"nvme-tcp": ["nqn.2024-01.org.protolab:pl.h0v0c1", "nqn.2024-01.org.protolab:pl.h0v1c1"],
-                       "iscsi": ["iqn.2024-01.org.protolab:pl.h0v0c2", "iqn.2024-01.org.protolab:pl.h0v1c2"]}
+                       "iscsi": ["iqn.2024-01.org.protolab:pl.h0v0c2", "iqn.2024-01.org.protolab:pl.h0v1c2"],
+                       "nfs": []}
     few._check_server_guest()  # fits
+    # knfsd admits addresses: every load guest the plan can boot (3 configurations × 2 VMs), on the admitted host
+    nfs = _vm_testbed(KERNEL_PLAN + '[[configurations]]\nname = "c"\ntarget = "lab:nfs"\nserver = "knfsd"\n'
+                      '[hypervisor]\naccel = "tcg"\nvms_per_host = 2\n')
+    assert nfs._granted(Names(nfs.plan.lab))["nfs"] == [f"198.18.0.{128 + n}" for n in range(6)]
+    nfs._check_server_guest()
     # the server guest's CPU is a kernel path's figure only: it idles through the userspace paths' cells
     by = {c.name: c for c in few.plan.configurations}
     assert few.foreign_fields(by["a"]) == ("server_guest_cpu_s",) and few.foreign_fields(by["b"]) == ()
