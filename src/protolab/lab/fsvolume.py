@@ -4,7 +4,8 @@
 A subvolume of the pool holds one file, the ext4 image (``PREFIX-knfsd.img``), made here with the data file
 ``protolab.dat`` in it at the export's size. The image is the storage server guest's disk; its kernel mounts it
 and knfsd exports it. Snapshot and restore treat it like every other volume's file (pool.Pool), so it restores to
-the same bytes between cells while the guest has unmounted it (vm.kernelpaths.ServerControl).
+the same bytes between cells while the guest has unmounted it (run.vmbed's restore tells the guest to let go and to
+take it back: vm.guestcpu's verbs).
 
 One kernel mounts the file system at a time. Until the server guest takes it, this host mounts it (a loop device,
 recorded), so that protolab's prepare and initialise write the data file from the storage side, as for
