@@ -125,7 +125,8 @@ cat > "$STAGE/init" <<'EOF'
 #   pl.lio=ADDR,PORT,IQN,INITIATOR[+…],SERIAL    storage server: the disk with that serial, LIO iSCSI LUN 0, to those
 #   pl.knfsd=ADDR,CLIENT[+…][,SERIAL]            storage server: knfsd exports /export to those clients: the ext4
 #                                                on the disk with that serial (the pool's knfsd volume), else a tmpfs
-#   pl.nfs=ADDR,VERS,NCONNECT                    load guest: mounts ADDR:/export on /mnt/pl before fio serves
+#   pl.nfs=ADDR,VERS,NCONNECT,RSIZE,WSIZE        load guest: mounts ADDR:/export on /mnt/pl before fio serves (a
+#                                                size 0: the kernel's own)
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
 #   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends
@@ -231,6 +232,8 @@ if [ -n "$NFS" ]; then
     set -- $(echo "$NFS" | tr , ' ')
     mkdir -p /mnt/pl
     O="vers=$2,nconnect=$3"
+    [ "${4:-0}" = 0 ] || O="$O,rsize=$4"
+    [ "${5:-0}" = 0 ] || O="$O,wsize=$5"
     [ "$2" = 3 ] && O="$O,nolock"  # no rpc.statd in the guest: NFSv3 without the lock protocol
     i=0
     until mount -t nfs -o "$O" "$1:/export" /mnt/pl > /dev/console 2>&1; do

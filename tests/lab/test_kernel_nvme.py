@@ -159,7 +159,8 @@ def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):
     text = vm_plan([("nvme-tcp", "nvme-tcp", ""), ("lio", "iscsi", ""), ("knfsd", "nfs", "")])
     text = text.replace('name = "lio"\ntarget = "lab:iscsi"\n', 'name = "lio"\ntarget = "lab:iscsi"\nserver = "lio"\n'
                         'sessions = 2\n')
-    text = text.replace('name = "knfsd"\ntarget = "lab:nfs"\n', 'name = "knfsd"\ntarget = "lab:nfs"\nserver = "knfsd"\n')
+    text = text.replace('name = "knfsd"\ntarget = "lab:nfs"\n', 'name = "knfsd"\ntarget = "lab:nfs"\nserver = "knfsd"\n'
+                        'nfs = { nconnect = 2, rsize = 65536 }\n')
     # every cell from the snapshot: the server guest's knfsd lets go of its volume around each restore
     text = text.replace("[method]\n", "[method]\nrestore = true\n")
     try:
@@ -200,8 +201,10 @@ def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):
     assert "protolab-guest: disks sda sdb " in console, console[-1500:]
     assert "2 session(s)" in m.targets["lio"] and "LIO" in m.targets["lio"], m.targets
     console = (rundir.path / "lab-logs" / f"{PREFIX}-knfsd-h1-vm1.console.log").read_text()
-    assert "protolab-guest: nfs 198.18.0.2:/export on /mnt/pl vers=4.1" in console, console[-1500:]
-    assert "knfsd" in m.targets["knfsd"] and "NFS 4.1" in m.targets["knfsd"], m.targets
+    # mounted as the plan asked (its options on the guest's kernel command line, then mount -o)
+    assert "protolab-guest: nfs 198.18.0.2:/export on /mnt/pl vers=4.1,nconnect=2,rsize=65536\n" in console, \
+        console[-1500:]
+    assert "knfsd" in m.targets["knfsd"] and "with vers=4.1,nconnect=2,rsize=65536" in m.targets["knfsd"], m.targets
     # the server guest booted for the first cell (every configuration is a kernel path's); the restore before each
     # later cell went round knfsd
     server = (rundir.path / "lab-logs" / f"{PREFIX}-storage-guest.console.log").read_text()

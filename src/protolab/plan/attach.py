@@ -115,30 +115,14 @@ def _split_portal(portal: str) -> tuple[str, str | None]:
     return (host, port) if portal.count(":") == 1 else (portal, None)
 
 
-class NfsAttach(_Model):
-    """NFS: mount the export (version, nconnect, rsize/wsize); the target is ``file`` in the mount."""
+class NfsMount(_Model):
+    """How a kernel's NFS client mounts an export: version, TCP connections, bytes per READ and WRITE (attached
+    targets; and the load guests of the lab's knfsd, a configuration's ``nfs``)."""
 
-    server: str
-    export: str = Field(description="the export's path on the server, e.g. /vol/bench")
     version: Literal["3", "4.0", "4.1", "4.2"] = "4.1"
     nconnect: int = Field(default=1, ge=1, le=MAX_NCONNECT, description="TCP connections to the server")
     rsize: int | None = Field(default=None, description="bytes per READ (4096-1048576, a power of two)")
     wsize: int | None = Field(default=None, description="bytes per WRITE (4096-1048576, a power of two)")
-    file: str = Field(default="protolab.dat", description="the data file in the export (a plain name)")
-
-    @field_validator("server", mode="before")
-    @classmethod
-    def _server(cls, v: Any) -> str:
-        return check_host(v, "server")
-
-    @field_validator("export", mode="before")
-    @classmethod
-    def _export(cls, v: Any) -> str:
-        if not isinstance(v, str) or not v.startswith("/") or not EXPORT.fullmatch(v) \
-                or {".", ".."} & set(v.split("/")):
-            raise ValueError(f"export {v!r} is not an export path; write /path/of/export (letters, digits, "
-                             "'_', '.', '+', '-' and '/'; no '..')")
-        return v
 
     @field_validator("version", mode="before")
     @classmethod
@@ -159,18 +143,40 @@ class NfsAttach(_Model):
             raise ValueError(f"{info.field_name} {v!r}: give a power of two from 4096 to 1048576 bytes")
         return v
 
+    def options(self) -> str:
+        """The mount options protolab asks for (mount -o), in a fixed order."""
+        opts = [f"vers={self.version}", f"nconnect={self.nconnect}"]
+        opts += [f"{k}={v}" for k, v in (("rsize", self.rsize), ("wsize", self.wsize)) if v is not None]
+        return ",".join(opts)
+
+
+class NfsAttach(NfsMount):
+    """NFS: mount the export (version, nconnect, rsize/wsize); the target is ``file`` in the mount."""
+
+    server: str
+    export: str = Field(description="the export's path on the server, e.g. /vol/bench")
+    file: str = Field(default="protolab.dat", description="the data file in the export (a plain name)")
+
+    @field_validator("server", mode="before")
+    @classmethod
+    def _server(cls, v: Any) -> str:
+        return check_host(v, "server")
+
+    @field_validator("export", mode="before")
+    @classmethod
+    def _export(cls, v: Any) -> str:
+        if not isinstance(v, str) or not v.startswith("/") or not EXPORT.fullmatch(v) \
+                or {".", ".."} & set(v.split("/")):
+            raise ValueError(f"export {v!r} is not an export path; write /path/of/export (letters, digits, "
+                             "'_', '.', '+', '-' and '/'; no '..')")
+        return v
+
     @field_validator("file", mode="before")
     @classmethod
     def _file(cls, v: Any) -> str:
         if not isinstance(v, str) or not _FILE.fullmatch(v):
             raise ValueError(f"file {v!r} is not a plain file name (letters, digits, '_', '.', '-'; no '/')")
         return v
-
-    def options(self) -> str:
-        """The mount options protolab asks for (mount -o), in a fixed order."""
-        opts = [f"vers={self.version}", f"nconnect={self.nconnect}"]
-        opts += [f"{k}={v}" for k, v in (("rsize", self.rsize), ("wsize", self.wsize)) if v is not None]
-        return ",".join(opts)
 
 
 class NvmeTcpAttach(_Model):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 7
+PLAN_FORMAT = 8
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
 #: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "targets" (each [targets] entry
@@ -31,6 +31,7 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     4: (5, {"configurations": {"cpu_limit": {}}}),  # a role's CPU capped per configuration
     5: (6, {"configurations": {"server": None, "sessions": None}}),  # the lab's server chosen (plan.servers)
     6: (7, {"targets": {"attach": None}}),  # a target attached on the hosts (plan.attach)
+    7: (8, {"configurations": {"nfs": None}}),  # the NFS mount of the load guests of the lab's knfsd
 }
 
 

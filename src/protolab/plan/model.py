@@ -12,12 +12,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from . import safety
-from .attach import ATTACH_PREFIX, Attach, attach_url
+from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
-from .servers import check_server, kernel_served
+from .servers import check_server, kernel_path
 from .stages import Fill, normalise_stages
 from .targets import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
@@ -106,6 +106,8 @@ class Configuration(_Model):
         "in the storage server guest")
     sessions: int | None = Field(
         default=None, ge=1, le=16, description="iSCSI sessions each load guest's kernel logs in (server = \"lio\")")
+    nfs: NfsMount | None = Field(default=None, description="how each load guest's kernel mounts knfsd's export "
+                                 "(server = \"knfsd\"): { version, nconnect, rsize, wsize }; default NFS 4.1")
     path_policy: Literal["fixed", "round-robin"] = Field(
         default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
     )
@@ -338,10 +340,10 @@ class Plan(_Model):
         for c in self.configurations:
             url = self.target_of(c).url
             try:
-                check_server(protocol_named(url) if is_lab_target(url) else None, c.server, c.sessions)
+                check_server(protocol_named(url) if is_lab_target(url) else None, c.server, c.sessions, c.nfs)
             except ValueError as e:
                 raise ValueError(f"configuration {c.name!r}: {e}") from None
-        kernel = {c.name: url for c in self.configurations if _kernel_path(self.target_of(c).url, c.server)}
+        kernel = {c.name: url for c in self.configurations if kernel_path(self.target_of(c).url, c.server)}
         if kernel and self.hypervisor is None:
             raise ValueError(f"configurations {', '.join(kernel)}: {', '.join(sorted(set(kernel.values())))} is "
                              "served and reached by the kernels of the lab's guests; add a [hypervisor] table")
@@ -391,7 +393,3 @@ class Plan(_Model):
         """True when any configuration targets a lab export."""
         return any(is_lab_target(self.target_of(c).url) for c in self.configurations)
 
-
-def _kernel_path(url: str, server: str | None = None) -> bool:
-    """True when ``url`` is a lab target served by a kernel (they run in guests only)."""
-    return is_lab_target(url) and kernel_served(protocol_named(url), server)

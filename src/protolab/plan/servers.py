@@ -70,13 +70,21 @@ def kernel_served(protocol: str | None, chosen: str | None) -> bool:
     return s is not None and s.kernel
 
 
+def kernel_path(url: str, server: str | None = None) -> bool:
+    """True when ``url`` is a lab target served by a kernel (they run in guests only)."""
+    from .targets import is_lab_target, protocol_named
+
+    return is_lab_target(url) and kernel_served(protocol_named(url), server)
+
+
 def kernel_protocols() -> list[str]:
     """The protocols some kernel server serves (reached by the guests' kernels)."""
     return list(dict.fromkeys(s.protocol for s in SERVERS.values() if s.kernel))
 
 
-def check_server(protocol: str | None, chosen: str | None, sessions: int | None) -> None:
-    """ValueError (one sentence, what to write) unless ``chosen`` serves ``protocol`` and ``sessions`` fits."""
+def check_server(protocol: str | None, chosen: str | None, sessions: int | None, nfs: object = None) -> None:
+    """ValueError (one sentence, what to write) unless ``chosen`` serves ``protocol`` and ``sessions`` and ``nfs``
+    (a load guest's NFS mount) fit."""
     if chosen is not None:
         if chosen not in SERVERS:
             raise ValueError(f"server {chosen!r} is not a lab server; use one of {', '.join(SERVERS)}")
@@ -89,3 +97,5 @@ def check_server(protocol: str | None, chosen: str | None, sessions: int | None)
         if not (protocol == "iscsi" and kernel_served(protocol, chosen)):
             raise ValueError("sessions applies to iSCSI logged in by a guest's kernel (server = \"lio\"); "
                              "remove sessions")
+    if nfs is not None and not (protocol == "nfs" and kernel_served(protocol, chosen)):
+        raise ValueError("nfs applies to NFS mounted by a guest's kernel (server = \"knfsd\"); remove nfs")

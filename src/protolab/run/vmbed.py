@@ -29,12 +29,13 @@ from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, resolve
 from ..errors import ProtolabError, ToolError
+from ..plan.attach import NfsMount
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.servers import Server, kernel_served, server_for
 from ..proc import Runner
 from ..telemetry.window import Window
-from ..vm.kernelpaths import NFS_LINE, NFS_MOUNT, NFS_VERSION
+from ..vm.kernelpaths import NFS_LINE, NFS_MOUNT
 from .labbed import LabTestbed, lab_protocol
 from .progress import Progress
 
@@ -133,7 +134,8 @@ class VmTestbed(LabTestbed):
     def target_label(self, c: Configuration) -> str:
         if self.kernel(c):
             protocol = lab_protocol(self.plan, c)
-            how = {"iscsi": f"{c.sessions or 1} session(s)", "nfs": f"NFS {NFS_VERSION}, mounted on {NFS_MOUNT}"}.get(
+            how = {"iscsi": f"{c.sessions or 1} session(s)",
+                   "nfs": f"mounted on {NFS_MOUNT} with {(c.nfs or NfsMount()).options()}"}.get(
                 protocol, f"{self.hv.vcpus} I/O queue(s)")
             return (f"{PROTOCOLS[protocol].title} by the guest's kernel ({how}) from the storage server guest's "
                     f"{self._server(c).title}")
@@ -229,7 +231,7 @@ class VmTestbed(LabTestbed):
             protocol = lab_protocol(self.plan, c)
             config = [x.name for x in self.plan.configurations].index(c.name)
             return load_guest(self.lab, self.image, name, host, protocol, vm=vm, config=config, slot=len(self.guests),
-                              queues=self.hv.vcpus, sessions=c.sessions or 1, accel=self.accel.accel,
+                              queues=self.hv.vcpus, sessions=c.sessions or 1, nfs=c.nfs, accel=self.accel.accel,
                               vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
                               runner=self.runner), \
                 f"its kernel's {protocol}"

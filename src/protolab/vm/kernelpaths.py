@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
 
@@ -186,29 +186,32 @@ def knfsd_words(address: str, clients: Sequence[str], disk: str | None = None) -
     return [f"pl.knfsd={address},{'+'.join(clients)}{f',{disk}' if disk else ''}"]
 
 
-#: where a load guest mounts the server guest's knfsd export, the line its console says it with, the version
+#: where a load guest mounts the server guest's knfsd export, the line its console says it with
 NFS_MOUNT = "/mnt/pl"
 NFS_LINE = "protolab-guest: nfs "
-NFS_VERSION = "4.1"
 
 
 @dataclass(frozen=True)
-class NfsMount:
-    """A load guest's NFS mount of the server guest's /export (on /mnt/pl): version and TCP connections."""
+class NfsClient:
+    """A load guest's NFS mount of the server guest's /export (on /mnt/pl), with the plan's mount options (version,
+    TCP connections, bytes per READ and WRITE; the kernel's own where not given)."""
 
     address: str
-    version: str = NFS_VERSION
-    nconnect: int = 1
+    mount: attach.NfsMount = field(default_factory=attach.NfsMount)
 
     def kernel_args(self) -> list[str]:
-        """The load guest's kernel command line word (see scripts/build-guest.sh)."""
+        """The load guest's kernel command line word (see scripts/build-guest.sh); 0: the kernel's size."""
         IPv4Address(self.address)
         check_in_lab_range(self.address)
-        if self.version not in attach.NFS_VERSIONS:
-            raise ProtolabError(f"NFS version {self.version!r}: one of {', '.join(attach.NFS_VERSIONS)}")
-        if not 1 <= self.nconnect <= attach.MAX_NCONNECT:
-            raise ProtolabError(f"NFS nconnect {self.nconnect}: give 1-{attach.MAX_NCONNECT}")
-        return [f"pl.nfs={self.address},{self.version},{self.nconnect}"]
+        m = self.mount
+        if m.version not in attach.NFS_VERSIONS:
+            raise ProtolabError(f"NFS version {m.version!r}: one of {', '.join(attach.NFS_VERSIONS)}")
+        if not 1 <= m.nconnect <= attach.MAX_NCONNECT:
+            raise ProtolabError(f"NFS nconnect {m.nconnect}: give 1-{attach.MAX_NCONNECT}")
+        for size in (m.rsize, m.wsize):
+            if size is not None and size not in attach.RW_SIZES:
+                raise ProtolabError(f"NFS rsize or wsize {size}: give a power of two from 4096 to 1048576")
+        return [f"pl.nfs={self.address},{m.version},{m.nconnect},{m.rsize or 0},{m.wsize or 0}"]
 
 
 def server_words(names: Names, address: str, *, nvme_hosts: Sequence[str] = (),
@@ -265,12 +268,13 @@ def server_guest(lab: Lab, image: GuestImage, *, nvme_hosts: Sequence[str] = (),
 
 def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str | None = "nvme-tcp", *, vm: int = 0,
                config: int = 0, slot: int = 0, queues: int = 1, sessions: int = 1, accel: str = "tcg", vcpus: int = 1,
-               memory_mib: int = 512, fio_port: int, ssh: GuestSsh | None = None,
+               memory_mib: int = 512, fio_port: int, ssh: GuestSsh | None = None, nfs: attach.NfsMount | None = None,
                runner: Runner | None = None) -> Guest:
     """Load guest ``slot`` of host ``host`` (not started): before its fio server is ready, its kernel attaches
     the server guest's export of ``protocol`` over the host's first NIC — nvme-tcp with ``queues`` I/O queues as
-    host NQN (host, vm, config), or iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config); with
-    ``protocol`` None, nothing. With ``ssh``, it is also reached over ssh as a user's host is (vm.guestssh)."""
+    host NQN (host, vm, config), iSCSI with ``sessions`` sessions as initiator IQN (host, vm, config), or knfsd's
+    export mounted as ``nfs`` says (NFS 4.1 by default); with ``protocol`` None, nothing. With ``ssh``, it is
+    also reached over ssh as a user's host is (vm.guestssh)."""
     names = lab.names
     if lab.spec.port_of(host, 0) != 0:
         raise ProtolabError(f"host {host + 1}: the storage server guest is on storage port 0 only; kernel data paths "
@@ -279,18 +283,18 @@ def load_guest(lab: Lab, image: GuestImage, name: str, host: int, protocol: str 
                   SUBNET_PREFIXLEN, lab.link.mtu, names.host_link(host, 0).near.ifname, index=16 + slot)
     server = names.server_guest_address(0)
     if protocol == "nvme-tcp":
-        attach = NvmeConnect(server, NVME_TCP_PORT, names.nqn, queues, names.host_nqn(host, vm, config)).kernel_args()
+        words = NvmeConnect(server, NVME_TCP_PORT, names.nqn, queues, names.host_nqn(host, vm, config)).kernel_args()
     elif protocol == "iscsi":
-        attach = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm, config),
-                             sessions).kernel_args()
+        words = IscsiLogin(server, ISCSI_PORT, names.lio_iqn, names.initiator_iqn(host, vm, config),
+                            sessions).kernel_args()
     elif protocol == "nfs":
-        attach = NfsMount(server).kernel_args()
+        words = NfsClient(server, nfs or attach.NfsMount()).kernel_args()
     elif protocol is None:  # a user's host: protolab attaches over ssh (run.attaching)
-        attach = []
+        words = []
     else:
         raise ProtolabError(f"kernel data path {protocol!r}: one of {', '.join(SERVED)}")
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
-                     fio_port=fio_port, nic=nic, append=tuple(attach), ssh=ssh)
+                     fio_port=fio_port, nic=nic, append=tuple(words), ssh=ssh)
     assert lab._record is not None, "the lab must be up"
     return Guest(spec, runner or SubprocessRunner(), lab._record, names.host_ns(host), lab.workdir / "vm",
                  lab.cgroups)

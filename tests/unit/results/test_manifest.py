@@ -282,14 +282,20 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(tmp_path, text, said):
 
 def test_a_format_4_plan_gains_no_cpu_limit():
     stored = {"configurations": [{"name": "a", "target": "lab:nbd"}]}
-    assert migrate(stored, 4) == {"configurations": [{"server": None, "sessions": None, "cpu_limit": {}, "name": "a",
-                                                      "target": "lab:nbd"}]}
+    assert migrate(stored, 4) == {"configurations": [{"nfs": None, "server": None, "sessions": None, "cpu_limit": {},
+                                                      "name": "a", "target": "lab:nbd"}]}
 
 
 def test_a_format_5_plan_gains_the_default_server_and_no_sessions():
     stored = {"configurations": [{"name": "a", "target": "lab:iscsi", "cpu_limit": {}}]}
-    assert migrate(stored, 5) == {"configurations": [{"server": None, "sessions": None, "name": "a",
+    assert migrate(stored, 5) == {"configurations": [{"nfs": None, "server": None, "sessions": None, "name": "a",
                                                       "target": "lab:iscsi", "cpu_limit": {}}]}
+
+
+def test_a_format_7_plan_gains_no_nfs_mount_options():
+    stored = {"configurations": [{"name": "a", "target": "lab:nfs", "server": "knfsd"}]}
+    assert migrate(stored, 7) == {"configurations": [{"nfs": None, "name": "a", "target": "lab:nfs",
+                                                      "server": "knfsd"}]}
 
 
 def test_add_records_writes_what_add_record_writes_one_by_one(tmp_path):

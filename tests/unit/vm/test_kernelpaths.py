@@ -48,15 +48,19 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
 
 
 def test_knfsd_exports_the_pool_volume_and_a_load_guest_mounts_it_with_checked_words():
-    from protolab.vm.kernelpaths import NfsMount, knfsd_words, server_words
+    from protolab.plan.attach import NfsMount
+    from protolab.vm.kernelpaths import NfsClient, knfsd_words, server_words
 
-    assert NfsMount("198.18.0.2").kernel_args() == ["pl.nfs=198.18.0.2,4.1,1"]
-    assert NfsMount("198.18.0.2", "3", 4).kernel_args() == ["pl.nfs=198.18.0.2,3,4"]
-    for bad, match in ((dict(version="4,1"), "NFS version '4,1'"), (dict(nconnect=17), "nconnect 17: give 1-16")):
+    assert NfsClient("198.18.0.2").kernel_args() == ["pl.nfs=198.18.0.2,4.1,1,0,0"]  # 0: the kernel's size
+    assert NfsClient("198.18.0.2", NfsMount(version=3, nconnect=4, rsize=65536)).kernel_args() == [
+        "pl.nfs=198.18.0.2,3,4,65536,0"]
+    # the plan refuses these already; the word is checked again before it reaches a command line
+    for bad, match in ((dict(version="4,1"), "NFS version '4,1'"), (dict(nconnect=17), "nconnect 17: give 1-16"),
+                       (dict(wsize=5000), "rsize or wsize 5000")):
         with pytest.raises(ProtolabError, match=match):
-            NfsMount("198.18.0.2", **bad).kernel_args()
+            NfsClient("198.18.0.2", NfsMount.model_construct(**{**NfsMount().model_dump(), **bad})).kernel_args()
     with pytest.raises(ValueError, match="outside the lab range"):
-        NfsMount("10.0.0.1").kernel_args()
+        NfsClient("10.0.0.1").kernel_args()
     assert knfsd_words("198.18.0.2", ["198.18.0.128"], "pl2") == ["pl.knfsd=198.18.0.2,198.18.0.128,pl2"]
     assert knfsd_words("198.18.0.2", ["198.18.0.128"]) == ["pl.knfsd=198.18.0.2,198.18.0.128"]  # a tmpfs
     with pytest.raises(ProtolabError, match="protolab's disks are pl0"):
@@ -169,6 +173,10 @@ def test_doctor_says_where_each_kernel_path_runs():
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n', "plan: configurations b: lab:iscsi is served and "
      "reached by the kernels of the lab's guests; add a [hypervisor] table"),
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n[hypervisor]\naccel = "tcg"\n', None),
+    ('target = "lab:nfs"\nnfs = { nconnect = 2 }\n', "plan: configuration 'b': nfs applies to NFS mounted by a "
+                                                    "guest's kernel (server = \"knfsd\"); remove nfs"),
+    ('target = "lab:nfs"\nserver = "knfsd"\nnfs = { version = 3, nconnect = 2, rsize = 65536 }\n[hypervisor]\n'
+     'accel = "tcg"\n', None),
     # the guest's disk on the pool's file (QEMU opens it: no wire), a VM study's baseline
     ('target = "lab:local"\n[hypervisor]\naccel = "tcg"\n', None),
     ('target = "/dev/null"\n[hypervisor]\naccel = "tcg"\n', "configuration 'b': target /dev/null cannot be a VM's "
@@ -176,6 +184,20 @@ def test_doctor_says_where_each_kernel_path_runs():
 ])
 def test_a_configuration_chooses_its_lab_server_and_kernel_iscsi_sessions(tmp_path, config, message):
     check_validate(tmp_path, KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config, message)
+
+
+def test_a_knfsd_mount_option_out_of_range_is_one_line_naming_its_line_and_field(tmp_path):
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + 'target = "lab:nfs"\nserver = "knfsd"\n'
+                    'nfs = { version = 3, wsize = 5000 }\n[hypervisor]\naccel = "tcg"\n')
+    done = subprocess.run([sys.executable, "-m", "protolab.cli", "validate", str(plan)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"protolab: error: {plan}:13: configurations[1].nfs.wsize: wsize 5000: give a power of two from 4096 to "
+        "1048576 bytes"], done.stderr
 
 
 def _vm_testbed(text: str):
