@@ -7,6 +7,10 @@ guest) and ``NAME.stat.out`` (from it). The guest's init answers each newline it
 line ('cpu  user nice system idle iowait irq softirq steal …', in USER_HZ ticks). Nothing the guest sends is run
 or trusted beyond being parsed as numbers: a line that is not one gives no figure.
 
+The same port carries the two words of a restore (``tell``): ``quiesce`` has the server guest's knfsd let go of
+the pool's knfsd volume (unexported, unmounted) and ``resume`` take it back; the guest answers 'ok VERB' or
+'failed VERB: why', and the answer is only compared with those words. One exchange holds the port at a time.
+
 Under TCG the guest's ticks are emulated time: the figure shows where the guest's kernel spent its time, not
 what that costs on a real CPU (the report says so for TCG runs).
 """
