@@ -227,9 +227,8 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
     image = guest_image()
     assert {"iscsiadm", "iscsid", "nvme", "mount.nfs", "rpc.nfsd"} <= set(image.info.get("tools", [])), \
         "the guest image has no initiator tools: run scripts/install-deps.sh again"
-    # every packet a frame, as captured; knfsd exports the pool's knfsd volume (this host lets go of it first)
+    # every packet a frame, as captured; knfsd exports the pool's knfsd volume (server_guest takes it from this host)
     lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp", "iscsi"}, knfsd=True)
-    lab.knfsd_volume.release()
     server = server_guest(lab, image, nvme_hosts=[HOSTNQN], iscsi_initiators=[INITIATOR], mtu=lab.link.mtu,
                           fio_port=free_port(), nfs_clients=[lab.names.load_guest_address(0, 0)])
     keys = tmp_path / "ssh"
