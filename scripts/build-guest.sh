@@ -18,10 +18,14 @@ SRC=$(find "$ROOT/.deps/src" -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | hea
 FIO=${PROTOLAB_GUEST_FIO:-$OUT/fio/bin/fio}
 BUSYBOX=$(command -v busybox || echo /bin/busybox)
 KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V | tail -1)}
-# kernel data paths: the storage server guest's targets (nvmet-tcp; LIO's iSCSI with its block backstore) and
-# a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; its header digest code needs crc32c)
-MODULES="virtio_pci virtio_blk virtio_scsi sd_mod sym53c8xx megaraid_sas vmw_pvscsi virtio_net nvmet-tcp nvme-tcp
-         target_core_iblock iscsi_target_mod iscsi_tcp crc32c_generic nfsd nfsv3 nfsv4 ext4"
+# Modules by role, GROUP:MODULE,…; the guest loads "base", then only the groups its command line asks for (insmod
+# under an emulated CPU costs seconds a boot). base: the disk controllers, the NIC, crc32c (iSCSI's digests and
+# ext4's checksums ask the crypto API for it; nothing modprobes in the guest). The kernel data paths: the storage
+# server guest's targets (nvmet-tcp; LIO's iSCSI with its block backstore; knfsd with the ext4 of the pool's
+# knfsd volume) and a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; the NFS client).
+MODULE_GROUPS="base:virtio_pci,virtio_blk,virtio_scsi,sd_mod,sym53c8xx,megaraid_sas,vmw_pvscsi,virtio_net,crc32c_generic
+        nvmet:nvmet-tcp lio:target_core_iblock,iscsi_target_mod knfsd:nfsd,ext4
+        nvme:nvme-tcp iscsi:iscsi_tcp nfs:nfsv3,nfsv4"
 # open-iscsi's iscsistart and its library, unpacked by scripts/install-deps.sh (not installed on this host)
 EXTRA=$ROOT/.deps/guest-debs/root
 
@@ -102,18 +106,24 @@ add_tool usr/sbin/dropbear sbin/dropbear || true
 printf 'root:x:0:0:root:/root:/bin/sh\n_rpc:x:102:65534::/run/rpcbind:/bin/false\n' > "$STAGE/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"
 
-# modules with their dependencies, in load order, each once
+# each group's modules with their dependencies, in load order, each once (etc/modules.GROUP); every module once
+# in lib/modules, and all of them in etc/modules (what the image holds)
 : > "$STAGE/etc/modules"
-for m in $MODULES; do
-    modprobe -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'
-done | awk '!seen[$0]++' | while read -r ko; do
-    name=$(basename "$ko")
-    case "$ko" in
-        *.ko.xz) xz -dc "$ko" > "$STAGE/lib/modules/${name%.xz}"; name=${name%.xz} ;;
-        *.ko.zst) zstd -qdc "$ko" > "$STAGE/lib/modules/${name%.zst}"; name=${name%.zst} ;;
-        *) cp "$ko" "$STAGE/lib/modules/$name" ;;
-    esac
-    echo "$name" >> "$STAGE/etc/modules"
+for g in $MODULE_GROUPS; do
+    for m in $(echo "${g#*:}" | tr , ' '); do
+        modprobe -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'
+    done | awk '!seen[$0]++' | while read -r ko; do
+        name=$(basename "$ko"); name=${name%.xz}; name=${name%.zst}
+        if ! grep -qx "$name" "$STAGE/etc/modules"; then
+            case "$ko" in
+                *.ko.xz) xz -dc "$ko" > "$STAGE/lib/modules/$name" ;;
+                *.ko.zst) zstd -qdc "$ko" > "$STAGE/lib/modules/$name" ;;
+                *) cp "$ko" "$STAGE/lib/modules/$name" ;;
+            esac
+            echo "$name" >> "$STAGE/etc/modules"
+        fi
+        echo "$name"
+    done > "$STAGE/etc/modules.${g%%:*}"
 done
 
 cat > "$STAGE/init" <<'EOF'
@@ -138,12 +148,17 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 exec 2>/dev/console  # the kernel may start init with no stdio (no /dev/console in the initramfs): errors seen
-for m in $(cat /etc/modules); do insmod /lib/modules/$m 2>/dev/null; done
+arg() { for a in $(cat /proc/cmdline); do case "$a" in "$1"=*) echo "${a#*=}"; return ;; esac; done; }
+# the drivers, then only the modules of the roles this command line names (a module loaded twice fails, quietly);
+# a guest standing for a user's host (pl.ssh) gets every initiator: protolab attaches over ssh
+load() { for m in $(cat "/etc/modules.$1"); do insmod "/lib/modules/$m" 2>/dev/null; done; }
+load base
+for r in nvmet lio knfsd nvme iscsi nfs; do [ -n "$(arg "pl.$r")" ] && load "$r"; done
+[ -n "$(arg pl.ssh)" ] && { load nvme; load iscsi; load nfs; }
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
-arg() { for a in $(cat /proc/cmdline); do case "$a" in "$1"=*) echo "${a#*=}"; return ;; esac; done; }
 echo "protolab-guest: cmdline $(cat /proc/cmdline)" > /dev/console
 MAC=$(arg pl.mac)
 if [ -n "$MAC" ]; then

@@ -1,4 +1,4 @@
-"""The built guest image: fio with its libraries, busybox, and every controller's module after its dependencies."""
+"""The built guest image: fio with its libraries, busybox, and each role's modules after their dependencies."""
 
 from __future__ import annotations
 
@@ -31,22 +31,35 @@ def test_initramfs_holds_fio_its_libraries_and_ordered_modules():
     names = set(cpio(image, "-t").split())
     assert {"init", "bin/fio", "bin/busybox", "lib64/ld-linux-x86-64.so.2"} <= names
     assert any(n.startswith("lib/x86_64-linux-gnu/libaio.so") for n in names)  # fio's libaio engine
-    order = cpio(image, "--to-stdout", "etc/modules").split()
-    for leaf in ("virtio_blk.ko", "virtio_scsi.ko", "sym53c8xx.ko", "megaraid_sas.ko", "vmw_pvscsi.ko",
-                 "sd_mod.ko", "virtio_net.ko", "nvmet-tcp.ko", "nvme-tcp.ko"):
-        assert leaf in order and f"lib/modules/{leaf}" in names
-    assert len(order) == len(set(order))  # each module loaded once
-    # dependencies (modules.dep) before what needs them
-    for dep, user in [("scsi_mod.ko", "sd_mod.ko"), ("scsi_mod.ko", "vmw_pvscsi.ko"),
-                      ("scsi_transport_spi.ko", "sym53c8xx.ko"), ("virtio_ring.ko", "virtio_pci.ko"),
-                      ("virtio.ko", "virtio_scsi.ko"), ("net_failover.ko", "virtio_net.ko")]:
-        assert order.index(dep) < order.index(user), (dep, user)
+    held = cpio(image, "--to-stdout", "etc/modules").split()
+    assert len(held) == len(set(held)) and all(f"lib/modules/{m}" in names for m in held)  # each module held once
+    group = {g: cpio(image, "--to-stdout", f"etc/modules.{g}").split()
+             for g in ("base", "nvmet", "lio", "knfsd", "nvme", "iscsi", "nfs")}
+    assert set(held) == {m for g in group.values() for m in g}
+    for g, leaves in {"base": ("virtio_blk.ko", "virtio_scsi.ko", "sym53c8xx.ko", "megaraid_sas.ko", "vmw_pvscsi.ko",
+                               "sd_mod.ko", "virtio_net.ko", "crc32c_generic.ko"),
+                      "nvmet": ("nvmet-tcp.ko",), "lio": ("target_core_iblock.ko", "iscsi_target_mod.ko"),
+                      "knfsd": ("nfsd.ko", "ext4.ko"), "nvme": ("nvme-tcp.ko",), "iscsi": ("iscsi_tcp.ko",),
+                      "nfs": ("nfsv3.ko", "nfsv4.ko")}.items():
+        assert set(leaves) <= set(group[g]) and len(group[g]) == len(set(group[g])), g
+    assert not {"nvmet-tcp.ko", "nfsd.ko", "iscsi_tcp.ko", "nvme-tcp.ko", "nfsv4.ko"} & set(group["base"])
+    # dependencies (modules.dep) before what needs them, within the group that loads them
+    for g, dep, user in [("base", "scsi_mod.ko", "sd_mod.ko"), ("base", "scsi_mod.ko", "vmw_pvscsi.ko"),
+                         ("base", "scsi_transport_spi.ko", "sym53c8xx.ko"), ("base", "virtio_ring.ko", "virtio_pci.ko"),
+                         ("base", "virtio.ko", "virtio_scsi.ko"), ("base", "net_failover.ko", "virtio_net.ko"),
+                         ("nvmet", "nvmet.ko", "nvmet-tcp.ko"), ("nvme", "nvme-fabrics.ko", "nvme-tcp.ko"),
+                         ("lio", "target_core_mod.ko", "iscsi_target_mod.ko"), ("knfsd", "sunrpc.ko", "nfsd.ko"),
+                         ("knfsd", "jbd2.ko", "ext4.ko"), ("iscsi", "libiscsi_tcp.ko", "iscsi_tcp.ko"),
+                         ("nfs", "nfs.ko", "nfsv4.ko")]:
+        assert group[g].index(dep) < group[g].index(user), (g, dep, user)
     init = cpio(image, "--to-stdout", "init")
     assert "fio --server=ip:0.0.0.0,8765" in init and "protolab-guest: fio server ready" in init
     # kernel data paths: the data NIC, nvmet-tcp's configfs export and the nvme-tcp connect, from the command line
     assert all(w in init for w in ("arg pl.mac", "/sys/kernel/config/nvmet", "> /dev/nvme-fabrics"))
-    assert order.index("nvmet.ko") < order.index("nvmet-tcp.ko")
-    assert order.index("nvme-fabrics.ko") < order.index("nvme-tcp.ko")
+    # the drivers always; a role's modules only when its word is on the command line, every initiator for ssh
+    assert "load base\n" in init
+    assert 'for r in nvmet lio knfsd nvme iscsi nfs; do [ -n "$(arg "pl.$r")" ] && load "$r"; done' in init
+    assert '[ -n "$(arg pl.ssh)" ] && { load nvme; load iscsi; load nfs; }' in init
 
 
 def test_build_is_idempotent(tmp_path):
