@@ -47,7 +47,7 @@ def write_report(rundir: RunDir, *, figures: bool = True) -> Path:
 
 
 def _write_report(rundir: RunDir, *, figures: bool) -> Path:
-    from .figures import Drawer
+    from .drawer import Drawer
 
     drawer = Drawer()  # its workers import matplotlib while this process reads the run
     try:

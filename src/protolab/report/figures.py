@@ -4,7 +4,7 @@ One renderer for every output, so the page, the SVG and the PNG show the same pi
 Each configuration keeps its colour in every chart (its place in the plan picks it).
 Uses matplotlib's object API (Figure + FigureCanvasAgg), never pyplot, so no global
 figure state is kept and nothing needs a display. Many charts are drawn by two worker
-processes (this machine has two cores), forked early: matplotlib is imported only where
+processes (report.drawer; this machine has two cores), forked early: matplotlib is imported only where
 charts are drawn, so the process that builds the report stays small.
 """
 
@@ -13,12 +13,11 @@ from __future__ import annotations
 import html
 import io
 import math
-import os
 import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..results.files import atomic_write
 
@@ -227,156 +226,13 @@ def _draw_args(args: tuple) -> Drawn:
     return draw(*args)
 
 
-def _warm() -> None:
-    """A worker's start: import matplotlib now, while the report's process is still reading the run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.backends.backend_agg  # noqa: F401
-    import matplotlib.figure  # noqa: F401
-
-
-#: The signals that stop a run (run.signals.Stopper); held while the drawing workers are forked.
-STOP_SIGNALS = {2, 15, 1}  # SIGINT, SIGTERM, SIGHUP
-
-
-class Drawer:
-    """Two worker processes for drawing, forked before the report's data is read (so they are small and
-    need not import protolab again) and importing matplotlib while this process reads the run; `start`
-    hands them the charts.
-
-    Each worker is one forked process with one pipe, and nothing replaces a worker that ends:
-    multiprocessing.Pool's worker handler re-forked workers from its thread while `terminate` ran,
-    and such a late child, forked while other threads held locks, hung on a lock for ever after its
-    parent had gone (seen in CI). A worker ends when its pipe closes, so no worker outlives this process.
-    """
-
-    def __init__(self) -> None:
-        self.workers: list[tuple[Any, Any]] = []  # (process, this end of its pipe)
-        self.inboxes: list[Any] = []  # per worker, its replies as they come (a thread reads each pipe)
-        if (os.cpu_count() or 1) > 1:
-            import multiprocessing as mp
-            import signal
-
-            ctx = mp.get_context("fork")
-            # a signal must not land in os.fork's at-fork callbacks, where Python ignores the handler's
-            # KeyboardInterrupt (printing its traceback): it waits, blocked, until both workers exist
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-            try:
-                try:
-                    for _ in range(2):
-                        ours, theirs = ctx.Pipe()
-                        others = [o for _, o in self.workers] + [ours]  # the child closes every parent's end
-                        p = ctx.Process(target=_serve, args=(theirs, others, held), daemon=True,
-                                        name="protolab-draw")
-                        p.start()
-                        theirs.close()
-                        self.workers.append((p, ours))
-                    self.inboxes = [_inbox(ours) for _, ours in self.workers]  # threads only after the forks
-                finally:
-                    signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
-            except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
-                self.close()
-            except BaseException:
-                self.close()
-                raise
-
-    def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
-              png: bool = True) -> Any:
-        """Start drawing every chart; returns a function that waits and gives {id: Drawn}."""
-        jobs = [(c, folder, configurations, png) for c in charts]
-        if len(self.workers) < 2 or len(jobs) < 2:
-            done = {d.id: d for d in map(_draw_args, jobs)}
-            return lambda: done
-        parts = [jobs[0::2], jobs[1::2]]
-        sent = []
-        for (_, conn), part in zip(self.workers, parts):
-            try:
-                conn.send(part)
-                sent.append(True)
-            except (OSError, ValueError):  # the worker is gone
-                sent.append(False)
-
-        def wait() -> dict[str, Drawn]:
-            out: dict[str, Drawn] = {}
-            for inbox, part, ok in zip(self.inboxes, parts, sent):
-                got = inbox.get() if ok else None
-                if got is None:  # the worker died: its charts are drawn here
-                    got = [_draw_args(j) for j in part]
-                if isinstance(got, str):
-                    from ..errors import ToolError
-
-                    raise ToolError(f"drawing the report's charts failed: {got}")
-                out.update({d.id: d for d in got})
-            return out
-
-        return wait
-
-    def close(self) -> None:
-        """Stop the workers (also when drawing failed)."""
-        for _, conn in self.workers:
-            try:
-                conn.send(None)
-            except (OSError, ValueError):
-                pass
-            conn.close()
-        for p, _ in self.workers:
-            p.join(timeout=2)
-            if p.is_alive():
-                p.kill()
-                p.join()
-        self.workers, self.inboxes = [], []
-
-
-def _inbox(conn) -> Any:
-    """A queue of the worker's replies, read from its pipe by a thread (None once the pipe closes): a worker
-    sending one batch's drawings never blocks this process sending it the next batch."""
-    import queue
-    import threading
-
-    replies: queue.SimpleQueue = queue.SimpleQueue()
-
-    def read() -> None:
-        while True:
-            try:
-                replies.put(conn.recv())
-            except (EOFError, OSError):
-                replies.put(None)
-                return
-
-    threading.Thread(target=read, daemon=True, name="protolab-draw-inbox").start()
-    return replies
-
-
-def _serve(conn, parents_ends, mask) -> None:
-    """A drawing worker: lists of charts in, lists of Drawn (or an error's one line) out, until the pipe closes."""
-    import signal
-
-    for end in parents_ends:
-        end.close()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's handlers: the parent stops us
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    _warm()
-    while True:
-        try:
-            jobs = conn.recv()
-        except (EOFError, OSError):
-            return
-        if jobs is None:
-            return
-        try:
-            conn.send([_draw_args(j) for j in jobs])
-        except Exception as e:  # noqa: BLE001 — the parent raises it, in one line
-            conn.send(f"{type(e).__name__}: {e}")
-
-
 def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
              png: bool = True) -> dict[str, Drawn]:
     """Every chart, by id (two workers when there are many)."""
     if len(charts) < 6:
         return {d.id: d for d in map(_draw_args, [(c, folder, configurations, png) for c in charts])}
+    from .drawer import Drawer
+
     drawer = Drawer()
     try:
         return drawer.start(charts, folder, configurations, png)()

@@ -6,7 +6,8 @@ import os
 import signal
 import time
 
-from protolab.report.figures import Drawer, draw
+from protolab.report.drawer import Drawer
+from protolab.report.figures import draw
 from protolab.report.tables import Chart, Series
 
 
@@ -98,3 +99,36 @@ def test_a_signal_while_the_workers_are_forked_is_handled_after_the_fork_and_no_
     while mp.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not mp.active_children()
+
+
+def test_handing_a_busy_worker_more_than_its_pipe_holds_does_not_stop_this_process():
+    """The report's process hands over the second batch while the workers draw the first: the batch waits in a
+    thread, not in this process's write (it waited ~0.9 s there in a 10,000-window report)."""
+    import threading
+
+    drawer = Drawer()
+    if len(drawer.workers) < 2:
+        drawer.close()
+        return
+    rows = [{"window": t, "label": f"{t:08d}" * 8} for t in range(40000)]  # the numbers beside it: not drawn
+    big = [Chart(id=f"big{i}", kind="relative", section="s", workload="w", title=f"big {i}", note="", ylabel="% of a",
+                 x=["1×1", "1×4"], series=[Series("a", [100.0, 100.0])], table=rows) for i in range(4)]
+    import pickle
+
+    assert len(pickle.dumps(big[0::2])) > 2**21  # more than the pipe (a socket pair) holds: a plain send blocks
+    for p, _ in drawer.workers:
+        os.kill(p.pid, signal.SIGSTOP)  # the workers busy: they read nothing
+    try:
+        handed = threading.Thread(target=lambda: waits.append(drawer.start(big, None, ["a"], png=False)), daemon=True)
+        waits: list = []
+        handed.start()
+        handed.join(30)
+        assert not handed.is_alive() and waits  # start() returned with the workers reading nothing
+    finally:
+        for p, _ in drawer.workers:
+            os.kill(p.pid, signal.SIGCONT)
+    try:
+        got = waits[0]()
+    finally:
+        drawer.close()
+    assert sorted(got) == [c.id for c in big] and all(got[c.id].svg.startswith("<?xml") for c in big)

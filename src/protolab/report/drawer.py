@@ -1,0 +1,181 @@
+"""The report's two drawing workers: forked processes that draw charts (report.figures.draw) while the report's
+process reads the run and writes its tables; a thread writes each worker's pipe and one reads it, so neither side
+waits on the other's pipe."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .figures import Drawn, _draw_args
+
+if TYPE_CHECKING:
+    from .model import Chart
+
+
+def _warm() -> None:
+    """A worker's start: import matplotlib now, while the report's process is still reading the run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
+#: The signals that stop a run (run.signals.Stopper); held while the drawing workers are forked.
+STOP_SIGNALS = {2, 15, 1}  # SIGINT, SIGTERM, SIGHUP
+
+
+class Drawer:
+    """Two worker processes for drawing, forked before the report's data is read (so they are small and
+    need not import protolab again) and importing matplotlib while this process reads the run; `start`
+    hands them the charts.
+
+    Each worker is one forked process with one pipe, and nothing replaces a worker that ends:
+    multiprocessing.Pool's worker handler re-forked workers from its thread while `terminate` ran,
+    and such a late child, forked while other threads held locks, hung on a lock for ever after its
+    parent had gone (seen in CI). A worker ends when its pipe closes, so no worker outlives this process.
+    """
+
+    def __init__(self) -> None:
+        self.workers: list[tuple[Any, Any]] = []  # (process, this end of its pipe)
+        self.inboxes: list[Any] = []  # per worker, its replies as they come (a thread reads each pipe)
+        self.outboxes: list[tuple[Any, Any]] = []  # per worker, (queue, thread) of what goes to it (a thread writes)
+        if (os.cpu_count() or 1) > 1:
+            import multiprocessing as mp
+            import signal
+
+            ctx = mp.get_context("fork")
+            # a signal must not land in os.fork's at-fork callbacks, where Python ignores the handler's
+            # KeyboardInterrupt (printing its traceback): it waits, blocked, until both workers exist
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                try:
+                    for _ in range(2):
+                        ours, theirs = ctx.Pipe()
+                        others = [o for _, o in self.workers] + [ours]  # the child closes every parent's end
+                        p = ctx.Process(target=_serve, args=(theirs, others, held), daemon=True,
+                                        name="protolab-draw")
+                        p.start()
+                        theirs.close()
+                        self.workers.append((p, ours))
+                    # threads only after the forks
+                    self.inboxes = [_inbox(ours) for _, ours in self.workers]
+                    self.outboxes = [_outbox(ours) for _, ours in self.workers]
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
+            except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
+                self.close()
+            except BaseException:
+                self.close()
+                raise
+
+    def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
+              png: bool = True) -> Any:
+        """Start drawing every chart; returns a function that waits and gives {id: Drawn}."""
+        jobs = [(c, folder, configurations, png) for c in charts]
+        if len(self.workers) < 2 or len(jobs) < 2:
+            done = {d.id: d for d in map(_draw_args, jobs)}
+            return lambda: done
+        parts = [jobs[0::2], jobs[1::2]]
+        for (outbox, _), part in zip(self.outboxes, parts):
+            outbox.put(part)
+
+        def wait() -> dict[str, Drawn]:
+            out: dict[str, Drawn] = {}
+            for inbox, part in zip(self.inboxes, parts):
+                got = inbox.get()
+                if got is None:  # the worker died: its charts are drawn here
+                    got = [_draw_args(j) for j in part]
+                if isinstance(got, str):
+                    from ..errors import ToolError
+
+                    raise ToolError(f"drawing the report's charts failed: {got}")
+                out.update({d.id: d for d in got})
+            return out
+
+        return wait
+
+    def close(self) -> None:
+        """Stop the workers (also when drawing failed)."""
+        for outbox, _ in self.outboxes:
+            outbox.put(None)  # after what is queued: the worker ends when it reads it
+        for (p, conn), (_, writer) in zip(self.workers, self.outboxes or [(None, None)] * len(self.workers)):
+            p.join(timeout=2)
+            if p.is_alive():
+                p.kill()  # a writer still blocked on its pipe then fails, and ends
+                p.join()
+            if writer is not None:
+                writer.join(timeout=2)
+            conn.close()
+        self.workers, self.inboxes, self.outboxes = [], [], []
+
+
+def _inbox(conn) -> Any:
+    """A queue of the worker's replies, read from its pipe by a thread (None once the pipe closes): a worker
+    sending one batch's drawings never blocks this process sending it the next batch."""
+    import queue
+    import threading
+
+    replies: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            try:
+                replies.put(conn.recv())
+            except (EOFError, OSError):
+                replies.put(None)
+                return
+
+    threading.Thread(target=read, daemon=True, name="protolab-draw-inbox").start()
+    return replies
+
+
+def _outbox(conn) -> tuple[Any, Any]:
+    """A queue of what goes to a worker, written to its pipe by a thread, and the thread: a batch larger than the
+    pipe holds waits there until the worker has drawn its first batch, and this process goes on meanwhile (it
+    waited ~0.9 s on the pipe in a 10,000-window report). None is the last item: it is sent, and the thread ends;
+    so does a pipe that breaks (the worker is gone: `wait` draws its charts here, from its inbox's None)."""
+    import queue
+    import threading
+
+    items: queue.SimpleQueue = queue.SimpleQueue()
+
+    def write() -> None:
+        while True:
+            item = items.get()
+            try:
+                conn.send(item)
+            except (OSError, ValueError):
+                return
+            if item is None:
+                return
+
+    writer = threading.Thread(target=write, daemon=True, name="protolab-draw-outbox")
+    writer.start()
+    return items, writer
+
+
+def _serve(conn, parents_ends, mask) -> None:
+    """A drawing worker: lists of charts in, lists of Drawn (or an error's one line) out, until the pipe closes."""
+    import signal
+
+    for end in parents_ends:
+        end.close()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's handlers: the parent stops us
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    _warm()
+    while True:
+        try:
+            jobs = conn.recv()
+        except (EOFError, OSError):
+            return
+        if jobs is None:
+            return
+        try:
+            conn.send([_draw_args(j) for j in jobs])
+        except Exception as e:  # noqa: BLE001 — the parent raises it, in one line
+            conn.send(f"{type(e).__name__}: {e}")
