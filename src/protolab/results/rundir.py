@@ -107,11 +107,40 @@ def _number(key: str, v: str) -> Any:
     return v if key in ("cell_id", "phase", "host") else float(v)
 
 
-def _may_hold(line: str, seqs: set[int]) -> bool:
-    """Whether a series.csv line (seq first) may be one of ``seqs``: a plain number that is not one is skipped
-    before the csv module parses it (anything else is parsed and judged as before)."""
-    head = line[:line.find(",")]
-    return not head.isdigit() or int(head) in seqs
+#: Up to this many seqs, series.csv's lines that may be theirs are found by one regular expression per block of the
+#: file (in C), not judged line by line in Python (0.9 s against 0.05 s for 42 seqs among 300,000 lines); the
+#: expression tries each seq in turn, so many seqs go line by line.
+_FEW_SEQS = 64
+_BLOCK = 1 << 22  # characters read at a time
+
+
+def _lines_of(f: Any, seqs: set[int]) -> Iterator[str]:
+    """The lines of series.csv (seq first; its header read) that may be one of ``seqs``: any line but one that starts
+    with a plain number that is none of them (anything else is parsed and judged by the caller). Read in blocks of
+    4 MiB: a long run's file is never held whole."""
+    if len(seqs) > _FEW_SEQS:
+        for line in f:
+            head = line[:line.find(",")]
+            if not head.isdigit() or int(head) in seqs:
+                yield line
+        return
+    # a newline, then one of the seqs (leading zeros too) and a comma, or anything but a plain number and a comma;
+    # a literal newline to search for: "^" with re.M tries every position and is 5× slower
+    wanted = re.compile("\n((?:0*(?:" + "|".join(str(s) for s in sorted(seqs)) + "),|(?![0-9]+,))[^\n]*)"
+                        if seqs else "\n((?![0-9]+,)[^\n]*)")
+    rest = ""
+    while True:
+        block = f.read(_BLOCK)
+        cut = None
+        if block:
+            block = "\n" + rest + block  # the block starts at a line's start
+            cut = block.rfind("\n") + 1  # whole lines now; the torn tail waits for the next block
+            rest = block[cut:]
+        else:
+            block = "\n" + rest
+        yield from (line for line in wanted.findall(block, 0, cut or len(block)) if line)
+        if cut is None:
+            return
 
 
 class _Point(NamedTuple):
@@ -328,7 +357,7 @@ class RunDir:
                     if len(at) == 5:
                         i_seq, i_phase, i_host, i_t, i_iops = (at[k] for k in ("seq", "phase", "host", "t_s", "iops"))
                         if seqs is not None and i_seq == 0:  # a long run's file: parse only the lines of ``seqs``
-                            reader = csv.reader(line for line in f if _may_hold(line, seqs))
+                            reader = csv.reader(_lines_of(f, seqs))
                         for row in reader:
                             try:
                                 if row[i_phase] == phase and (seqs is None or int(row[i_seq]) in seqs):
