@@ -56,42 +56,10 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
         drawer.close()
 
 
-def _configuration_columns(plan) -> dict[str, dict[str, str]]:
-    """cells.csv's columns that come from the plan, per configuration: its protocol (plan.protocols; '' for a
-    path), the VMs' virtual disk controller ('' without VMs, and for a kernel data path: no virtual disk) and the
-    lab pool's device model (plan.storage; '' for a target outside the lab)."""
-    if plan is None:
-        return {}
-    from ..plan.targets import is_lab_target, protocol_named
-    from ..plan.topology import LabSpec
-
-    lab = getattr(plan, "lab", None)
-    if isinstance(lab, dict):  # a plan read back from a manifest keeps its [lab] as data
-        lab = LabSpec.model_validate(lab)
-    device = lab.device.name if lab is not None else ""
-
-    hv = getattr(plan, "hypervisor", None)
-    if isinstance(hv, dict):  # a plan read back from a manifest keeps its [hypervisor] as data
-        from ..plan.hypervisor import Hypervisor
-
-        hv = Hypervisor.model_validate(hv)
-    from ..plan.servers import kernel_served
-
-    default = hv.controller if hv is not None else None
-    out = {}
-    for c in plan.configurations:
-        protocol = protocol_named(plan.target_of(c).url) or ""
-        # the guest's kernel attaches it: no virtual disk
-        kernel = is_lab_target(plan.target_of(c).url) and kernel_served(protocol, getattr(c, "server", None))
-        out[c.name] = {"protocol": protocol,
-                       "controller": (c.controller or default or "") if default is not None and not kernel else "",
-                       "device_model": device if is_lab_target(plan.target_of(c).url) else ""}
-    return out
-
-
 def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..results.rundir import atomic_write
     from . import tables
+    from .cellscsv import CellsCsv
     from .html import render
     from .sections import report_markdown
 
@@ -108,18 +76,20 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
         early.update(c.id for c in charts)
         waits.append(drawer.start(charts, folder, configurations))
 
-    data = tables.build(rundir.manifest(), records, series=rundir.series,  # reads only the series it draws
-                        intervals=rundir.intervals, drawing=draw_early)
-    from ..analysis.derived import figures as derived
-
-    waits.append(drawer.start([c for c in data.charts if c.id not in early], folder, data.configurations))
-    place = _configuration_columns(data.plan)
-    # today's formulas, also for old runs
-    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **derived(r).csv_fields()})
-    tables.write_csvs(data, rundir.path / "tables")
-    atomic_write(rundir.path / "report.md", report_markdown(data))
+    manifest = rundir.manifest()
+    cells = CellsCsv(rundir, records, tables.plan_of(manifest))  # written by a forked process meanwhile
+    try:
+        data = tables.build(manifest, records, series=rundir.series,  # reads only the series it draws
+                            intervals=rundir.intervals, drawing=draw_early)
+        waits.append(drawer.start([c for c in data.charts if c.id not in early], folder, data.configurations))
+        tables.write_csvs(data, rundir.path / "tables")
+        atomic_write(rundir.path / "report.md", report_markdown(data))
+        drawn = {k: v for wait in waits for k, v in wait().items()}
+        cells.finish()
+    finally:
+        cells.stop()
     path = rundir.path / "report.html"
-    atomic_write(path, render(data, {k: v for wait in waits for k, v in wait().items()}))
+    atomic_write(path, render(data, drawn))
     rundir.report_data = data  # built once: the summary and --json reuse it
     return path
 

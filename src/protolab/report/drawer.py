@@ -30,7 +30,7 @@ STOP_SIGNALS = {2, 15, 1}  # SIGINT, SIGTERM, SIGHUP
 class Drawer:
     """Two worker processes for drawing, forked before the report's data is read (so they are small and
     need not import protolab again) and importing matplotlib while this process reads the run; `start`
-    hands them the charts.
+    hands them the charts. The threads that write and read the workers' pipes start with the first batch.
 
     Each worker is one forked process with one pipe, and nothing replaces a worker that ends:
     multiprocessing.Pool's worker handler re-forked workers from its thread while `terminate` ran,
@@ -60,9 +60,6 @@ class Drawer:
                         p.start()
                         theirs.close()
                         self.workers.append((p, ours))
-                    # threads only after the forks
-                    self.inboxes = [_inbox(ours) for _, ours in self.workers]
-                    self.outboxes = [_outbox(ours) for _, ours in self.workers]
                 finally:
                     signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
             except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
@@ -79,6 +76,9 @@ class Drawer:
             done = {d.id: d for d in map(_draw_args, jobs)}
             return lambda: done
         parts = [jobs[0::2], jobs[1::2]]
+        if not self.outboxes:  # the threads with the first batch: until then this process may fork (report.cellscsv)
+            self.inboxes = [_inbox(ours) for _, ours in self.workers]
+            self.outboxes = [_outbox(ours) for _, ours in self.workers]
         for (outbox, _), part in zip(self.outboxes, parts):
             outbox.put(part)
 
@@ -101,13 +101,16 @@ class Drawer:
         """Stop the workers (also when drawing failed)."""
         for outbox, _ in self.outboxes:
             outbox.put(None)  # after what is queued: the worker ends when it reads it
-        for (p, conn), (_, writer) in zip(self.workers, self.outboxes or [(None, None)] * len(self.workers)):
+        if not self.outboxes:  # nothing was sent: the pipe's end is the worker's end
+            for _, conn in self.workers:
+                conn.close()
+        for i, (p, conn) in enumerate(self.workers):
             p.join(timeout=2)
             if p.is_alive():
                 p.kill()  # a writer still blocked on its pipe then fails, and ends
                 p.join()
-            if writer is not None:
-                writer.join(timeout=2)
+            if self.outboxes:
+                self.outboxes[i][1].join(timeout=2)
             conn.close()
         self.workers, self.inboxes, self.outboxes = [], [], []
 

@@ -104,14 +104,14 @@ def test_nfs_ganesha_gets_the_direct_library_over_a_model_and_eatmydata_over_a_w
 
 
 def test_cells_csv_names_the_device_model_of_every_lab_cell():
-    from protolab.report.commands import _configuration_columns
+    from protolab.report.cellscsv import configuration_columns
     from protolab.results.rundir import csv_columns
 
     assert "device_model" in csv_columns()
     plan = load({"model": "hdd-array", "parallelism": 8})
     stored = plan.model_copy(update={"lab": plan.lab.model_dump(mode="json")})  # as read back from a manifest
-    assert _configuration_columns(stored)["local"]["device_model"] == "hdd-array parallelism=8"
-    assert _configuration_columns(load(None))["local"]["device_model"] == "ram"
+    assert configuration_columns(stored)["local"]["device_model"] == "hdd-array parallelism=8"
+    assert configuration_columns(load(None))["local"]["device_model"] == "ram"
 
 
 def test_the_environment_section_names_the_model_its_caches_and_the_overhead():

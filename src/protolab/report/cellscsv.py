@@ -1,0 +1,122 @@
+"""cells.csv at a report's end: one row per record with today's derived figures and the plan's place of each
+configuration, written by a forked process while the report's own process builds the rest.
+
+The report's process is a report's critical path (reading, statistics, findings, pages); the 10,000 rows of a
+10,000-window run took it ~1 s, which the other core now spends meanwhile. The process is forked before the
+drawing workers' threads exist (report.drawer starts them with its first batch), with the run's stop signals
+held as the drawer holds them. If it fails or is killed, this process writes cells.csv itself, so a failure
+reads as it always did: one line naming the file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..results.records import CellRecord
+    from ..results.rundir import RunDir
+
+
+def configuration_columns(plan) -> dict[str, dict[str, str]]:
+    """cells.csv's columns that come from the plan, per configuration: its protocol (plan.protocols; '' for a
+    path), the VMs' virtual disk controller ('' without VMs, and for a kernel data path: no virtual disk) and the
+    lab pool's device model (plan.storage; '' for a target outside the lab)."""
+    if plan is None:
+        return {}
+    from ..plan.targets import is_lab_target, protocol_named
+    from ..plan.topology import LabSpec
+
+    lab = getattr(plan, "lab", None)
+    if isinstance(lab, dict):  # a plan read back from a manifest keeps its [lab] as data
+        lab = LabSpec.model_validate(lab)
+    device = lab.device.name if lab is not None else ""
+
+    hv = getattr(plan, "hypervisor", None)
+    if isinstance(hv, dict):  # a plan read back from a manifest keeps its [hypervisor] as data
+        from ..plan.hypervisor import Hypervisor
+
+        hv = Hypervisor.model_validate(hv)
+    from ..plan.servers import kernel_served
+
+    default = hv.controller if hv is not None else None
+    out = {}
+    for c in plan.configurations:
+        protocol = protocol_named(plan.target_of(c).url) or ""
+        # the guest's kernel attaches it: no virtual disk
+        kernel = is_lab_target(plan.target_of(c).url) and kernel_served(protocol, getattr(c, "server", None))
+        out[c.name] = {"protocol": protocol,
+                       "controller": (c.controller or default or "") if default is not None and not kernel else "",
+                       "device_model": device if is_lab_target(plan.target_of(c).url) else ""}
+    return out
+
+
+def write(rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
+    """Rewrite the run's cells.csv from ``records``, with today's formulas (also for old runs)."""
+    from ..analysis.derived import figures as derived
+
+    place = configuration_columns(plan)
+    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **derived(r).csv_fields()})
+
+
+def _child(rundir: RunDir, records: list[CellRecord], plan: Any, mask: Any) -> None:
+    import os
+    import signal
+
+    def end(*_: Any) -> None:
+        raise SystemExit(1)  # atomic_write removes its temporary file on the way out
+
+    signal.signal(signal.SIGTERM, end)  # not the run's handlers: a stop ends this process too
+    signal.signal(signal.SIGHUP, end)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    try:
+        write(rundir, records, plan)
+    except BaseException:  # noqa: BLE001 — the parent writes it again and says what went wrong, in one line
+        os._exit(1)
+    os._exit(0)
+
+
+class CellsCsv:
+    """cells.csv being written by a forked process (in this process where there is one core or no fork)."""
+
+    def __init__(self, rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
+        import os
+
+        self.args = (rundir, records, plan)
+        self.process: Any = None
+        if (os.cpu_count() or 1) < 2:
+            return
+        import multiprocessing as mp
+        import signal
+
+        from .drawer import STOP_SIGNALS
+
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # as the drawer's forks: see report.drawer
+        try:
+            p = mp.get_context("fork").Process(target=_child, args=(*self.args, held), daemon=True,
+                                               name="protolab-cells-csv")
+            p.start()
+            self.process = p
+        except (OSError, ValueError):
+            self.process = None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+    def finish(self) -> None:
+        """Wait for cells.csv; write it here if the forked process did not."""
+        p, self.process = self.process, None
+        if p is not None:
+            p.join()
+            if p.exitcode == 0:
+                return
+        write(*self.args)
+
+    def stop(self) -> None:
+        """The report failed: the forked process, if still there, ends now."""
+        p, self.process = self.process, None
+        if p is not None:
+            p.terminate()  # SIGTERM: it leaves no temporary file behind
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
