@@ -40,10 +40,15 @@ METRICS = View(compared=True)
 TABLE_ONLY = View(compared=False)
 
 
-def measured_metrics(records: Iterable[CellRecord]) -> tuple[list[str], list[str]]:
-    """(metrics present in at least one record, metrics absent from every record), in report order."""
-    recs = list(records)
-    present = [k for k in REGISTRY if any(GETTERS[k](r) is not None for r in recs)]
+def measured_metrics(records: Iterable[CellRecord] | None = None, *, rows: list[Row] | None = None
+                     ) -> tuple[list[str], list[str]]:
+    """(metrics present in at least one record, metrics absent from every record), in report order; from
+    `study_rows`' rows when given (each holds every value of its records: the records are not read again)."""
+    if rows is not None:
+        present = [k for k in REGISTRY if any(r.samples.get(k) for r in rows)]
+    else:
+        recs = list(records or [])
+        present = [k for k in REGISTRY if any(GETTERS[k](r) is not None for r in recs)]
     # a metric only some testbeds have (the hypervisor's CPU) is missing by design elsewhere, not by a gap
     return present, [k for k in REGISTRY if k not in present and not REGISTRY[k].testbeds]
 

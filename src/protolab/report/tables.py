@@ -222,9 +222,9 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     """
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
-    present, absent = measured_metrics(records)
-    rel_metrics = [m for m in METRICS if m in present]
     rows = study_rows(records, baseline)
+    present, absent = measured_metrics(rows=rows)
+    rel_metrics = [m for m in METRICS if m in present]
     vs = verdicts(rows, baseline, rel_metrics, alpha=alpha, noise=noise, method=method)
     seen_w = list(dict.fromkeys(r.workload for r in records))
     seen_c = list(dict.fromkeys(r.configuration for r in records))

@@ -148,10 +148,13 @@ def test_telemetry_metrics_are_absent_until_measured_then_compared():
     plain = study({"base": (1.0, 1.0), "a": (1.0, 1.0)}, n=3, loads=(0,))
     present, absent = measured_metrics(plain)
     assert present == ["iops", "lat_mean_us", "lat_p99_us", "mbps"]
+    assert measured_metrics(rows=study_rows(plain, "base")) == (present, absent)  # the same from the rows
     assert "cpu_us_per_io_server" in absent and "packets_per_io" in absent
     cpu = [rec(c, 0, k + 1, 1000, extra={"cpu_us_per_io_server": s, "packets_per_io": 3.0})
            for c, base_cpu in (("base", 10.0), ("a", 8.0)) for k, s in enumerate(noisy(base_cpu, 8))]
     rows = study_rows(cpu, "base")
+    assert measured_metrics(rows=rows) == measured_metrics(cpu)
+    assert {"cpu_us_per_io_server", "packets_per_io"} <= set(measured_metrics(rows=rows)[0])
     a = next(r for r in rows if r.configuration == "a")
     assert a.relative["cpu_us_per_io_server"] == pytest.approx(80, abs=1.5)
     assert a.relative["packets_per_io"] == pytest.approx(100)
