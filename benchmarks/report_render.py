@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from protolab.plan.migrate import PLAN_FORMAT
-from protolab.report import figures, html, sections, tables
+from protolab.report import drawer, html, sections, tables
 from protolab.report.commands import write_report
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
@@ -145,7 +145,7 @@ def main(argv: list[str]) -> int:
             phases["build (stats, findings)"].append(t)
             n_charts = len(data.charts)
             phases["HTML"].append(timed(html.render, data)[0])
-            phases["figures PNG+SVG"].append(timed(figures.save_all, data.charts, Path(tmp) / "figs")[0])
+            phases["figures PNG+SVG"].append(timed(drawer.save_all, data.charts, Path(tmp) / "figs")[0])
             t1, _ = timed(tables.write_csvs, data, Path(tmp) / "tables")
             t2, _ = timed(sections.report_markdown, data)
             phases["CSV + Markdown"].append(t1 + t2)

@@ -250,7 +250,7 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
     path = Path(folder) / "compare.md"
     atomic_write(path, text)
     from .comparepage import chart_tables, compare_page, render_compare
-    from .figures import draw_all
+    from .drawer import draw_all
 
     page = compare_page(a.run_id, b.run_id, diffs, rows, force, only_a, only_b, claims=claims_html(pairs))
     drawn = draw_all(page.charts, Path(folder) / "figures", list(dict.fromkeys(r.configuration for r in rows)))

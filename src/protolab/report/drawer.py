@@ -182,3 +182,20 @@ def _serve(conn, parents_ends, mask) -> None:
             conn.send([_draw_args(j) for j in jobs])
         except Exception as e:  # noqa: BLE001 — the parent raises it, in one line
             conn.send(f"{type(e).__name__}: {e}")
+
+
+def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
+             png: bool = True) -> dict[str, Drawn]:
+    """Every chart, by id (two workers when there are many)."""
+    if len(charts) < 6:
+        return {d.id: d for d in map(_draw_args, [(c, folder, configurations, png) for c in charts])}
+    drawer = Drawer()
+    try:
+        return drawer.start(charts, folder, configurations, png)()
+    finally:
+        drawer.close()
+
+
+def save_all(charts: list[Chart], folder: Path, configurations: list[str] | None = None) -> list[Path]:
+    """Every chart as PNG and SVG under `folder`."""
+    return [p for d in draw_all(charts, folder, configurations).values() for p in d.paths]

@@ -224,22 +224,3 @@ def draw(chart: Chart, folder: Path | None, configurations: list[str] | None = N
 
 def _draw_args(args: tuple) -> Drawn:
     return draw(*args)
-
-
-def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
-             png: bool = True) -> dict[str, Drawn]:
-    """Every chart, by id (two workers when there are many)."""
-    if len(charts) < 6:
-        return {d.id: d for d in map(_draw_args, [(c, folder, configurations, png) for c in charts])}
-    from .drawer import Drawer
-
-    drawer = Drawer()
-    try:
-        return drawer.start(charts, folder, configurations, png)()
-    finally:
-        drawer.close()
-
-
-def save_all(charts: list[Chart], folder: Path, configurations: list[str] | None = None) -> list[Path]:
-    """Every chart as PNG and SVG under `folder`."""
-    return [p for d in draw_all(charts, folder, configurations).values() for p in d.paths]

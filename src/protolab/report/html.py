@@ -24,7 +24,7 @@ def render(data: ReportData, drawn: dict | None = None) -> str:
     env = environment()
     chart_tpl = env.from_string(read(TEMPLATES, "chart.html.j2"))
     if drawn is None:
-        from .figures import draw_all
+        from .drawer import draw_all
 
         drawn = draw_all(data.charts, None, data.configurations)
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ProtolabError
 from ..metrics import FIGURES, METRICS
@@ -32,6 +32,7 @@ from ..trust import UnsafePath, check_ancestors
 from .files import StoreError, append_lines, atomic_write, now, write_json  # noqa: F401 (re-exported)
 from .manifest import MANIFEST_SCHEMA, READABLE_SCHEMAS, Events, Manifest, RunStart  # noqa: F401 (re-exported)
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
+from .seriesfile import Point, lines_of, number
 from .trusted import check_tree, one_line_error
 
 #: cells.csv, one row per record (documented in docs/rundir.md); then one column per extra dimension.
@@ -98,58 +99,6 @@ def _csv_text(rows: Iterable[dict[str, Any]], columns: list[str], header: bool) 
         w.writerow(columns)
     w.writerows(["" if (v := row.get(k)) is None else v for k in columns] for row in rows)
     return buf.getvalue()
-
-
-def _number(key: str, v: str) -> Any:
-    """A series.csv field as its type (csv gives text)."""
-    if key in ("seq", "session", "ios"):
-        return int(v)
-    return v if key in ("cell_id", "phase", "host") else float(v)
-
-
-#: Up to this many seqs, series.csv's lines that may be theirs are found by one regular expression per block of the
-#: file (in C), not judged line by line in Python (0.9 s against 0.05 s for 42 seqs among 300,000 lines); the
-#: expression tries each seq in turn, so many seqs go line by line.
-_FEW_SEQS = 64
-_BLOCK = 1 << 22  # characters read at a time
-
-
-def _lines_of(f: Any, seqs: set[int]) -> Iterator[str]:
-    """The lines of series.csv (seq first; its header read) that may be one of ``seqs``: any line but one that starts
-    with a plain number that is none of them (anything else is parsed and judged by the caller). Read in blocks of
-    4 MiB: a long run's file is never held whole."""
-    if len(seqs) > _FEW_SEQS:
-        for line in f:
-            head = line[:line.find(",")]
-            if not head.isdigit() or int(head) in seqs:
-                yield line
-        return
-    # a newline, then one of the seqs (leading zeros too) and a comma, or anything but a plain number and a comma;
-    # a literal newline to search for: "^" with re.M tries every position and is 5× slower
-    wanted = re.compile("\n((?:0*(?:" + "|".join(str(s) for s in sorted(seqs)) + "),|(?![0-9]+,))[^\n]*)"
-                        if seqs else "\n((?![0-9]+,)[^\n]*)")
-    rest = ""
-    while True:
-        block = f.read(_BLOCK)
-        cut = None
-        if block:
-            block = "\n" + rest + block  # the block starts at a line's start
-            cut = block.rfind("\n") + 1  # whole lines now; the torn tail waits for the next block
-            rest = block[cut:]
-        else:
-            block = "\n" + rest
-        yield from (line for line in wanted.findall(block, 0, cut or len(block)) if line)
-        if cut is None:
-            return
-
-
-class _Point(NamedTuple):
-    """One per-interval value read back from series.csv (plain tuple: tens of thousands are read at once)."""
-
-    seq: int
-    host: str
-    t_s: float
-    iops: float
 
 
 @dataclass
@@ -357,11 +306,11 @@ class RunDir:
                     if len(at) == 5:
                         i_seq, i_phase, i_host, i_t, i_iops = (at[k] for k in ("seq", "phase", "host", "t_s", "iops"))
                         if seqs is not None and i_seq == 0:  # a long run's file: parse only the lines of ``seqs``
-                            reader = csv.reader(_lines_of(f, seqs))
+                            reader = csv.reader(lines_of(f, seqs))
                         for row in reader:
                             try:
                                 if row[i_phase] == phase and (seqs is None or int(row[i_seq]) in seqs):
-                                    rows.append(_Point(int(row[i_seq]), row[i_host], float(row[i_t]),
+                                    rows.append(Point(int(row[i_seq]), row[i_host], float(row[i_t]),
                                                        float(row[i_iops])))
                             except (IndexError, ValueError):
                                 continue  # a torn last line
@@ -388,7 +337,7 @@ class RunDir:
                         continue
                     vals = {k: v for k, v in row.items() if k in fields and v not in ("", None)}
                     out.setdefault(seq, []).append(SeriesRow.model_validate(
-                        {k: _number(k, v) for k, v in vals.items()}))
+                        {k: number(k, v) for k, v in vals.items()}))
                 except (KeyError, ValueError, TypeError):
                     continue  # a torn last line
         return {k: sorted(v, key=lambda r: r.t_s) for k, v in out.items()}

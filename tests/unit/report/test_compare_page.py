@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from protolab.analysis.compare import compare_runs, differences, unmatched
 from protolab.report.comparepage import compare_page, render_compare
-from protolab.report.figures import draw_all
+from protolab.report.drawer import draw_all
 from protolab.results.manifest import Manifest
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from protolab.plan.migrate import PLAN_FORMAT
-from protolab.results import rundir
+from protolab.results import seriesfile
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import SeriesRow
 from protolab.results.rundir import RunDir
@@ -14,9 +14,9 @@ from protolab.results.rundir import RunDir
 @pytest.mark.parametrize("block", [1 << 22, 7, 64])  # lines cut across blocks of the file, and one block
 @pytest.mark.parametrize("many", [False, True])  # one expression per block, or line by line (many seqs)
 def test_a_subset_of_seqs_reads_as_the_whole_file_filtered(tmp_path, monkeypatch, block, many):
-    monkeypatch.setattr(rundir, "_BLOCK", block)
+    monkeypatch.setattr(seriesfile, "BLOCK", block)
     if many:
-        monkeypatch.setattr(rundir, "_FEW_SEQS", 0)
+        monkeypatch.setattr(seriesfile, "FEW_SEQS", 0)
     rd = RunDir.create(tmp_path, "t", RunStart(plan={"name": "t"}, plan_text="", plan_format=PLAN_FORMAT,
                                               provenance=Provenance(protolab="0", kernel="6", fio_version="fio")))
     for seq in range(1, 13):
