@@ -42,8 +42,8 @@ def _wait_for_phase(results: Path, phase: str, proc: subprocess.Popen, limit: fl
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_sigterm_at_each_phase_then_resume_completes(workdir, tmp_path, phase):
-    text = plan_text(config("nbd", "lab:nbd") + config("nfs", "lab:nfs"),
-                     method='warmup = "2s"\nduration = "2s"\nrepeats = 2')
+    text = plan_text(config("nbd", "lab:nbd") + config("nfs", "lab:nfs"),  # 1 s: the signal lands 0.5 s into fio
+                     method='warmup = "1s"\nduration = "1s"\nrepeats = 2')
     plan = tmp_path / "p.toml"
     plan.write_text(text)
     results = tmp_path / "r"
