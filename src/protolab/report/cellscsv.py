@@ -58,15 +58,18 @@ def write(rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
     rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **derived(r).csv_fields()})
 
 
-def _child(rundir: RunDir, records: list[CellRecord], plan: Any, mask: Any) -> None:
+def _child(rundir: RunDir, records: list[CellRecord], plan: Any, ends: list[Any], mask: Any) -> None:
     import os
     import signal
 
-    def end(*_: Any) -> None:
+    for pipe in ends:  # the drawing workers end when the report's process closes its pipes: never held here
+        pipe.close()
+
+    def leave(*_: Any) -> None:
         raise SystemExit(1)  # atomic_write removes its temporary file on the way out
 
-    signal.signal(signal.SIGTERM, end)  # not the run's handlers: a stop ends this process too
-    signal.signal(signal.SIGHUP, end)
+    signal.signal(signal.SIGTERM, leave)  # not the run's handlers: a stop ends this process too
+    signal.signal(signal.SIGHUP, leave)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     try:
@@ -79,7 +82,8 @@ def _child(rundir: RunDir, records: list[CellRecord], plan: Any, mask: Any) -> N
 class CellsCsv:
     """cells.csv being written by a forked process (in this process where there is one core or no fork)."""
 
-    def __init__(self, rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
+    def __init__(self, rundir: RunDir, records: list[CellRecord], plan: Any, ends: list[Any] | None = None) -> None:
+        """Fork the writer; ``ends``: this process's ends of pipes the writer must not hold open (report.drawer's)."""
         import os
 
         self.args = (rundir, records, plan)
@@ -93,7 +97,7 @@ class CellsCsv:
 
         held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # as the drawer's forks: see report.drawer
         try:
-            p = mp.get_context("fork").Process(target=_child, args=(*self.args, held), daemon=True,
+            p = mp.get_context("fork").Process(target=_child, args=(*self.args, list(ends or []), held), daemon=True,
                                                name="protolab-cells-csv")
             p.start()
             self.process = p

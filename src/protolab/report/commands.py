@@ -77,7 +77,8 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
         waits.append(drawer.start(charts, folder, configurations))
 
     manifest = rundir.manifest()
-    cells = CellsCsv(rundir, records, tables.plan_of(manifest))  # written by a forked process meanwhile
+    # written by a forked process meanwhile, which holds none of the drawing workers' pipes
+    cells = CellsCsv(rundir, records, tables.plan_of(manifest), [conn for _, conn in drawer.workers])
     try:
         data = tables.build(manifest, records, series=rundir.series,  # reads only the series it draws
                             intervals=rundir.intervals, drawing=draw_early)

@@ -91,3 +91,46 @@ def test_stopping_it_mid_write_leaves_no_process_and_no_temporary_file(tmp_path,
     assert [p.name for p in rd.path.iterdir() if p.name.endswith(".tmp")] == []
     assert cells.process is None
     cells.stop()  # a second stop does nothing
+
+
+def test_the_drawing_workers_still_end_with_the_report_while_the_writer_runs(tmp_path):
+    """The writer is forked after the drawing workers: it must not hold their pipes open, or a report process that
+    dies would leave its workers for as long as the writer runs."""
+    from protolab.report.drawer import Drawer
+
+    if (os.cpu_count() or 1) < 2:
+        return
+    rd = make_run(tmp_path, LOCAL)
+    r, w = os.pipe()
+    report = os.fork()
+    if report == 0:  # a report process that dies while cells.csv is being written
+        os.close(r)
+        drawer = Drawer()
+
+        def stalled(*_args):
+            time.sleep(60)
+
+        cellscsv.write = stalled
+        cells = CellsCsv(rd, rd.records(), plan_of(rd.manifest()), [conn for _, conn in drawer.workers])
+        os.write(w, (",".join(str(p.pid) for p, _ in drawer.workers) + f";{cells.process.pid}\n").encode())
+        os._exit(0)
+    os.close(w)
+    line = os.read(r, 200).decode().strip()
+    os.close(r)
+    os.waitpid(report, 0)
+    workers, writer = [int(x) for x in line.split(";")[0].split(",")], int(line.split(";")[1])
+    try:
+        deadline = time.monotonic() + 20
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in workers), workers
+        assert _alive(writer)  # still writing: the workers did not wait for it
+    finally:
+        os.kill(writer, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
