@@ -1,10 +1,10 @@
 #!/bin/sh
-# Build the load-host guest image: Debian's kernel and an initramfs holding the
+# Build the guest image (load guests and the storage server guest): Debian's kernel and an initramfs holding the
 # project's fio (the same source as the host's .deps/fio, built again with
 # --disable-native: the host build uses the host CPU's vector instructions, which
 # an emulated CPU lacks -- it died with "Illegal instruction" under TCG) with its
-# shared libraries, busybox and the disk-controller and
-# network modules with their dependencies (from modules.dep, via modprobe).
+# shared libraries, busybox, the kernel data paths' tools, and the modules of each
+# role with their dependencies (from modules.dep, via modprobe: MODULE_GROUPS).
 # Idempotent: nothing is rebuilt when the output is newer than its inputs.
 #
 #   scripts/build-guest.sh [OUTDIR]     (default: .deps/guest)
