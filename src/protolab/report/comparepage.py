@@ -15,9 +15,10 @@ from markupsafe import Markup
 
 from ..analysis.compare import CompareRow, Difference
 from ..metrics import title as metric_title
+from .chart import Chart, Series
 from .htmlkit import HTML_ROWS, STATIC, TEMPLATES, environment, read, script_safe
 from .markdown import compare_rows, verdict_tally
-from .model import Chart, Series, slug
+from .model import slug
 
 #: The comparison table's columns that hold words (left-aligned on the page).
 WORDS = ("workload", "load point", "configuration", "metric", "verdict")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..analysis.latency import merged_percentiles
 from ..results.records import CellRecord
-from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, slug
+from .chart import Chart, Series
+from .model import DETAIL_LOADS, PCT_KEYS, ReportData, is_closed_loop, slug
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:

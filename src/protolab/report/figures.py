@@ -24,7 +24,7 @@ from ..results.files import atomic_write
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .model import Chart
+    from .chart import Chart
 
 #: Colour-blind-safe palette (Okabe & Ito), repeated when there are more configurations.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]

@@ -19,7 +19,8 @@ from ..analysis.findings import Finding
 from ..analysis.trend import SloShare, Trend, onset_s, pooled_trend, slo_share, trend
 from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
-from .model import Chart, ReportData, Series, slug
+from .chart import Chart, Series
+from .model import ReportData, slug
 
 #: A window with at least this many intervals, lasting at least LONG_WINDOW_S, is drawn and read as a long run.
 MIN_INTERVALS = 20

@@ -1,7 +1,7 @@
 """The report's data model: charts, their series, and `ReportData` (everything a report shows about one run).
 
 Every section module (report.sections) and chart builder builds on these types; `tables.build` assembles them.
-Nothing here imports another report module. Pure data, no files.
+Nothing here imports another report module but report.chart (a chart and its series). Pure data, no files.
 """
 
 from __future__ import annotations
@@ -21,39 +21,9 @@ from ..plan.migrate import migrate
 from ..plan.model import Plan
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
+from .chart import Chart
 
 PCT_KEYS = [f"p{p:g}" for p in PERCENTILES]
-
-
-@dataclass
-class Series:
-    """One drawn series: a name and one value per x position (None = no value)."""
-
-    name: str
-    values: list[float | None]
-    low: list[float | None] | None = None  # CI whiskers, same unit as values
-    high: list[float | None] | None = None
-    x: list[float] | None = None  # a "timeseries" chart's x of each value (its own times)
-
-
-@dataclass
-class Chart:
-    """A chart and the table of absolute numbers beside it (also tables/<id>.csv, figures/<id>.png|svg)."""
-
-    id: str
-    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries"
-    section: str
-    workload: str
-    title: str
-    note: str  # what the axis means, e.g. "psync = 100; above 100 = more IOPS"
-    ylabel: str
-    x: list[str]
-    series: list[Series]
-    table: list[dict[str, Any]]
-    log_y: bool = False
-    log_x: bool = False
-    xlabel: str = ""
-    hline: float | None = None  # a reference level drawn dashed (a latency objective)
 
 
 @dataclass

@@ -13,7 +13,8 @@ from ..analysis.batch import compare_many
 from ..analysis.findings import Finding, pct
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 from ..plan.coordinates import AXES, outer_steps, value_label
-from .model import Chart, ReportData, Series, is_closed_loop, slug
+from .chart import Chart, Series
+from .model import ReportData, is_closed_loop, slug
 
 _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
             "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}

@@ -27,9 +27,10 @@ from ..plan.targets import is_lab_target, protocol_named
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
+from .chart import Chart, Series
 from .detail import percentile_charts, series_charts, series_loads
 from .longrun import long_run_charts
-from .model import DETAIL_LOADS, PCT_KEYS, Chart, ReportData, Series, is_closed_loop, plan_of, slug  # noqa: F401
+from .model import DETAIL_LOADS, PCT_KEYS, ReportData, is_closed_loop, plan_of, slug  # noqa: F401
 from .stagecharts import stage_charts, stage_findings
 
 

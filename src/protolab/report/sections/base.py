@@ -13,8 +13,9 @@ from typing import Any, Callable, Generic, NamedTuple, TypeVar
 from jinja2 import Environment, Template
 from markupsafe import Markup
 
+from ..chart import Chart
 from ..htmlkit import TEMPLATES, environment, read
-from ..model import Chart, ReportData
+from ..model import ReportData
 
 M = TypeVar("M")
 

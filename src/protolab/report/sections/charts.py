@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import Chart, ReportData
+from ..chart import Chart
+from ..model import ReportData
 from .base import Page, Section, chart_lines
 
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from ..chart import Chart
 from ..htmlkit import HTML_ROWS
 from ..markdown import md_table, summary_table
-from ..model import Chart, ReportData
+from ..model import ReportData
 from .base import Heading, Page, Section
 
 #: Summary columns that hold words, not numbers (left-aligned on the page).
