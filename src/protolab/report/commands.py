@@ -60,7 +60,7 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from ..results.rundir import atomic_write
     from . import tables
     from .cellscsv import CellsCsv
-    from .html import render
+    from .html import page
     from .sections import report_markdown
 
     records = rundir.records()
@@ -85,12 +85,13 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
         waits.append(drawer.start([c for c in data.charts if c.id not in early], folder, data.configurations))
         tables.write_csvs(data, rundir.path / "tables")
         atomic_write(rundir.path / "report.md", report_markdown(data))
+        fill = page(data)  # the page, with a mark where each chart goes: rendered while the charts are drawn
         drawn = {k: v for wait in waits for k, v in wait().items()}
         cells.finish()
     finally:
         cells.stop()
     path = rundir.path / "report.html"
-    atomic_write(path, render(data, drawn))
+    atomic_write(path, fill(drawn))
     rundir.report_data = data  # built once: the summary and --json reuse it
     return path
 
