@@ -198,3 +198,22 @@ def test_lab_run_with_telemetry_has_cpu_series_and_ceiling(tmp_path):
 def test_protocol_of_target_urls():
     assert [protocol_of(u) for u in ("iscsi://h/iqn/0", "nfs://h/e", "nbd://h", "lab:iscsi", "lab:nfs", "/dev/sdb",
                                      "results/x.dat")] == ["iscsi", "nfs", "nbd", "iscsi", "nfs", None, None]
+
+
+def test_the_page_puts_each_drawn_chart_at_its_figure_and_the_runs_text_cannot_ask_for_one(local_run, monkeypatch):
+    """The page is rendered while the charts are drawn, with a mark per chart; the drawn SVGs fill the marks. A
+    plan's text shaped like a mark reaches the page escaped, and stays as it was."""
+    from protolab.report import html
+    from protolab.report.figures import Drawn
+
+    data = build(local_run.manifest(), local_run.records(), series=local_run.series())
+    data.plan = data.plan.model_copy(update={"description": "see <!--feed:0--> here"})
+    monkeypatch.setattr(html.secrets, "token_hex", lambda n: "feed")  # the token the plan's text guessed
+    fill = html.page(data)
+    text = fill({c.id: Drawn(c.id, f'<?xml version="1.0"?>\n<svg id="drawn-{c.id}"></svg>', []) for c in data.charts})
+    assert "see &lt;!--feed:0--&gt; here" in text and "<!--feed:" not in text
+    for c in data.charts:
+        assert text.count(f'<svg id="drawn-{c.id}">') == 1
+        figure = text.split(f'data-chart="{c.id}"')[1].split("</figure>")[0]
+        assert f'<svg id="drawn-{c.id}">' in figure
+    assert "<?xml" not in text  # inline: without the XML prolog
