@@ -1,9 +1,14 @@
 """The report's two drawing workers: forked processes that draw charts (report.figures.draw) while the report's
 process reads the run and writes its tables; a thread writes each worker's pipe and one reads it, so neither side
-waits on the other's pipe."""
+waits on the other's pipe.
+
+The report's process forks the first worker, which imports matplotlib and draws one chart (loading its fonts)
+while the report's process reads the run, then forks the second from itself: neither pays that ~0.6 s twice,
+and the report's process has a core to itself meanwhile."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,16 +16,26 @@ from typing import TYPE_CHECKING, Any
 from .figures import Drawn, _draw_args
 
 if TYPE_CHECKING:
-    from .model import Chart
+    from .chart import Chart
 
 
 def _warm() -> None:
-    """A worker's start: import matplotlib now, while the report's process is still reading the run."""
-    import matplotlib
+    """A worker's start: import matplotlib and draw a chart to SVG and PNG (its fonts, its text layout), while the
+    report's process is still reading the run."""
+    import io
 
-    matplotlib.use("Agg")
-    import matplotlib.backends.backend_agg  # noqa: F401
-    import matplotlib.figure  # noqa: F401
+    from matplotlib import rc_context
+
+    from .chart import Chart, Series
+    from .figures import _RC, figure
+
+    chart = Chart(id="warm", kind="relative", section="", workload="", title="1×4×4=16", note="a = 100", ylabel="%",
+                  x=["1×1×1=1", "1×4×4=16"], series=[Series("a", [100.0, 90.0], [95.0, 80.0], [105.0, 99.0])],
+                  table=[])
+    with rc_context(_RC):
+        fig = figure(chart, ["a"])
+        for fmt in ("svg", "png"):
+            fig.savefig(io.BytesIO(), format=fmt)
 
 
 #: The signals that stop a run (run.signals.Stopper); held while the drawing workers are forked.
@@ -29,17 +44,19 @@ STOP_SIGNALS = {2, 15, 1}  # SIGINT, SIGTERM, SIGHUP
 
 class Drawer:
     """Two worker processes for drawing, forked before the report's data is read (so they are small and
-    need not import protolab again) and importing matplotlib while this process reads the run; `start`
-    hands them the charts. The threads that write and read the workers' pipes start with the first batch.
+    need not import protolab again); `start` hands them the charts. The first is this process's child, and forks
+    the second once it has imported matplotlib and drawn a chart (see the module's text). The threads that write
+    and read the workers' pipes start with the first batch.
 
     Each worker is one forked process with one pipe, and nothing replaces a worker that ends:
     multiprocessing.Pool's worker handler re-forked workers from its thread while `terminate` ran,
     and such a late child, forked while other threads held locks, hung on a lock for ever after its
-    parent had gone (seen in CI). A worker ends when its pipe closes, so no worker outlives this process.
+    parent had gone (seen in CI). A worker ends when its pipe closes, so no worker outlives this process;
+    the first waits for the second before it ends, and the second is killed if the first dies.
     """
 
     def __init__(self) -> None:
-        self.workers: list[tuple[Any, Any]] = []  # (process, this end of its pipe)
+        self.workers: list[tuple[Any, Any]] = []  # (the first's process, or None for the second; this end of its pipe)
         self.inboxes: list[Any] = []  # per worker, its replies as they come (a thread reads each pipe)
         self.outboxes: list[tuple[Any, Any]] = []  # per worker, (queue, thread) of what goes to it (a thread writes)
         if (os.cpu_count() or 1) > 1:
@@ -48,30 +65,53 @@ class Drawer:
 
             ctx = mp.get_context("fork")
             # a signal must not land in os.fork's at-fork callbacks, where Python ignores the handler's
-            # KeyboardInterrupt (printing its traceback): it waits, blocked, until both workers exist
+            # KeyboardInterrupt (printing its traceback): it waits, blocked, until the first worker exists
             held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
             try:
+                pipes = []
                 try:
                     for _ in range(2):
-                        ours, theirs = ctx.Pipe()
-                        others = [o for _, o in self.workers] + [ours]  # the child closes every parent's end
-                        p = ctx.Process(target=_serve, args=(theirs, others, held), daemon=True,
-                                        name="protolab-draw")
-                        p.start()
-                        theirs.close()
-                        self.workers.append((p, ours))
+                        pipes.append(ctx.Pipe())
+                    ours, theirs = [o for o, _ in pipes], [t for _, t in pipes]
+                    p = ctx.Process(target=_first, args=(theirs, ours, held), daemon=True, name="protolab-draw")
+                    p.start()
+                    self.workers = [(p, ours[0]), (None, ours[1])]
                 finally:
+                    for _, theirs_end in pipes:
+                        theirs_end.close()
                     signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
             except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
+                for ours_end, _ in pipes:
+                    ours_end.close()
                 self.close()
             except BaseException:
                 self.close()
                 raise
 
+    def pids(self, timeout: float = 10.0) -> list[int]:
+        """The workers' process ids (the second's once the first has forked it, waiting up to ``timeout``)."""
+        import time
+
+        if not self.workers:
+            return []
+        first = self.workers[0][0].pid
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with open(f"/proc/{first}/task/{first}/children") as f:
+                    second = [int(x) for x in f.read().split()]
+            except OSError:
+                second = []
+            if second or time.monotonic() > deadline:
+                return [first, *second]
+            time.sleep(0.02)
+
     def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
               png: bool = True) -> Any:
         """Start drawing every chart; returns a function that waits and gives {id: Drawn}."""
         jobs = [(c, folder, configurations, png) for c in charts]
+        if self.workers:  # a chart's table is not drawn: the workers need not read it
+            jobs = [(dataclasses.replace(c, table=[]), *rest) for c, *rest in jobs]
         if len(self.workers) < 2 or len(jobs) < 2:
             done = {d.id: d for d in map(_draw_args, jobs)}
             return lambda: done
@@ -105,10 +145,11 @@ class Drawer:
             for _, conn in self.workers:
                 conn.close()
         for i, (p, conn) in enumerate(self.workers):
-            p.join(timeout=2)
-            if p.is_alive():
-                p.kill()  # a writer still blocked on its pipe then fails, and ends
-                p.join()
+            if p is not None:  # the first: it ends after the second (which dies with it)
+                p.join(timeout=2)
+                if p.is_alive():
+                    p.kill()  # a writer still blocked on its pipe then fails, and ends
+                    p.join()
             if self.outboxes:
                 self.outboxes[i][1].join(timeout=2)
             conn.close()
@@ -160,8 +201,8 @@ def _outbox(conn) -> tuple[Any, Any]:
     return items, writer
 
 
-def _serve(conn, parents_ends, mask) -> None:
-    """A drawing worker: lists of charts in, lists of Drawn (or an error's one line) out, until the pipe closes."""
+def _first(conns, parents_ends, mask) -> None:
+    """The first worker: warm up, fork the second from itself, draw; on its way out it waits for the second."""
     import signal
 
     for end in parents_ends:
@@ -171,6 +212,40 @@ def _serve(conn, parents_ends, mask) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     _warm()
+    second = _fork_second(conns)
+    conns[1].close()  # the second's pipe is its own: its end closes with it
+    try:
+        _serve(conns[0])
+    finally:
+        conns[0].close()
+        if second:
+            os.waitpid(second, 0)
+
+
+def _fork_second(conns) -> int:
+    """Fork the second worker (warm, like this one); its pid, or 0 when none could be forked (the report's process
+    then reads the end of its pipe and draws its charts itself)."""
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        return 0
+    if pid:
+        return pid
+    try:  # the second worker: it never returns into the first's code
+        conns[0].close()
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: it dies with the first
+        if os.getppid() == parent:  # else the first died before the line above
+            _serve(conns[1])
+    finally:
+        os._exit(0)
+
+
+def _serve(conn) -> None:
+    """A drawing worker's loop: lists of charts in, lists of Drawn (or an error's one line) out, until the pipe
+    closes or None comes."""
     while True:
         try:
             jobs = conn.recv()
@@ -181,7 +256,10 @@ def _serve(conn, parents_ends, mask) -> None:
         try:
             conn.send([_draw_args(j) for j in jobs])
         except Exception as e:  # noqa: BLE001 — the parent raises it, in one line
-            conn.send(f"{type(e).__name__}: {e}")
+            try:
+                conn.send(f"{type(e).__name__}: {e}")
+            except (OSError, ValueError):
+                return
 
 
 def draw_all(charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,

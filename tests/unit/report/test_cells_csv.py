@@ -112,7 +112,7 @@ def test_the_drawing_workers_still_end_with_the_report_while_the_writer_runs(tmp
 
         cellscsv.write = stalled
         cells = CellsCsv(rd, rd.records(), plan_of(rd.manifest()), [conn for _, conn in drawer.workers])
-        os.write(w, (",".join(str(p.pid) for p, _ in drawer.workers) + f";{cells.process.pid}\n").encode())
+        os.write(w, (",".join(str(p) for p in drawer.pids()) + f";{cells.process.pid}\n").encode())
         os._exit(0)
     os.close(w)
     line = os.read(r, 200).decode().strip()

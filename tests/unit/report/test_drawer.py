@@ -31,7 +31,7 @@ def _alive(pid: int) -> bool:
 def test_workers_draw_what_this_process_draws_and_end_on_close():
     charts = _charts(5)
     drawer = Drawer()
-    pids = [p.pid for p, _ in drawer.workers]
+    pids = drawer.pids()
     assert len(pids) == (2 if (os.cpu_count() or 1) > 1 else 0)
     try:
         got = drawer.start(charts, None, ["a", "b"], png=False)()
@@ -49,8 +49,13 @@ def test_a_worker_that_dies_has_its_charts_drawn_here_and_none_is_left():
         drawer.close()
         return
     dead, _ = drawer.workers[0]
-    os.kill(dead.pid, signal.SIGKILL)
+    second = drawer.pids()[1]
+    os.kill(dead.pid, signal.SIGKILL)  # the first: the second dies with it
     dead.join(5)
+    deadline = time.monotonic() + 10
+    while _alive(second) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(second)
     try:
         got = drawer.start(_charts(4), None, ["a", "b"], png=False)()
     finally:
@@ -64,13 +69,14 @@ def test_workers_end_when_their_parent_is_gone():
     if child == 0:  # a report process that dies without closing its drawer
         os.close(r)
         d = Drawer()
-        os.write(w, (",".join(str(p.pid) for p, _ in d.workers) + "\n").encode())
+        os.write(w, (",".join(str(p) for p in d.pids()) + "\n").encode())
         os._exit(0)
     os.close(w)
     line = os.read(r, 100).decode().strip()
     os.close(r)
     os.waitpid(child, 0)
     pids = [int(x) for x in line.split(",") if x]
+    assert len(pids) == (2 if (os.cpu_count() or 1) > 1 else 0)
     deadline = time.monotonic() + 20
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -116,8 +122,10 @@ def test_handing_a_busy_worker_more_than_its_pipe_holds_does_not_stop_this_proce
     import pickle
 
     assert len(pickle.dumps(big[0::2])) > 2**21  # more than the pipe (a socket pair) holds: a plain send blocks
-    for p, _ in drawer.workers:
-        os.kill(p.pid, signal.SIGSTOP)  # the workers busy: they read nothing
+    pids = drawer.pids()
+    assert len(pids) == 2
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)  # the workers busy: they read nothing
     try:
         handed = threading.Thread(target=lambda: waits.append(drawer.start(big, None, ["a"], png=False)), daemon=True)
         waits: list = []
@@ -125,8 +133,8 @@ def test_handing_a_busy_worker_more_than_its_pipe_holds_does_not_stop_this_proce
         handed.join(30)
         assert not handed.is_alive() and waits  # start() returned with the workers reading nothing
     finally:
-        for p, _ in drawer.workers:
-            os.kill(p.pid, signal.SIGCONT)
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
     try:
         got = waits[0]()
     finally:
