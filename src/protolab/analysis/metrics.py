@@ -40,3 +40,25 @@ GETTERS: dict[str, Getter] = _Getters()
 def value(r: CellRecord, key: str) -> float | None:
     """Metric ``key`` of record ``r``."""
     return GETTERS[key](r)
+
+
+def reader(keys: list[str]) -> Callable[[CellRecord], list[float | None]]:
+    """A function giving metrics ``keys`` of a record, in that order (as GETTERS would, with the record's derived
+    figures looked up once: a study's tables read every metric of every record)."""
+    plan = [(METRICS[k].source, METRICS[k].field) for k in keys]
+
+    def read(r: CellRecord) -> list[float | None]:
+        res, f, out = r.result, None, []
+        for source, name in plan:
+            if source == "result":
+                out.append(getattr(res, name))
+            elif source == "percentile":
+                out.append(res.percentiles_us.get(name))
+            else:
+                if f is None:
+                    f = figures(r)
+                out.append(_number(getattr(f, name)))
+        return out
+
+    return read
+

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from ..plan.coordinates import Point, point_of
 from ..results.records import CellRecord
-from .metrics import GETTERS
+from .metrics import reader
 
 #: The metrics a relative table shows by default (every registered metric can be asked for).
 METRICS = ("iops", "mbps", "lat_mean_us", "lat_p99_us")
@@ -49,13 +49,11 @@ def relative_rows(records: Iterable[CellRecord], baseline: str, metrics: Iterabl
         groups[key].append(r)
     medians: dict[tuple[str, Point, str], dict[str, float | None]] = {}
     samples: dict[tuple[str, Point, str], dict[str, list[float]]] = {}
+    read = reader(metrics)
     for key, recs in groups.items():
-        samples[key] = {}
-        medians[key] = {}
-        for m in metrics:
-            vals = [v for v in (GETTERS[m](r) for r in recs) if v is not None]
-            samples[key][m] = vals
-            medians[key][m] = median(vals) if vals else None
+        columns = zip(*map(read, recs))  # per metric, one value per repeat
+        samples[key] = got = {m: [v for v in col if v is not None] for m, col in zip(metrics, columns)}
+        medians[key] = {m: median(vals) if vals else None for m, vals in got.items()}
     rows = []
     for key in sorted(order, key=lambda k: (k[0], k[1].order)):
         w, point, c = key

@@ -66,6 +66,20 @@ class Point:
     coords: tuple[tuple[str, Any], ...]
     label: str = field(compare=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self.coords))  # a study's tables hash its points ~10⁶ times
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __getstate__(self) -> dict[str, Any]:  # a string's hash differs between processes: never pickled
+        return {"coords": self.coords, "label": self.label}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self.__post_init__()
+
     def get(self, name: str, default: Any = None) -> Any:
         """The value of one coordinate of the point."""
         return next((v for k, v in self.coords if k == name), default)
@@ -100,6 +114,7 @@ def load_label(hosts: int, streams: int, oio: int, total: int) -> str:
 
 
 _CACHE: dict[int, tuple[Any, Point]] = {}
+_SAME: dict[tuple[tuple, str], Point] = {}
 
 
 def point_of(rec: _Placed) -> Point:
@@ -111,8 +126,10 @@ def point_of(rec: _Placed) -> Point:
     prefix = "".join(value_label(k, v) + " · " for k, v in outer)
     point = Point((*outer, (LOAD, rec.coords[LOAD])),
                   prefix + load_label(rec.hosts, rec.streams_per_host, rec.oio_per_stream, rec.total_oio))
+    point = _SAME.setdefault((point.coords, point.label), point)  # one object per point: dict keys match by identity
     if len(_CACHE) > 200_000:
         _CACHE.clear()
+        _SAME.clear()
     _CACHE[id(rec)] = (rec, point)
     return point
 

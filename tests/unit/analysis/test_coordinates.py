@@ -38,3 +38,17 @@ def test_equal_coordinates_are_one_point_whatever_the_label():
     assert Point((("load", 0),), "a") == Point((("load", 0),), "b")
     assert len({point_of(rec(load=0, repeat=r)) for r in (1, 2, 3)}) == 1  # repeats pool at one point
     assert len({point_of(rec(load=0, stage="age", age_s=t)) for t in (0, 60)}) == 1  # aging steps too
+
+
+def test_a_points_hash_is_its_coordinates_and_survives_pickling():
+    """Points are hashed once (a study's tables hash them ~10⁶ times); pickling carries no hash (a string's hash
+    differs between processes), and records at one point share one Point."""
+    import pickle
+
+    p = point_of(rec(load=3, fill=25))
+    assert hash(p) == hash(p.coords) == hash(Point(p.coords, "another label"))
+    state = p.__getstate__()
+    assert set(state) == {"coords", "label"}
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and hash(q) == hash(p) and q.label == p.label
+    assert point_of(rec(load=3, fill=25, repeat=2)) is p

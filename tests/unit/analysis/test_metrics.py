@@ -50,3 +50,15 @@ def test_a_metric_added_to_the_registry_alone_reaches_cells_csv_the_tables_and_t
     assert local["% of baseline"] == "100"
     md = (run / "report.md").read_text()
     assert "p95 µs" in md and "p95 service time" in (run / "tables" / "findings.csv").read_text()
+
+
+def test_a_reader_gives_what_each_metrics_getter_gives():
+    from protolab.analysis.metrics import GETTERS, reader
+
+    records = RunDir.open(V1, write=False).records()
+    keys = list(metrics.METRICS)
+    read = reader(keys)
+    got = [read(r) for r in records]
+    assert got == [[GETTERS[k](r) for k in keys] for r in records]
+    assert any(v is not None for row in got for v, k in zip(row, keys) if metrics.METRICS[k].source == "figures")
+    assert reader([])(records[0]) == []
