@@ -91,6 +91,11 @@ class CellsCsv:
         if (os.cpu_count() or 1) < 2:
             return
         import multiprocessing as mp
+
+        from ..analysis.derived import figures
+
+        for r in records:  # derived here, where the report needs them too: the writer inherits them (cached)
+            figures(r)
         import signal
 
         from .drawer import STOP_SIGNALS

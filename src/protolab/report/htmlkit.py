@@ -17,12 +17,12 @@ HTML_ROWS = 300
 
 def fmt_number(v: Any) -> str:
     """A table cell: '–' for nothing, thousands separators for large numbers, 3 significant digits for small."""
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+    if not isinstance(v, float):  # a float first: most cells are
+        if v is None:
+            return "–"
+        return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+    if not math.isfinite(v):
         return "–"
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}"

@@ -304,12 +304,10 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     columns = list(rows[0])
     w = csv.writer(buf, lineterminator="\n")  # rows as lists: DictWriter's per-field checks were most of the cost
     w.writerow(columns)
-    w.writerows([_cell(r.get(k)) for k in columns] for r in rows)
+    # None → empty, a float to 6 significant digits; inline (a function call per cell was half the cost)
+    w.writerows([("" if v is None else f"{v:.6g}" if isinstance(v, float) else v) for v in map(r.get, columns)]
+                for r in rows)
     return buf.getvalue()
-
-
-def _cell(v: Any) -> Any:
-    return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
 
 
 def write_csvs(data: ReportData, folder: Path) -> list[Path]:
