@@ -61,7 +61,7 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     from . import tables
     from .cellscsv import CellsCsv
     from .html import page
-    from .sections import report_markdown
+    from .sections import built, report_markdown
 
     records = rundir.records()
     if not records:
@@ -84,8 +84,9 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
                             intervals=rundir.intervals, drawing=draw_early)
         waits.append(drawer.start([c for c in data.charts if c.id not in early], folder, data.configurations))
         tables.write_csvs(data, rundir.path / "tables")
-        atomic_write(rundir.path / "report.md", report_markdown(data))
-        fill = page(data)  # the page, with a mark where each chart goes: rendered while the charts are drawn
+        sections = built(data)  # each section's model, for both pages
+        atomic_write(rundir.path / "report.md", report_markdown(data, sections))
+        fill = page(data, sections)  # the page, with a mark where each chart goes: rendered while the charts are drawn
         drawn = {k: v for wait in waits for k, v in wait().items()}
         cells.finish()
     finally:

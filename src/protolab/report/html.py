@@ -33,12 +33,13 @@ def render(data: ReportData, drawn: dict | None = None) -> str:
     return page(data)(drawn)
 
 
-def page(data: ReportData) -> Callable[[dict], str]:
+def page(data: ReportData, sections: list | None = None) -> Callable[[dict], str]:
     """The page rendered with a mark where each chart's SVG goes, and the function that puts the drawn SVGs there
     (`{id: Drawn}`): the report's process renders the page while its charts are still being drawn.
 
     A mark is an HTML comment holding a token drawn for this page: the run's text reaches the page escaped, so it
-    can hold no comment, let alone one with the token."""
+    can hold no comment, let alone one with the token. ``sections``: report.sections.built(data), when already
+    made (for report.md)."""
     env = environment()
     chart_tpl = env.from_string(read(TEMPLATES, "chart.html.j2"))
     token = secrets.token_hex(16)
@@ -55,7 +56,7 @@ def page(data: ReportData) -> Callable[[dict], str]:
                                        series=len(c.series),
                                        baseline=data.baseline if c.kind == "relative" else None))
 
-    headings, blocks = report_html(data, Page(chart_block, env))
+    headings, blocks = report_html(data, Page(chart_block, env), sections)
     plan_name = data.plan.name if data.plan else (data.manifest.plan or {}).get("name", data.run_id)
     text = env.from_string(read(TEMPLATES, "report.html.j2")).render(
         data=data, manifest=data.manifest, plan_name=plan_name,

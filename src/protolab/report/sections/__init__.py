@@ -50,16 +50,18 @@ def built(data: ReportData) -> list[tuple[Section[Any], Any]]:
     return out
 
 
-def report_markdown(data: ReportData) -> str:
-    """report.md: its title, then every section's lines."""
+def report_markdown(data: ReportData, sections: list[tuple[Section[Any], Any]] | None = None) -> str:
+    """report.md: its title, then every section's lines (``sections``: `built(data)`, when already made)."""
     name = data.plan.name if data.plan else data.run_id
     lines = [f"# protolab: {name} — run {data.run_id}"]
-    for s, m in built(data):
+    for s, m in built(data) if sections is None else sections:
         lines += s.markdown(m)
     return "\n".join([*lines, ""])
 
 
-def report_html(data: ReportData, page: Page) -> tuple[list[Heading], list[Markup]]:
-    """report.html's headings (its navigation) and every section's markup, in report order."""
-    sections = built(data)
+def report_html(data: ReportData, page: Page, sections: list[tuple[Section[Any], Any]] | None = None
+                ) -> tuple[list[Heading], list[Markup]]:
+    """report.html's headings (its navigation) and every section's markup, in report order (``sections``:
+    `built(data)`, when already made)."""
+    sections = built(data) if sections is None else sections
     return [h for s, m in sections for h in s.headings(m)], [s.html(m, page) for s, m in sections]
