@@ -59,6 +59,7 @@ class Drawer:
         self.workers: list[tuple[Any, Any]] = []  # (the first's process, or None for the second; this end of its pipe)
         self.inboxes: list[Any] = []  # per worker, its replies as they come (a thread reads each pipe)
         self.outboxes: list[tuple[Any, Any]] = []  # per worker, (queue, thread) of what goes to it (a thread writes)
+        self.gone: list[bool] = []  # per worker, whether its pipe has closed (its later batches are drawn here)
         if (os.cpu_count() or 1) > 1:
             import multiprocessing as mp
             import signal
@@ -108,25 +109,31 @@ class Drawer:
 
     def start(self, charts: list[Chart], folder: Path | None, configurations: list[str] | None = None,
               png: bool = True) -> Any:
-        """Start drawing every chart; returns a function that waits and gives {id: Drawn}."""
+        """Start drawing every chart; returns a function that waits and gives {id: Drawn}. Batches are waited for
+        in the order they were started (each worker answers its batches in turn)."""
         jobs = [(c, folder, configurations, png) for c in charts]
         if self.workers:  # a chart's table is not drawn: the workers need not read it
             jobs = [(dataclasses.replace(c, table=[]), *rest) for c, *rest in jobs]
-        if len(self.workers) < 2 or len(jobs) < 2:
+        if len(self.workers) < 2:
             done = {d.id: d for d in map(_draw_args, jobs)}
             return lambda: done
-        parts = [jobs[0::2], jobs[1::2]]
+        parts = [jobs[0::2], jobs[1::2]]  # a worker with nothing to draw is sent nothing
         if not self.outboxes:  # the threads with the first batch: until then this process may fork (report.cellscsv)
             self.inboxes = [_inbox(ours) for _, ours in self.workers]
             self.outboxes = [_outbox(ours) for _, ours in self.workers]
+            self.gone = [False] * len(self.workers)
         for (outbox, _), part in zip(self.outboxes, parts):
-            outbox.put(part)
+            if part:
+                outbox.put(part)
 
         def wait() -> dict[str, Drawn]:
             out: dict[str, Drawn] = {}
-            for inbox, part in zip(self.inboxes, parts):
-                got = inbox.get()
-                if got is None:  # the worker died: its charts are drawn here
+            for i, (inbox, part) in enumerate(zip(self.inboxes, parts)):
+                if not part:
+                    continue
+                got = None if self.gone[i] else inbox.get()
+                if got is None:  # the worker died (its pipe says so once): its charts are drawn here
+                    self.gone[i] = True
                     got = [_draw_args(j) for j in part]
                 if isinstance(got, str):
                     from ..errors import ToolError
@@ -153,7 +160,7 @@ class Drawer:
             if self.outboxes:
                 self.outboxes[i][1].join(timeout=2)
             conn.close()
-        self.workers, self.inboxes, self.outboxes = [], [], []
+        self.workers, self.inboxes, self.outboxes, self.gone = [], [], [], []
 
 
 def _inbox(conn) -> Any:

@@ -218,42 +218,44 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
     (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
     the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun).
-    ``drawing``: called with the relative charts and the configurations as soon as those charts are made, so that
-    they are drawn while the rest is built.
+    ``drawing``: called with charts and the configurations as soon as those charts are made (those that need no
+    statistics, then the relative charts), so that they are drawn while the rest is built.
     """
     plan = plan_of(manifest)
     baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
     rows = study_rows(records, baseline)
     present, absent = measured_metrics(rows=rows)
     rel_metrics = [m for m in METRICS if m in present]
-    vs = verdicts(rows, baseline, rel_metrics, alpha=alpha, noise=noise, method=method)
     seen_w = list(dict.fromkeys(r.workload for r in records))
     seen_c = list(dict.fromkeys(r.configuration for r in records))
     workloads = [w.name for w in plan.workloads if w.name in seen_w] if plan else seen_w
     configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
     data = ReportData(manifest.run_id or "", manifest, plan, baseline, workloads + [w for w in seen_w
                       if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
-                      rows, vs, rel_metrics, absent, [], records=records,
+                      rows, {}, rel_metrics, absent, [], records=records,
                       series={} if callable(series) else (series or {}), alpha=alpha, noise=noise)
     data.index()
+    # the charts that need no statistics first, drawn while the statistics are computed
+    if callable(series):
+        data.series = series("measure", {r.seq for w in data.workloads for li in series_loads(data, w)
+                                         for c in data.configurations for r in data.cells.get((w, li, c), [])})
+    detail = [c for w in data.workloads for c in percentile_charts(data, w)]
+    detail += [c for w in data.workloads for c in series_charts(data, w)]
+    ceilings, note = ceiling_charts(data)
+    if drawing is not None:
+        drawing(detail + ceilings, data.configurations)
+    data.verdicts = vs = verdicts(rows, baseline, rel_metrics, alpha=alpha, noise=noise, method=method)
     for w in data.workloads:
         data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
     if drawing is not None:
         drawing(list(data.charts), data.configurations)
     data.findings = (findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
                      + pair_findings(rows, plan, alpha=alpha, noise=noise))
-    if callable(series):
-        data.series = series("measure", {r.seq for w in data.workloads for li in series_loads(data, w)
-                                         for c in data.configurations for r in data.cells.get((w, li, c), [])})
-    for w in data.workloads:
-        data.charts.extend(percentile_charts(data, w))
-    for w in data.workloads:
-        data.charts.extend(series_charts(data, w))
+    data.charts.extend(detail)
     data.charts.extend(stage_charts(data))
     data.findings += stage_findings(data, alpha=alpha, noise=noise)
     if intervals is not None:
         data.charts.extend(long_run_charts(data, intervals))
-    ceilings, note = ceiling_charts(data)
     data.charts.extend(ceilings)
     for m in absent:
         data.notes[m] = "not measured in this run"

@@ -56,11 +56,22 @@ def test_a_worker_that_dies_has_its_charts_drawn_here_and_none_is_left():
     while _alive(second) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(second)
-    try:
-        got = drawer.start(_charts(4), None, ["a", "b"], png=False)()
+    charts = _charts(7)
+    try:  # three batches, waited in turn: a dead worker's pipe says so once, and every batch is drawn here
+        waits = [drawer.start(charts[:1], None, ["a", "b"], png=False), drawer.start(charts[1:4], None, ["a", "b"],
+                                                                                       png=False),
+                 drawer.start(charts[4:], None, ["a", "b"], png=False)]
+        got: dict = {}
+        import threading
+
+        waiting = threading.Thread(target=lambda: got.update({k: v for w in waits for k, v in w().items()}),
+                                   daemon=True)
+        waiting.start()
+        waiting.join(60)
+        assert not waiting.is_alive()  # it waited for a reply that a dead worker's pipe gives only once
     finally:
         drawer.close()
-    assert sorted(got) == ["c0", "c1", "c2", "c3"]
+    assert sorted(got) == [c.id for c in charts]
 
 
 def test_workers_end_when_their_parent_is_gone():
@@ -140,3 +151,29 @@ def test_handing_a_busy_worker_more_than_its_pipe_holds_does_not_stop_this_proce
     finally:
         drawer.close()
     assert sorted(got) == [c.id for c in big] and all(got[c.id].svg.startswith("<?xml") for c in big)
+
+
+def test_a_batch_of_one_chart_is_drawn_by_a_worker_and_batches_are_answered_in_turn(monkeypatch):
+    """The report hands over its charts in batches as they are made; one chart still goes to a worker (this
+    process never imports matplotlib for it)."""
+    import protolab.report.drawer as drawer_module
+
+    drawer = Drawer()
+    if len(drawer.workers) < 2:
+        drawer.close()
+        return
+
+    def here(_job):
+        raise AssertionError("drawn in the report's process")
+
+    monkeypatch.setattr(drawer_module, "_draw_args", here)  # the workers were forked with the real one
+    charts = _charts(6)
+    try:
+        waits = [drawer.start(charts[:1], None, ["a", "b"], png=False),
+                 drawer.start(charts[1:2], None, ["a", "b"], png=False),
+                 drawer.start(charts[2:], None, ["a", "b"], png=False)]
+        got = [w() for w in waits]
+    finally:
+        drawer.close()
+    assert [sorted(g) for g in got] == [["c0"], ["c1"], ["c2", "c3", "c4", "c5"]]
+    assert all(g[c].svg.startswith("<?xml") for g in got for c in g)
