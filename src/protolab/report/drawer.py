@@ -218,7 +218,10 @@ def _first(conns, parents_ends, mask) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    _warm()
+    try:
+        _warm()
+    except Exception:  # noqa: BLE001 — no worker, no traceback: the report's process draws, and says what fails
+        return
     second = _fork_second(conns)
     conns[1].close()  # the second's pipe is its own: its end closes with it
     try:

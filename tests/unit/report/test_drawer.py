@@ -177,3 +177,19 @@ def test_a_batch_of_one_chart_is_drawn_by_a_worker_and_batches_are_answered_in_t
         drawer.close()
     assert [sorted(g) for g in got] == [["c0"], ["c1"], ["c2", "c3", "c4", "c5"]]
     assert all(g[c].svg.startswith("<?xml") for g in got for c in g)
+
+
+def test_a_worker_that_cannot_warm_up_leaves_its_charts_here_without_a_traceback(monkeypatch, capfd):
+    import protolab.report.drawer as drawer_module
+
+    def broken():
+        raise ImportError("no matplotlib here")
+
+    monkeypatch.setattr(drawer_module, "_warm", broken)  # the forked worker runs this one
+    drawer = Drawer()
+    try:
+        got = drawer.start(_charts(3), None, ["a", "b"], png=False)()
+    finally:
+        drawer.close()
+    assert sorted(got) == ["c0", "c1", "c2"]
+    assert "Traceback" not in capfd.readouterr().err
