@@ -114,7 +114,7 @@ def main() -> None:
         for name in sorted({r["coords"]["configuration"] for r in recs}):
             mine = [g for g, rb in zip(gaps, recs[1:]) if rb["coords"]["configuration"] == name]
             if mine:
-                print(f"  before a {name} cell: median {statistics.median(mine):.3f} s  "
+                print(f"  gaps before {name} cells: median {statistics.median(mine):.3f} s  "
                       f"(range {min(mine):.3f}–{max(mine):.3f}, {len(mine)} gaps)")
 
 
