@@ -91,15 +91,13 @@ class CellsCsv:
         if (os.cpu_count() or 1) < 2:
             return
         import multiprocessing as mp
+        import signal
 
         from ..analysis.derived import figures
+        from .drawer import STOP_SIGNALS
 
         for r in records:  # derived here, where the report needs them too: the writer inherits them (cached)
             figures(r)
-        import signal
-
-        from .drawer import STOP_SIGNALS
-
         held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # as the drawer's forks: see report.drawer
         try:
             p = mp.get_context("fork").Process(target=_child, args=(*self.args, list(ends or []), held), daemon=True,
