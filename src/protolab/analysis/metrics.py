@@ -18,12 +18,8 @@ def _number(v: Any) -> float | None:
 
 def getter(key: str) -> Getter:
     """The function that reads metric ``key`` from a record (None where the record has no value)."""
-    m = METRICS[key]
-    if m.source == "result":
-        return lambda r: getattr(r.result, m.field)
-    if m.source == "percentile":
-        return lambda r: r.result.percentiles_us.get(m.field)
-    return lambda r: _number(getattr(figures(r), m.field))
+    read = reader([key])  # one place reads a metric by its source
+    return lambda r: read(r)[0]
 
 
 class _Getters(dict):
