@@ -39,6 +39,8 @@ class FakeFio:
         self.fail, self.interrupt_at, self._version, self.answer = fail, interrupt_at, version, answer
         self.docs = documents(stream) if stream is not None else None
         self.stream = stream
+        self.streamed = False  # a client run prints each server's status as it comes (fio patch 0004)
+        self.burst_until = 0.0  # … and none comes before this instant (servers too busy to send them)
         self._engines = engines or ENGINES
         self.runs = 0
         self.op_errors: list[str] = []
@@ -79,9 +81,14 @@ class FakeFio:
                     break
         return ""
 
-    def run_clients(self, clients, output, *, cwd=None, timeout, label, status_interval, on_poll, netns=None):
-        """A client run of two servers: the '<host>' lines early, the document once the jobs end (``stream``)."""
+    def run_clients(self, clients, output, *, cwd=None, timeout, label, status_interval, on_poll, netns=None,
+                    on_status=None):
+        """A client run of two servers: the '<host>' lines early, the document once the jobs end (``stream``),
+        as fio 3.33's client prints them; with ``streamed`` set, as protolab's patched client does (each server's
+        status a document of its own, as it comes), stopped when ``on_status`` says so."""
         assert status_interval and len(clients) == 2 and self.stream is not None and self.clock is not None
+        if self.streamed:
+            return self._client_streamed(output, on_poll, on_status)
         head, doc = self.stream[:self.stream.index("\n{") + 1], self.stream[self.stream.index("\n{") + 1:]
         with open(output, "w") as f:
             for i in range(60):  # 6 s of the client's run, polled every 0.1 s
@@ -93,8 +100,37 @@ class FakeFio:
             f.write(doc)  # at 106.0 s: the document, once the jobs have ended
         self.clock.t += 0.02
         on_poll()  # seen at 106.02 s
+        if on_status is not None:
+            on_status(documents(doc)[0])  # the real adapter passes on the one document it saw
         self.clock.t += 0.03  # the client exits
         return self.stream
+
+    def _client_streamed(self, output, on_poll, on_status):
+        """Status k of server s1 comes at 100 + k s (none before ``burst_until``), of s2 0.1 s later; once told to
+        stop, each server's next status comes (its jobs ended) and the client exits 0.2 s later."""
+        per: dict[str, dict[str, list[dict]]] = {}
+        for j in documents(self.stream)[0]["client_stats"]:
+            if j.get("jobname") != "All clients":
+                per.setdefault(f"{j['hostname']}:{j['port']}", {}).setdefault(j["jobname"], []).append(j)
+        n = min(len(v) for jobs in per.values() for v in jobs.values())
+        self.clock.t = 100.0
+        stop = None
+        with open(output, "w") as f:
+            for k in range(n):
+                for i, jobs in enumerate(per.values()):
+                    self.clock.t = max(100.0 + k, self.burst_until) + 0.1 * i
+                    doc = {"client_stats": [v[k] for v in jobs.values()]}
+                    f.write(json.dumps(doc, indent=1) + "\n")
+                    f.flush()
+                    on_poll()
+                    self.events.append(("status", k, i))
+                    if stop is None and on_status(doc):
+                        stop = k
+                        self.events.append("stopped")
+                if stop is not None and k > stop:
+                    break
+        self.clock.t += 0.2
+        return Path(output).read_text()
 
 
 #: fio 3.33's --status-interval=1 output: one local run of 2 streams, and one client run of 2 servers.

@@ -164,20 +164,23 @@ class Fio:
         netns: str | None = None,
         status_interval: bool | int = False,
         on_poll: Callable[[], None] | None = None,
+        on_status: Callable[[dict], bool] | None = None,
     ) -> str:
         """One `fio --client` run over several servers: (client argument, job file) per host.
 
         ``netns``: where the client runs (a guest's fio server is forwarded on 127.0.0.1 of its host's namespace).
-        ``status_interval``: each server sends a cumulative status every that many seconds (True: 1); fio 3.33's
-        client prints
-        them only at the end, all in one document (client.c: handle_ts, fio_client_json_fini), so they
-        cannot be read live. ``on_poll`` is called every ``POLL_S`` while the client runs.
+        ``status_interval``: each server sends a cumulative status every that many seconds (True: 1). fio 3.33's
+        client prints them only at the end, all in one document (client.c: handle_ts, fio_client_json_fini);
+        with ``on_status`` the client is asked to print each server's status as it comes (protolab's fio patch
+        0004, FIO_CLIENT_STREAM), and ``on_status`` gets each such document, as in ``run`` (True: stop the run;
+        the client then tells its servers to end their jobs, which send their last status). A client without
+        the patch prints everything at the end. ``on_poll`` is called every ``POLL_S`` while the client runs.
         """
         # --status-interval after --client=… is sent to that server (a FIO_CLIENT_FLAG option in init.c)
         per = [f"--status-interval={int(status_interval)}"] if status_interval else []
         args = [a for arg, job in clients for a in (f"--client={arg}", *per, str(job))]
         return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label, on_poll=on_poll,
-                        files_under=Path(output).parent)
+                        files_under=Path(output).parent, on_status=on_status, stream=on_status is not None)
 
     def run(
         self,
@@ -192,11 +195,13 @@ class Fio:
         on_status: Callable[[dict], bool] | None = None,
         on_poll: Callable[[], None] | None = None,
         files_under: Path | None = None,
+        stream: bool = False,
     ) -> str:
         """Run fio with ``args`` writing json+ to ``output``; return the JSON text.
 
         ``files_under``: a client run accepts the files its servers name (IO logs to write, files to send) only
-        inside this directory (protolab's fio patch 0002: FIO_CLIENT_FILES_UNDER).
+        inside this directory (protolab's fio patch 0002: FIO_CLIENT_FILES_UNDER). ``stream``: a client run
+        prints each server's status as it comes (patch 0004: FIO_CLIENT_STREAM).
 
         ``on_status`` gets each document fio writes to ``output`` while it runs (with --status-interval);
         returning True stops fio's process group with SIGTERM, which fio handles by ending its jobs and
@@ -205,7 +210,8 @@ class Fio:
         """
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
         if files_under is not None:
-            argv = ["env", f"FIO_CLIENT_FILES_UNDER={Path(files_under).absolute()}", *argv]
+            argv = ["env", f"FIO_CLIENT_FILES_UNDER={Path(files_under).absolute()}",
+                    *(["FIO_CLIENT_STREAM=1"] if stream else []), *argv]
         if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
             argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
         # a window measured again (resume) must not be read from the output its first attempt left

@@ -5,7 +5,9 @@ JSON document of every job's counters *so far* (I/Os, bytes, runtime, the clat
 histogram bins, CPU). A direct run writes each document to its output file as it
 goes, the last one when the jobs end. A client run (``fio --client``) receives the
 servers' documents as they come but prints them only at the end, as one document
-whose ``client_stats`` list every job's every snapshot in the order they arrived.
+whose ``client_stats`` list every job's every snapshot in the order they arrived;
+with protolab's fio patch 0004 (FIO_CLIENT_STREAM) it prints each server's status
+as a document of its own the moment it comes.
 
 A measured window inside one run is the difference of two snapshots: everything
 counts (I/Os, bytes, runtime, histogram bins, CPU) are subtracted job by job, and
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 DIRECTIONS = ("read", "write", "trim")
+#: A boundary snapshot is the one nearest its target: half a status interval (of 1 s) either side.
+TOLERANCE_MS = 500.0
 
 
 def documents(text: str) -> list[dict[str, Any]]:
@@ -89,7 +93,8 @@ class Snapshot:
 
 
 def snapshots(docs: Iterable[dict[str, Any]]) -> dict[str, list[Snapshot]]:
-    """Per fio (source), its snapshots in time order, from a direct run's documents or a client run's one."""
+    """Per fio (source), its snapshots in time order, from a direct run's documents or a client run's (one, or
+    one per server and status when streamed)."""
     out: dict[str, list[Snapshot]] = {}
     for doc in docs:
         if "client_stats" not in doc:
@@ -103,9 +108,12 @@ def snapshots(docs: Iterable[dict[str, Any]]) -> dict[str, list[Snapshot]]:
             if j.get("jobname") == "All clients":
                 continue
             seen.setdefault(source_of(j), {}).setdefault(str(j.get("jobname")), []).append(j)
-        for src, by_job in seen.items():
+        for src, by_job in seen.items():  # a streamed run (fio patch 0004): a document per server and status
             n = min(len(v) for v in by_job.values())
-            out[src] = [Snapshot(src, tuple(v[k] for v in by_job.values())) for k in range(n)]
+            mine = out.setdefault(src, [])
+            if mine and len(by_job) < len(mine[0].jobs):
+                continue  # a status cut short (its server's connection dropped): not every job's
+            mine.extend(Snapshot(src, tuple(v[k] for v in by_job.values())) for k in range(n))
     for src, snaps in out.items():  # a client run may list a server's last status twice
         out[src] = [s for i, s in enumerate(snaps) if not i or not s.runtime_ms
                     or (s.runtime_ms, s.ios) != (snaps[i - 1].runtime_ms, snaps[i - 1].ios)]

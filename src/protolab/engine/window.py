@@ -9,11 +9,14 @@ measures are those the warm-up warmed.
 
 Telemetry must cover the window only. A direct run's documents are read as fio
 writes them, so ``sample()`` is called at the very moment each boundary snapshot
-appears, and fio is stopped right after the window's end. fio's client prints its
-servers' documents only when the run ends, so a client run lasts the longest
-warm-up plus the window, ``tick()`` is sampled every second meanwhile, the
-boundaries are placed afterwards, and ``interpolate`` reads the telemetry at the
-boundaries' instants, placed back from the client's printing (see ``_client``).
+appears, and fio is stopped right after the window's end. fio's client prints each
+server's status as it comes (protolab's fio patch 0004; ``streamed.Streamed``), and it
+is stopped once every server has sent the window's end status; ``tick()`` is sampled
+every second meanwhile, the boundaries are placed afterwards, and ``interpolate`` reads
+the telemetry at the boundaries' instants: where the lab's storage traffic had got to
+fio's share of I/Os, or when the statuses came (see ``_client``). A client without the
+patch prints every status at the end: its run lasts the longest warm-up, the window
+and the spare, and the instants are placed back from its printing.
 
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
@@ -22,7 +25,7 @@ Statuses come every ``interval_s`` seconds (the plan's ``method.interval``): the
 judged, and the window placed, to the nearest status. Each interval of the window is also
 reported as a merged ``intervals.Interval``: a direct run hands each to ``on_interval`` the
 moment its status is written (so a long run's series is on disk up to its last interval
-whatever stops it); a client run's come after the client's print, all at once. A long
+whatever stops it); a client run's come after the run, all at once. A long
 direct run keeps the histograms of its window's first and latest statuses only.
 """
 
@@ -40,13 +43,13 @@ from .intervals import Interval, interval, light, window_intervals
 from .jobfile import render_streams
 from .measure import HostRun, client_plan
 from .replay import replay_files
-from .status import Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
+from .status import TOLERANCE_MS, Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
+from .streamed import Streamed
 
-#: A boundary snapshot is the one nearest its target: half a status interval (of 1 s) either side.
-TOLERANCE_MS = 500.0
 #: fio's runtime beyond the longest warm-up and the window, so that the window's end status exists even when the
 #: jobs started that much apart (each job's runtime counts from its own start). A direct run is stopped at the
-#: window's end, so its spare costs nothing; a client run lasts it all.
+#: window's end, so its spare costs nothing; so is a streamed client run (a client without fio patch 0004
+#: lasts it all).
 SPARE_DIRECT_S = 10.0
 SPARE_CLIENT_S = 3.0
 
@@ -201,7 +204,7 @@ def run_window(
                     on_status=live, status_interval_s=interval_s)
         return _direct(output, live, fio)
     return _client(fio, hosts, jobs, output, live, warmup_done, duration_s, tick, interpolate, socket_dir,
-                   timeout, label, clock, progress)
+                   timeout, label, clock, progress, on_iops)
 
 
 def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
@@ -229,7 +232,8 @@ def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
 
 
 def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
-            socket_dir, timeout: float, label: str, clock, progress=lambda sample: None) -> WindowRun:
+            socket_dir, timeout: float, label: str, clock, progress=lambda sample: None,
+            on_iops: Callable[[float], None] | None = None) -> WindowRun:
     ticks: list[tuple[float, Any]] = [(clock(), tick())]
     printed = _PrintWatch(output, clock)
 
@@ -239,8 +243,11 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
             ticks.append((clock(), tick()))
 
     clients, netns = client_plan(hosts, jobs)
+    # each server's status as it comes: the run stops at the window's end, not at its runtime's (fio patch 0004)
+    stream = Streamed(len(clients), duration_s * 1000.0, warmup_done, clock, live.interval_s,
+                      start=-1 if live.start == -1 else None, on_iops=on_iops)
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=live.interval_s,
-                    on_poll=poll, **({"netns": netns} if netns else {}))
+                    on_poll=poll, on_status=stream, **({"netns": netns} if netns else {}))
     exited = clock()
     ticks.append((exited, tick()))
     per = snapshots(documents(output.read_text()))
@@ -250,17 +257,21 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None,
                             interval_s=live.interval_s)
-    ended = printed.at if printed.at is not None else exited
+    # a streamed client prints its first status at once: its statuses' ends are known when it exits
+    ended = printed.at if printed.at is not None and not stream.streamed else exited
 
     def at(i: int) -> float:
-        """Status i's instant on our clock (fio 3.33's client gives no time per status): the client starts
-        printing once every job has ended, so status i came no later than that less any job's I/O time from
-        status i to its end (a job not started yet at i: all of it). That bound is late by the time the
-        client takes to build its document (large with many jobs). The other bound, i + 1 s after the
-        client started (each server's status timer starts when it gets its jobs), is early by as much as
-        a slow server takes to start them: a TCG guest's, by a second."""
-        return ended - max(end - now for v in per.values()
-                           for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
+        """Status i's instant on our clock, the earlier of two bounds. The client's last status comes once
+        every job has ended (a client without patch 0004 then starts printing), so status i came no later than
+        that less any job's I/O time from status i to its end (a job not started yet at i: all of it): late by
+        the time the client takes to build its document (large with many jobs). A streamed status came no
+        later than it reached us: late by as long as its server took to send it (seconds, with 160 busy jobs
+        on 2 cores). The other way, i + 1 s after the client started (each server's status timer starts when
+        it gets its jobs), is early by as much as a slow server takes to start them: a TCG guest's, by a
+        second."""
+        by_end = ended - max(end - now for v in per.values()
+                             for end, now in zip(v[-1].job_runtimes_ms, v[min(i, len(v) - 1)].job_runtimes_ms)) / 1000.0
+        return min(by_end, stream.at(i, exited)) if stream.streamed else by_end
 
     sample_at = _by_traffic(per, ticks, progress, interpolate) or (lambda i: _read(ticks, at(i), interpolate))
     before = live.before if start == -1 else sample_at(start)

@@ -1,0 +1,126 @@
+"""A client run read as its servers' statuses come (fio patch 0004): where it stops, when each status came, and
+what a client that prints everything at the end still gets. Driven by captured fio 3.33 output of 2 servers."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from test_status_window import Agent, Clock
+
+from fakes import CLIENT, FakeFio
+from fakes import status_cell as _cell
+from protolab.engine.measure import HostRun
+from protolab.engine.parse import parse_fio_json
+from protolab.engine.status import documents, iops_series, snapshots, total_series
+from protolab.engine.streamed import Streamed
+from protolab.engine.window import boundaries, run_window
+from protolab.run.procedure import WarmupRule
+
+S1, S2 = "/tmp/fiot/s1.sock:8765", "/tmp/fiot/s2.sock:8765"
+
+
+def _split(text: str) -> list[dict]:
+    """The captured one-document client run as the patched client prints it: one document per server and status,
+    s1's before s2's."""
+    per: dict[str, dict[str, list[dict]]] = {}
+    for j in documents(text)[0]["client_stats"]:
+        if j.get("jobname") != "All clients":
+            per.setdefault(f"{j['hostname']}:{j['port']}", {}).setdefault(j["jobname"], []).append(j)
+    n = min(len(v) for jobs in per.values() for v in jobs.values())
+    return [{"client_stats": [v[k] for v in jobs.values()]} for k in range(n) for jobs in per.values()]
+
+
+def test_the_streamed_documents_give_the_snapshots_of_the_one_document():
+    whole, streamed = snapshots(documents(CLIENT)), snapshots(_split(CLIENT))
+    assert sorted(whole) == sorted(streamed) == [S1, S2]
+    for src in whole:
+        assert [s.jobs for s in streamed[src]] == [s.jobs for s in whole[src]]
+
+
+def test_a_status_cut_short_is_not_a_snapshot():
+    docs = _split(CLIENT)
+    two = []
+    for doc in docs:  # two jobs per server: the job's twin under another name
+        twin = copy.deepcopy(doc["client_stats"][0])
+        twin["jobname"] = "twin"
+        two.append({"client_stats": [*doc["client_stats"], twin]})
+    two.insert(4, {"client_stats": [two[4]["client_stats"][0]]})  # s1's third status with one job of two
+    per = snapshots(two)
+    assert [len(s.jobs) for s in per[S1]] == [2] * 5 and len(per[S2]) == 5
+
+
+@pytest.mark.parametrize("warmup, duration, start, end", [(1, 2, 0, 2), (1, 1, 0, 1), (2, 2, 1, 3), (0, 2, -1, 1)])
+def test_it_stops_at_the_status_boundaries_places_afterwards(warmup, duration, start, end):
+    clock, docs = Clock(), _split(CLIENT)
+    rule = WarmupRule(warmup, False, 3)
+    s = Streamed(2, duration * 1000.0, rule, clock, start=-1 if warmup == 0 else None)
+    stops = []
+    for k, doc in enumerate(docs):
+        clock.t = 100.0 + k * 0.5
+        if s(doc):
+            stops.append(k)
+            break
+    after = boundaries(snapshots(documents(CLIENT)), WarmupRule(warmup, False, 3), duration,
+                       start=-1 if warmup == 0 else None)
+    assert (s.start, s.end) == (start, end) == after
+    assert stops == [2 * end + 1]  # stopped at s2's status `end`: the later of the two servers
+    assert s.streamed and s.at(end, 999.0) == 100.0 + (2 * end + 1) * 0.5
+    assert s.at(end + 1, 999.0) == 999.0  # a status that came after the stop: the run's end
+
+
+def test_a_client_that_prints_everything_at_the_end_is_never_stopped():
+    s = Streamed(2, 2000.0, WarmupRule(1, False, 3), Clock())
+    assert s(documents(CLIENT)[0]) is False
+    assert s.whole and not s.streamed and s.end is None
+
+
+def test_it_waits_for_every_server():
+    s = Streamed(3, 1000.0, WarmupRule(0, False, 3), Clock(), start=-1)
+    assert not any(s(doc) for doc in _split(CLIENT))  # a third server never reported
+    assert s.end is None
+
+
+def test_a_streamed_client_run_stops_at_the_windows_end_and_reads_telemetry_when_its_statuses_came(tmp_path):
+    plan, cell, streams = _cell(tmp_path, "1s", "2s")
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
+    fio.clock, fio.streamed = clock, True
+    rule = WarmupRule(1, False, 3)
+    hosts = [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None, streams[1:])]
+    run = run_window(fio, cell, hosts, warmup_max_s=1, duration_s=2, warmup_done=rule, sample=lambda: None,
+                     tick=lambda: clock.t, interpolate=lambda a, b, t: t, folder=tmp_path / "raw",
+                     tag="measure", label="cell", timeout_margin_s=60, clock=clock)
+    # stopped once s2's third status (k = 2, 102.1 s) came: each server then sent one more, none after
+    assert fio.events.index("stopped") == 6 and fio.events[-2:] == [("status", 3, 0), ("status", 3, 1)]
+    per = snapshots(documents(CLIENT))
+    s1, s2 = per[S1], per[S2]
+    assert run.warmup_s == 0.872 and run.window_s == pytest.approx(2.0)
+    r = parse_fio_json(run.window_doc)
+    assert r.read.ios + r.write.ios == (s1[2].ios - s1[0].ios) + (s2[2].ios - s2[0].ios)
+    # telemetry read when status 0 and status 2 had come from both servers (s2's, 0.1 s after s1's)
+    assert run.before == pytest.approx(100.1) and run.after == pytest.approx(102.1)
+    assert [iv.t_s for iv in run.intervals] == [1.001, 2.0] and rule.record(run.warmup_s).ended_by == "time"
+
+
+def test_statuses_that_came_late_are_placed_by_the_jobs_end_instead(tmp_path):
+    """Busy servers sent statuses 0-2 in one burst at 103 s: each is placed by the jobs' end (the client's exit,
+    103.3 s, less the jobs' I/O time after it), the earlier bound, not by when it came."""
+    plan, cell, streams = _cell(tmp_path, "1s", "2s")
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
+    fio.clock, fio.streamed, fio.burst_until = clock, True, 103.0
+    hosts = [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None, streams[1:])]
+    run = run_window(fio, cell, hosts, warmup_max_s=1, duration_s=2, warmup_done=WarmupRule(1, False, 3),
+                     sample=lambda: None, tick=lambda: clock.t, interpolate=lambda a, b, t: t,
+                     folder=tmp_path / "raw", tag="measure", label="cell", timeout_margin_s=60, clock=clock)
+    # the jobs' last statuses (3892 and 3872 ms) came at 103.0 and 103.1 s, the client exited at 103.3 s
+    assert run.before == pytest.approx(103.3 - 3.0) and run.after == pytest.approx(103.3 - 1.0)
+
+
+def test_each_status_every_server_has_sent_gives_the_progress_bar_its_iops():
+    got: list[float] = []
+    s = Streamed(2, 10_000.0, WarmupRule(0, False, 3), Clock(), start=-1, on_iops=got.append)
+    for doc in _split(CLIENT):
+        s(doc)
+    per = snapshots(documents(CLIENT))
+    assert got == pytest.approx(total_series({k: iops_series(v) for k, v in per.items()}))
+    assert len(got) == 5 and all(v > 0 for v in got)
