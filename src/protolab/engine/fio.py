@@ -212,7 +212,12 @@ class Fio:
         if files_under is not None:
             argv = ["env", f"FIO_CLIENT_FILES_UNDER={Path(files_under).absolute()}",
                     *(["FIO_CLIENT_STREAM=1"] if stream else []), *argv]
-        if self.cgroups is not None:  # joins the "loadgen" cgroup before ip netns exec hides /sys/fs/cgroup
+        # a direct run's fio is the load generator: it joins the "loadgen" cgroup (before ip netns exec hides
+        # /sys/fs/cgroup). A client run's jobs run in its servers, which are there already; the client itself
+        # gathers their statuses for protolab and stays with it (the harness), as on the user's own hosts,
+        # where it runs on this machine, not on theirs: its CPU is no load host's, and 160 busy jobs beside it
+        # in one cgroup delayed the statuses it passes on by seconds
+        if self.cgroups is not None and files_under is None:
             argv, netns = self.cgroups.wrap("loadgen", argv, netns), None
         # a window measured again (resume) must not be read from the output its first attempt left
         Path(output).unlink(missing_ok=True)
