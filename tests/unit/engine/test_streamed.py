@@ -10,6 +10,7 @@ from test_status_window import Agent, Clock
 
 from fakes import CLIENT, FakeFio
 from fakes import status_cell as _cell
+from protolab.engine.fio import Fio
 from protolab.engine.measure import HostRun
 from protolab.engine.parse import parse_fio_json
 from protolab.engine.status import documents, iops_series, snapshots, total_series
@@ -124,3 +125,31 @@ def test_each_status_every_server_has_sent_gives_the_progress_bar_its_iops():
     per = snapshots(documents(CLIENT))
     assert got == pytest.approx(total_series({k: iops_series(v) for k, v in per.items()}))
     assert len(got) == 5 and all(v > 0 for v in got)
+
+
+class _Groups:
+    """Role cgroups as the fio adapter sees them: what joins which."""
+
+    def wrap(self, role, argv, netns=None):
+        return ["JOIN", role, *argv]
+
+
+def _argv(call):
+    from protolab.proc import FakeRunner
+
+    runner = FakeRunner()
+    fio = Fio("/fake/fio", runner, cgroups=_Groups())
+    with pytest.raises(NotImplementedError):  # FakeRunner records the command and spawns nothing
+        call(fio)
+    return list(runner.calls[-1][0])
+
+
+def test_a_direct_run_joins_loadgen_and_a_client_run_stays_with_protolab_streamed_when_read_live(tmp_path):
+    direct = _argv(lambda f: f.run_job(tmp_path / "j.fio", tmp_path / "o.json"))
+    assert direct[:2] == ["JOIN", "loadgen"] and "FIO_CLIENT_STREAM=1" not in direct
+    live = _argv(lambda f: f.run_clients([("sock:s", tmp_path / "j.fio")], tmp_path / "o.json", status_interval=1,
+                                         on_status=lambda doc: False))
+    assert live[0] == "env" and "JOIN" not in live and "FIO_CLIENT_STREAM=1" in live
+    assert live[live.index("/fake/fio") + 1:][:1] == ["--output-format=json+"]
+    whole = _argv(lambda f: f.run_clients([("sock:s", tmp_path / "j.fio")], tmp_path / "o.json"))
+    assert "JOIN" not in whole and "FIO_CLIENT_STREAM=1" not in whole
