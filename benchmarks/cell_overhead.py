@@ -10,8 +10,9 @@ and prints, from the records' start times, the median gap between consecutive ce
 configured warm-up + window — what the harness adds per cell (job files, fio start, parse,
 records). With ``--lab-hosts N`` the cells run on the embedded lab instead: N hosts × ``--streams``
 streams × 4 OIO against NBD and iSCSI (``--cells`` repeats each, the two configurations in turn), one
-fio server per host and one fio client — the overhead at scale (fio's connections, iSCSI logins), per
-configuration of the cell that ended each gap. The machine is shared and noisy: the median is what
+fio server per host and one fio client — the overhead at scale (the jobs' connections and their start
+spread, the client run's stop once every server has sent the window's end status), per configuration of the
+cell that ended each gap. The machine is shared and noisy: the median is what
 the README quotes.
 """
 
