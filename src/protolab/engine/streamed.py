@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .intervals import light
 from .status import TOLERANCE_MS, Snapshot, elapsed_ms, iops_series, snapshots, total_series
 
 
@@ -51,7 +52,7 @@ class Streamed:
             for s in snaps:
                 if mine and s.runtime_ms and (s.runtime_ms, s.ios) == (mine[-1].runtime_ms, mine[-1].ios):
                     continue  # the same status twice (as status.snapshots drops)
-                mine.append(s)
+                mine.append(light(s))  # I/Os and I/O time are all it judges by: no histograms kept twice
                 self.came.setdefault(src, []).append(now)
         if len(self.per) < self.servers:
             return False

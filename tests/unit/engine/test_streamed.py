@@ -68,6 +68,9 @@ def test_it_stops_at_the_status_boundaries_places_afterwards(warmup, duration, s
     assert stops == [2 * end + 1]  # stopped at s2's status `end`: the later of the two servers
     assert s.streamed and s.at(end, 999.0) == 100.0 + (2 * end + 1) * 0.5
     assert s.at(end + 1, 999.0) == 999.0  # a status that came after the stop: the run's end
+    # what it keeps to judge by: I/Os and I/O time, no histograms (the run's output has them)
+    kept = [j for v in s.per.values() for snap in v for j in snap.jobs]
+    assert kept and not any("clat_ns" in j.get(d, {}) for j in kept for d in ("read", "write"))
 
 
 def test_a_client_that_prints_everything_at_the_end_is_never_stopped():
