@@ -33,7 +33,7 @@ class Pool:
     size: int
     cow: bool = False
     device: BlockDevice | None = None  # the device model under the loop device; None: ram (today's pool)
-    overhead_us: float = 0.0  # the stack's own time per request, measured when the model came up
+    overhead_us: float = 0.0  # the stack's own time per request, measured at creation and at each snapshot
 
     def _run(self, argv: list[str], check: bool = True):
         return self.runner.run(argv, check=check, timeout=TIMEOUT)
@@ -57,7 +57,7 @@ class Pool:
         with os.fdopen(open_nofollow(self.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.truncate(self.size)
         if self.device is not None:
-            daemon = self.device.start(probe=True)  # answering at once, to measure the stack above it
+            self.device.start()
             dev = self._loop(self.device.served, direct=True)
         else:
             dev = self._loop(self.image)
@@ -66,8 +66,7 @@ class Pool:
         self.record.add("mount", str(self.mount))
         self.mount.mkdir(parents=True, exist_ok=True)
         self._run(["mount", "-t", "btrfs", "-o", self._options, dev, str(self.mount)])
-        if self.device is not None:
-            self._model_under(daemon, dev)
+        self.calibrate()
 
     @property
     def _options(self) -> str:
@@ -80,26 +79,12 @@ class Pool:
         self.record.update(loop, device=dev)
         return dev
 
-    def _model_under(self, daemon, dev: str) -> None:
-        """The pool, mounted over the daemon answering at once (the loop device on its file with direct I/O: no
-        page cache between the loop and the model), gets the model: the stack's overhead is measured with direct
-        reads of a file on the pool — btrfs, the loop device and FUSE, as every path's I/O meets them — then the
-        pool is unmounted, the daemon restarted with the model and that overhead, and the pool mounted again."""
-        device = self.device
-        assert device is not None
-        probe = self.mount / ".protolab-probe"
-        device.write_probe(probe)
-        try:
-            self.overhead_us = device.overhead_us(device.probe_us(str(probe), device.PROBE_SPAN))
-        finally:
-            probe.unlink(missing_ok=True)
-        self._run(["umount", str(self.mount)])
-        self._run(["losetup", "--detach", dev])
-        self.record.drop(self.record.find("loop", str(device.served))[-1])
-        device.stop(daemon)
-        device.start(self.overhead_us)
-        dev = self._loop(device.served, direct=True)
-        self._run(["mount", "-t", "btrfs", "-o", self._options, dev, str(self.mount)])
+    def calibrate(self) -> None:
+        """With a device model: measure the stack's overhead (lab.device) and give it to the model — btrfs, the
+        loop device (direct I/O: no page cache between it and the model) and FUSE, as every path's I/O meets them."""
+        if self.device is None:
+            return
+        self.overhead_us = self.device.calibrate(self.mount / ".protolab-probe", not self.cow, self.overhead_us)
         self.record.set_state(device_overhead_us=round(self.overhead_us, 1))
 
     def volume(self, name: str) -> Path:
@@ -133,7 +118,7 @@ class Pool:
         return sorted(p.name for p in self.mount.iterdir() if p.is_dir() and p.name != SNAPSHOTS)
 
     def snapshot(self) -> None:
-        """A read-only snapshot of every volume (replacing an earlier one)."""
+        """A read-only snapshot of every volume (replacing an earlier one); the device model calibrated again."""
         snaps = self.mount / SNAPSHOTS
         snaps.mkdir(exist_ok=True)
         for name in self.volumes():
@@ -142,6 +127,7 @@ class Pool:
                 self._run(["btrfs", "-q", "subvolume", "delete", str(snap)])
             self._run(["btrfs", "-q", "subvolume", "snapshot", "-r", str(self.volume(name)), str(snap)])
         self._run(["sync", "-f", str(self.mount)])
+        self.calibrate()  # again: the lab's first seconds are past
 
     def has_snapshot(self) -> bool:
         """Whether a snapshot has been taken."""

@@ -141,6 +141,7 @@ class Study:
             if method.restore or method.initialise is not None:
                 testbed.snapshot()  # every cell restores to this state (only the lab can)
                 events.snapshot_taken()
+                events.testbed_up(testbed.describe())  # its device model's overhead was measured again
             work = itertools.chain([first], todo)
             for measured, _ in enumerate(self._cells(rundir, testbed, proc, work, len(cells), number, stops), 1):
                 pass

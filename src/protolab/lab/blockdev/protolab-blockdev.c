@@ -9,9 +9,15 @@
  *   - an optional LRU read cache of 4 KiB blocks: a read whose blocks are all cached skips the model;
  *   - an optional write-back cache (an array's NVRAM): a write is acknowledged after WRITE_NS and holds no server
  *     and no channel (destaged later in full stripes); WRITE_NS 0: writes are served like reads.
- * "overhead" is the time the rest of the stack (fio, btrfs, loop, FUSE) adds to a request (measured by protolab at
- * start-up): each request counts as issued that much before it arrived here, so the host sees the model's service
- * time at 1 outstanding I/O while each server is still held for the whole service time (saturation unchanged).
+ * "overhead" is the time the rest of the stack (fio, btrfs, loop, FUSE) adds to a request (measured by protolab):
+ * each request counts as issued that much before it arrived here, so the host sees the model's service time at 1
+ * outstanding I/O while each server is still held for the whole service time (saturation unchanged).
+ *
+ * Runtime control, by setxattr on the disk file (protolab's own, root's):
+ *   - "user.protolab.calibrate" = NS: every request is answered NS after it arrived, then the transfer at the
+ *     throughput cap, with no cache, no write-back, no queueing and no overhead (what protolab measures the stack's
+ *     overhead against); "off": the model again;
+ *   - "user.protolab.overhead" = NS: the overhead.
  *
  * One thread reads /dev/fuse (libfuse's single-threaded loop); one thread answers requests when they are due.
  * max_background is raised at INIT so that the kernel keeps many asynchronous (loop direct-I/O) requests in
@@ -43,6 +49,7 @@ static struct {
 	uint64_t size;
 	double service_ns, spread_ns, overhead_ns, rate_bps; /* rate in bytes per second, 0: none */
 	double write_ns; /* write-back acknowledgement time, 0: none */
+	double calibrate_ns; /* calibrating: every request takes this (then its transfer); < 0: the model */
 	int parallelism;
 	uint64_t *free_at; /* per server: when it is next free (ns) */
 	uint64_t channel_free;
@@ -50,7 +57,7 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t due;
 	int stopping;
-} dev = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+} dev = {.fd = -1, .calibrate_ns = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t now_ns(void)
 {
@@ -166,8 +173,15 @@ static int cache_init(uint64_t bytes)
 }
 
 /* ---- the model: when a request that arrives now is answered ---- */
+static uint64_t transfer_ns(uint64_t bytes)
+{
+	return dev.rate_bps > 0 ? (uint64_t)(1e9 * (double)bytes / dev.rate_bps) : 0;
+}
+
 static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_write)
 {
+	if (dev.calibrate_ns >= 0)
+		return arrival + (uint64_t)dev.calibrate_ns + transfer_ns(bytes);
 	if (hit)
 		return arrival;
 	if (is_write && dev.write_ns > 0) {
@@ -188,7 +202,7 @@ static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_wri
 	dev.free_at[best] = done;
 	if (dev.rate_bps > 0) {
 		uint64_t begin = dev.channel_free > done ? dev.channel_free : done;
-		dev.channel_free = begin + (uint64_t)(1e9 * (double)bytes / dev.rate_bps);
+		dev.channel_free = begin + transfer_ns(bytes);
 		done = dev.channel_free;
 	}
 	return done;
@@ -253,7 +267,13 @@ static void answer(struct pending p)
 }
 
 /* A woken thread runs late by the kernel's timer and scheduling latency; the answerer learns that lateness
- * (a moving average) and wakes that much earlier, so answers are due on average when the model says. */
+ * (a moving average) and wakes that much earlier, so answers are due on average when the model says. A wake later
+ * than LATE_CAP_FACTOR times the average (at least LATE_FLOOR_NS) is a stall, not the timer's lateness, and counts
+ * as that bound. Unbounded, one wake 6.3 ms late raised the average to 413 us (measured 2026-11-28): every answer
+ * after it came up to that much early until later waits brought it down, and at 1 outstanding I/O, where a flash
+ * request waits ~85 us, no wait at all followed while the average stayed above that. */
+#define LATE_FLOOR_NS 100000.0
+#define LATE_CAP_FACTOR 4.0
 static void real_time(void)
 {
 	struct sched_param sp = {.sched_priority = 10};
@@ -277,7 +297,8 @@ static void *answerer(void *arg)
 			struct timespec ts = {.tv_sec = wake / 1000000000ULL, .tv_nsec = wake % 1000000000ULL};
 			if (pthread_cond_timedwait(&dev.due, &dev.lock, &ts) == ETIMEDOUT) {
 				double late = (double)now_ns() - (double)wake;
-				late_ns += (late - late_ns) / 16;
+				double cap = late_ns * LATE_CAP_FACTOR > LATE_FLOOR_NS ? late_ns * LATE_CAP_FACTOR : LATE_FLOOR_NS;
+				late_ns += ((late < cap ? late : cap) - late_ns) / 16;
 				if (late_ns < 0)
 					late_ns = 0;
 			}
@@ -296,7 +317,7 @@ static void schedule(fuse_req_t req, char *buf, size_t len, int err, uint64_t of
 {
 	uint64_t arrival = now_ns();
 	pthread_mutex_lock(&dev.lock);
-	int hit = err ? 1 : cache_access(off, len, 1) && is_read;
+	int hit = err ? 1 : dev.calibrate_ns < 0 && cache_access(off, len, 1) && is_read;
 	struct pending p = {.due = completion(arrival, len, hit, !is_read), .req = req, .buf = buf, .len = len, .err = err};
 	int earliest = heap_n == 0 || p.due < heap[0].due;
 	heap_push(p);
@@ -432,9 +453,45 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	op_ok(req, ino, fi);
 }
 
+#define XATTR_CALIBRATE "user.protolab.calibrate"
+#define XATTR_OVERHEAD "user.protolab.overhead"
+
+/* Runtime control (see the top): NS, or "off" for calibrate; anything else is refused (EINVAL, ENOTSUP). */
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			int flags)
+{
+	(void)flags;
+	int calibrate = strcmp(name, XATTR_CALIBRATE) == 0;
+	if (ino != DISK_INO || (!calibrate && strcmp(name, XATTR_OVERHEAD) != 0)) {
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	char text[32], *end = text;
+	if (size == 0 || size >= sizeof text) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(text, value, size);
+	text[size] = 0;
+	int off = calibrate && strcmp(text, "off") == 0;
+	double ns = off ? -1 : strtod(text, &end);
+	if (!off && (end == text || *end || !(ns >= 0 && ns <= 1e10))) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&dev.lock);
+	if (calibrate)
+		dev.calibrate_ns = ns;
+	else
+		dev.overhead_ns = ns;
+	pthread_mutex_unlock(&dev.lock);
+	fuse_reply_err(req, 0);
+}
+
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init, .lookup = op_lookup, .getattr = op_getattr, .readdir = op_readdir, .open = op_open,
 	.read = op_read, .write = op_write, .flush = op_ok, .release = op_ok, .fsync = op_fsync,
+	.setxattr = op_setxattr,
 };
 
 static int usage(const char *why)

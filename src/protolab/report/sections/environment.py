@@ -38,7 +38,7 @@ class EnvironmentModel:
 
     def device_rows(self) -> list[tuple[str, str]]:
         """(label, value) rows of the pool's device model: name, figures, source, the cache of each path above
-        it, and the stack's overhead measured at start-up ([] without a lab)."""
+        it, and the stack's overhead the cells ran with ([] without a lab)."""
         d = self.device
         if not d:
             return []
@@ -49,7 +49,8 @@ class EnvironmentModel:
             rows.append((f"cache above the model ({proto})", str(cache)))
         if d.get("overhead_us") is not None:
             rows.append(("stack overhead", f"{d['overhead_us']:g} µs per request at 1 outstanding I/O, measured "
-                         "when the lab came up and counted inside the model's service time"))
+                         "when the lab came up and again at its snapshot, and counted inside the model's service "
+                         "time"))
         return rows
 
     def line(self) -> str:
