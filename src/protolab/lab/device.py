@@ -8,13 +8,14 @@ request from a timer thread at the time the model gives it, and learns how late 
 
 The rest of the stack's own time per request (FUSE, loop, the kernel's wake-ups on this machine) is measured at 1
 outstanding I/O with direct reads of a file on the pool (btrfs, the loop device, FUSE: as every path meets them; the
-median, not the mean), with the daemon calibrating (told so through an extended attribute of its file): every request
-takes the model's own service time (at most CALIBRATE_MAX_US) and its transfer, with no spread, cache or queueing, so
-that its answers wait on the same timer as the model's. What a read took beyond that is the overhead, handed to the
-daemon, which counts each request as issued that much earlier: the host then sees the model's service time, and
-parallelism / service time at saturation. Nothing else is changed by it. The pool measures it when it is made and
-again when it is snapshotted: the machine is then past the lab's start, whose first seconds read up to 16 µs more
-per request than fio saw seconds later (measured 2026-11-28, flash, in 3 of 6 labs).
+mean without the slowest 1 %), with the daemon calibrating (told so through an extended attribute of its file):
+every request is held as long as the model will hold it (its service time, at most CALIBRATE_MAX_US, less the
+overhead found so far), then its transfer, with no spread, cache or queueing, so that its answers wait on the same
+timer as the model's. What a read took beyond that is the overhead, handed to the daemon, which counts each request
+as issued that much earlier: the host then sees the model's service time, and parallelism / service time at
+saturation. Nothing else is changed by it. The pool measures it when it is made and again when it is snapshotted:
+the machine is then past the lab's start, whose first seconds read up to 16 µs more per request than fio saw seconds
+later (measured 2026-11-28, flash, in 3 of 6 labs).
 
 Why not measure with the daemon answering at once: its timer thread is then woken by every request, a hand-off that
 a request waiting for its service time never pays. That probe read 83–96 µs where fio's requests then cost ~60 µs,
@@ -46,7 +47,7 @@ PROBE_SECONDS = 1.0
 CALIBRATE_ROUNDS = (1.0, 3.0)  # seconds of each round: the first finds how long the model will hold a read
 PROBE_BLOCK = 4096
 FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_NOCOW_FL = 0x80086601, 0x40086602, 0x00800000  # linux/fs.h
-CALIBRATE_MAX_US = 20_000.0  # a longer service time calibrates at this one: 20 reads within PROBE_SECONDS
+CALIBRATE_MAX_US = 20_000.0  # a longer service time calibrates at this one: ~50 reads in a round of a second
 
 
 #: What sits between each server and the device model: a page cache above the model hides it from that path.
