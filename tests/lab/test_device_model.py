@@ -61,8 +61,8 @@ def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_pat
     fill(path, 64 * 2**20)
     assert any(f"{lab.names.prefix}-dev" in line.split()[1] for line in open("/proc/mounts"))  # FUSE under the pool
     said_latency, said_iops = model.latency_us(BLOCK), model.saturation_iops(BLOCK)
-    # The stack's own time per request drifts on this shared 2-core host: fio's 1 OIO came 3.4 % (sd) of flash's
-    # 166 µs either side of the model over 10 labs, 2026-11-28, mean +0.1 %. So up to 3 calibrations (each snapshot
+    # The stack's own time per request drifts on this shared 2-core host: fio's 1 OIO came 3.6 % (sd) either side
+    # of flash's 166 µs over 10 labs, 2026-11-28, mean +0.1 %, widest +7.6 %. So up to 3 calibrations (each snapshot
     # calibrates, as a run's does after its initialise, past the lab's start); one that is off systematically,
     # like the earlier probe's 15–25 % under, fails every one. At 1 OIO the median of 3 windows: a shared machine's
     # one slow window is not the model's figure.

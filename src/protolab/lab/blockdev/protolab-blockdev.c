@@ -269,9 +269,9 @@ static void answer(struct pending p)
 /* A woken thread runs late by the kernel's timer and scheduling latency; the answerer learns that lateness
  * (a moving average) and wakes that much earlier, so answers are due on average when the model says. A wake later
  * than LATE_CAP_FACTOR times the average (at least LATE_FLOOR_NS) is a stall, not the timer's lateness, and counts
- * as that bound. Unbounded, one wake 6.3 ms late raised the average to 413 us (measured 2026-11-28): every answer
- * after it came up to that much early until later waits brought it down, and at 1 outstanding I/O, where a flash
- * request waits ~85 us, no wait at all followed while the average stayed above that. */
+ * as that bound. Unbounded, one wake 6.3 ms late raised the average to 413 us (measured 2026-11-28): answers then
+ * came up to that much early until later waits brought it down, and while it stays above the ~85 us a flash request
+ * waits at 1 outstanding I/O, such requests are answered at once and teach it nothing. */
 #define LATE_FLOOR_NS 100000.0
 #define LATE_CAP_FACTOR 4.0
 static void real_time(void)
