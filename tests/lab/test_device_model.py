@@ -65,27 +65,32 @@ def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_pat
     # of flash's 166 µs over 10 labs, 2026-11-28, mean +0.1 %, widest +7.6 %. So up to 3 calibrations (each snapshot
     # calibrates, as a run's does after its initialise, past the lab's start); one that is off systematically,
     # like the earlier probe's 15–25 % under, fails every one. At 1 OIO the median of 3 windows: a shared machine's
-    # one slow window is not the model's figure.
+    # one slow window is not the model's figure. With a write-back cache, writes at 1 OIO are acknowledged in its
+    # time: they are calibrated on their own (at hdd-array's 5.5 ms a read's overhead was 189 µs, and writes given
+    # it came 18 % early, CI 2026-11-28). Writes within 7.5 %: over 6 labs their first tries came −4.1 to +6.5 % of
+    # the model's 500 µs (2026-11-28), as wide as the reads'.
     tries: list[str] = []
     for _ in range(3):
         lab.snapshot()
         latency_1 = median(fio_randread(path, 1)[1] for _ in range(3))
-        tries.append(f"{latency_1:.1f} µs with overhead {lab.device().get('overhead_us')} µs")
-        if abs(latency_1 / said_latency - 1) <= 0.05:
+        write_1 = median(fio_randread(path, 1, "randwrite")[1] for _ in range(3)) if model.write_us else None
+        described = lab.device()
+        tries.append(f"{latency_1:.1f} µs with overhead {described.get('overhead_us')} µs"
+                     + (f", writes {write_1:.1f} µs with overhead {described.get('write_overhead_us')} µs"
+                        if write_1 is not None else ""))
+        if abs(latency_1 / said_latency - 1) <= 0.05 and (write_1 is None or abs(write_1 / model.write_us - 1) <= 0.075):
             break
     iops_n, latency_n = fio_randread(path, oio, jobs=jobs)
-    figures = (f"{preset}: 1 OIO {'; '.join(tries)} (model {said_latency:.1f} µs), {jobs} × {oio} OIO "
-               f"{iops_n:.0f} IOPS (model {said_iops:.0f}); load {os.getloadavg()[0]:.1f}")
+    figures = (f"{preset}: 1 OIO {'; '.join(tries)} (model {said_latency:.1f} µs"
+               + (f", writes {model.write_us:.1f} µs" if model.write_us else "")
+               + f"), {jobs} × {oio} OIO {iops_n:.0f} IOPS (model {said_iops:.0f}); load {os.getloadavg()[0]:.1f}")
     assert abs(latency_1 / said_latency - 1) <= 0.05, figures
     assert abs(iops_n / said_iops - 1) <= 0.05, figures
     assert latency_n > 1.5 * latency_1, figures  # beyond its parallelism, requests queue
-    if model.write_us:  # the write-back cache: a write is acknowledged in write_time and holds no spindle
-        write_1 = median(fio_randread(path, 1, "randwrite")[1] for _ in range(3))
+    if write_1 is not None:  # the write-back cache: a write is acknowledged in write_time and holds no spindle
         write_n, _ = fio_randread(path, oio, "randwrite", jobs)
-        figures += f"; writes: 1 OIO {write_1:.1f} µs (model {model.write_us:.1f}), {jobs} × {oio} OIO {write_n:.0f} IOPS"
-        # within 15 %: the overhead the model takes off is a read's through the loop device; a btrfs O_DIRECT
-        # overwrite costs ~50 µs more on this machine (measured 553 µs of 500, 2026-11-26), not compensated
-        assert abs(write_1 / model.write_us - 1) <= 0.15, figures
+        figures += f"; writes at {jobs} × {oio} OIO {write_n:.0f} IOPS"
+        assert abs(write_1 / model.write_us - 1) <= 0.075, figures
         assert write_n > 1.5 * said_iops, figures  # beyond the spindles' saturation
 
 
@@ -96,6 +101,9 @@ def test_teardown_leaves_no_fuse_mount_or_daemon(make_lab):
     assert len(daemons) == 1 and os.path.exists(f"/proc/{daemons[0]}")
     described = lab.device()
     assert described["model"] == "hdd-array" and described["caches"]["local"].startswith("none")
+    # reads and write-back writes each calibrated, as the model holds them (5.5 ms and 0.5 ms)
+    assert 0 < described["write_overhead_us"] < StorageSpec(model="hdd-array").write_us, described
+    assert 0 < described["overhead_us"] < StorageSpec(model="hdd-array").service_us, described
     lab.down()
     assert not os.path.exists(f"/proc/{daemons[0]}/cmdline") or not open(f"/proc/{daemons[0]}/cmdline").read()
     assert leftovers(lab.spec.prefix) == []
@@ -111,7 +119,8 @@ def test_the_daemon_is_calibrated_through_its_file_and_refuses_anything_else(mak
     device = lab._pool.device
     served = str(device.served)
     refusals = [("user.protolab.other", b"1", errno.ENOTSUP), ("user.protolab.calibrate", b"-5", errno.EINVAL),
-                ("user.protolab.calibrate", b"5ms", errno.EINVAL), ("user.protolab.overhead", b"off", errno.EINVAL)]
+                ("user.protolab.calibrate", b"5ms", errno.EINVAL), ("user.protolab.overhead", b"off", errno.EINVAL),
+                ("user.protolab.write_overhead", b"1e12", errno.EINVAL)]
     for name, value, code in refusals:
         with pytest.raises(OSError) as refused:
             os.setxattr(served, name, value)

@@ -15,7 +15,9 @@ timer as the model's. What a read took beyond that is the overhead, handed to th
 as issued that much earlier: the host then sees the model's service time, and parallelism / service time at
 saturation. Nothing else is changed by it. The pool measures it when it is made and again when it is snapshotted:
 the machine is then past the lab's start, whose first seconds read up to 16 µs more per request than fio saw seconds
-later (measured 2026-11-28, flash, in 3 of 6 labs).
+later (measured 2026-11-28, flash, in 3 of 6 labs). With a write-back cache, writes are calibrated the same way at
+its acknowledgement time, and get their own overhead: hdd-array's reads held 5.5 ms found 189 µs, and writes
+acknowledged 0.5 ms after arrival less that came 18 % early (CI, 2026-11-28).
 
 Why not measure with the daemon answering at once: its timer thread is then woken by every request, a hand-off that
 a request waiting for its service time never pays. That probe read 83–96 µs where fio's requests then cost ~60 µs,
@@ -108,12 +110,15 @@ def ganesha_preload(spec: StorageSpec) -> str | None:
     return ":".join(libs)
 
 
-def describe(spec: StorageSpec, servers: dict[str, str | None], overhead_us: float | None) -> dict:
+def describe(spec: StorageSpec, servers: dict[str, str | None], overhead_us: float | None,
+             write_overhead_us: float | None = None) -> dict:
     """The device model as the run's testbed description keeps it (the report's Environment reads it)."""
     out: dict = {"model": spec.name, "figures": spec.summary(), "source": spec.source}
     if not spec.is_ram:
         out["caches"] = path_caches(servers, spec.write_us > 0)
         out["overhead_us"] = overhead_us
+        if spec.write_us:
+            out["write_overhead_us"] = write_overhead_us
     return out
 
 
@@ -139,6 +144,15 @@ def daemon_argv(binary: str, mountpoint: Path, backing: Path, disk: str, spec: S
     return [binary, str(mountpoint), str(backing), disk, f"{spec.service_us * 1000:.0f}",
             f"{spec.spread_us * 1000:.0f}", str(spec.servers), f"{spec.throughput_bps or 0:.0f}",
             str(spec.cache_bytes), f"{overhead_us * 1000:.0f}", f"{spec.write_us * 1000:.0f}"]
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """The stack's own time per request, in µs, as handed to the daemon: reads (and writes served like them), and
+    writes acknowledged from a write-back cache (None: the model has none)."""
+
+    read_us: float = 0.0
+    write_us: float | None = None
 
 
 @dataclass
@@ -183,28 +197,40 @@ class BlockDevice:
             raise ToolError(f"lab.storage: {BINARY} refused {name} = {value}: {e.strerror}; "
                             f"see {BINARY}.log in the lab's logs") from None
 
-    def calibrate(self, probe: Path, nocow: bool, guess_us: float = 0.0) -> float:
+    def calibrate(self, probe: Path, nocow: bool, guess: Overhead | None = None) -> Overhead:
         """Measure the stack's overhead with the PROBE_SPAN file ``probe`` (written, read, removed) while the
-        daemon calibrates, and hand it to the daemon, which then serves the model again: the overhead in µs.
+        daemon calibrates, and hand it to the daemon, which then serves the model again.
 
         The stack's time depends on how long the daemon holds a request (the shorter, the less the machine idles
-        between requests: measured 2026-11-28, flash, ~6 µs less at 106 µs than at 166 µs), so each round holds a
-        read as the model will with the overhead found so far (``guess_us`` at first)."""
-        overhead = guess_us
-        self._control("calibrate", f"{self.hold_us(overhead) * 1000:.0f}")
+        between requests: measured 2026-11-28, flash, ~6 µs less at 106 µs than at 166 µs; hdd-array's 5.5 ms
+        read 189 µs where its 0.5 ms writes then came 90 µs early), so each round holds a request as the model
+        will with the overhead found so far (``guess`` at first): reads for the service time and, with a
+        write-back cache, writes for its acknowledgement time, each with its own overhead."""
+        guess = guess or Overhead()
+        self._control("calibrate", f"{hold_us(self.spec.service_us, guess.read_us) * 1000:.0f}")
         try:
             probe.unlink(missing_ok=True)  # left by a calibration that was cut short
             self.write_probe(probe, nocow)
             try:
-                for seconds in CALIBRATE_ROUNDS:
-                    hold = self.hold_us(overhead)
-                    self._control("calibrate", f"{hold * 1000:.0f}")
-                    overhead = self.overhead_us(self.probe_us(str(probe), self.PROBE_SPAN, seconds), hold)
+                read = self._rounds(str(probe), self.spec.service_us, guess.read_us, write=False)
+                write = (self._rounds(str(probe), self.spec.write_us, guess.write_us or 0.0, write=True)
+                         if self.spec.write_us else None)
             finally:
                 probe.unlink(missing_ok=True)
-            self._control("overhead", f"{overhead * 1000:.0f}")
+            self._control("overhead", f"{read * 1000:.0f}")
+            if write is not None:
+                self._control("write_overhead", f"{write * 1000:.0f}")
         finally:
             self._control("calibrate", "off")
+        return Overhead(read, write)
+
+    def _rounds(self, probe: str, service_us: float, overhead: float, write: bool) -> float:
+        """CALIBRATE_ROUNDS of requests held ``service_us`` less the overhead found so far: the overhead in µs."""
+        for seconds in CALIBRATE_ROUNDS:
+            hold = hold_us(service_us, overhead)
+            self._control("calibrate", f"{hold * 1000:.0f}")
+            overhead = overhead_us(self.probe_us(probe, self.PROBE_SPAN, seconds, write), hold, service_us,
+                                   self.spec.throughput_bps)
         return overhead
 
     def stop(self, res: Resource) -> None:
@@ -234,13 +260,15 @@ class BlockDevice:
             os.close(fd)
             buf.close()
 
-    def probe_us(self, path: str, span: int, seconds: float = PROBE_SECONDS) -> float:
-        """Mean time of one 4 KiB direct read at 1 outstanding I/O of ``path`` (within ``span`` bytes), over
-        ~``seconds``, without its slowest 1 %: a mean, as the model's service time is (a median read ~4 µs under
-        fio's mean of the same reads, measured 2026-11-28), without the stalls of a busy moment of the machine,
-        which would otherwise be taken off every request afterwards."""
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECT | os.O_NOFOLLOW)
+    def probe_us(self, path: str, span: int, seconds: float = PROBE_SECONDS, write: bool = False) -> float:
+        """Mean time of one 4 KiB direct read (``write``: write) at 1 outstanding I/O of ``path`` (within ``span``
+        bytes), over ~``seconds``, without its slowest 1 %: a mean, as the model's service time is (a median read
+        ~4 µs under fio's mean of the same reads, measured 2026-11-28), without the stalls of a busy moment of the
+        machine, which would otherwise be taken off every request afterwards."""
+        fd = os.open(path, (os.O_WRONLY if write else os.O_RDONLY) | os.O_DIRECT | os.O_NOFOLLOW)
         buf = mmap.mmap(-1, PROBE_BLOCK)
+        buf.write(os.urandom(PROBE_BLOCK))
+        io = os.pwritev if write else os.preadv
         rng = random.Random(0)
         blocks = max(1, span // PROBE_BLOCK)
         times: list[float] = []
@@ -249,7 +277,7 @@ class BlockDevice:
             while (time.monotonic() < end or len(times) < 20) and len(times) < 100_000:
                 off = rng.randrange(blocks) * PROBE_BLOCK
                 t0 = time.perf_counter()
-                os.preadv(fd, [buf], off)
+                io(fd, [buf], off)
                 times.append(time.perf_counter() - t0)
         finally:
             os.close(fd)
@@ -257,14 +285,15 @@ class BlockDevice:
         kept = sorted(times[5:] or times)  # the first few warm the path up
         return 1e6 * fmean(kept[:max(1, len(kept) * 99 // 100)])
 
-    def hold_us(self, overhead_us: float) -> float:
-        """How long the model holds a read at 1 outstanding I/O before its transfer, with ``overhead_us``: its
-        service time (at most CALIBRATE_MAX_US) less the overhead."""
-        return max(0.0, min(self.spec.service_us, CALIBRATE_MAX_US) - overhead_us)
 
-    def overhead_us(self, measured_us: float, hold_us: float) -> float:
-        """The stack's own time per request: what a calibrating read took beyond the daemon's hold and the
-        transfer (at most the service time: the model can take off no more than it adds)."""
-        rate = self.spec.throughput_bps
-        transfer = 1e6 * PROBE_BLOCK / rate if rate else 0.0
-        return min(max(0.0, measured_us - hold_us - transfer), self.spec.service_us)
+def hold_us(service_us: float, overhead_us: float) -> float:
+    """How long the model holds a request at 1 outstanding I/O before its transfer, given its ``service_us`` (at
+    most CALIBRATE_MAX_US) and ``overhead_us``."""
+    return max(0.0, min(service_us, CALIBRATE_MAX_US) - overhead_us)
+
+
+def overhead_us(measured_us: float, hold_us: float, service_us: float, rate_bps: float | None) -> float:
+    """The stack's own time per request: what a calibrating request took beyond the daemon's hold and the transfer
+    (at most ``service_us``: the model can take off no more than it adds)."""
+    transfer = 1e6 * PROBE_BLOCK / rate_bps if rate_bps else 0.0
+    return min(max(0.0, measured_us - hold_us - transfer), service_us)

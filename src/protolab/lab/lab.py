@@ -341,9 +341,9 @@ class Lab:
     def device(self) -> dict:
         """The pool's device model, its figures, the cache each path had above it and the stack's measured
         overhead (lab.device)."""
-        overhead = self._record.state.get("device_overhead_us") if self._record is not None else None
+        state = self._record.state if self._record is not None else {}
         return describe_device(self.spec.device, {p: PROTOCOLS[p].server for p in sorted(self.protocols)},
-                               overhead)
+                               state.get("device_overhead_us"), state.get("device_write_overhead_us"))
 
     def interfaces(self) -> list[tuple[str, str]]:
         """(namespace, interface) of every link end."""

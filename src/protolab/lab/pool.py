@@ -15,7 +15,7 @@ from ..conventions import DATA_FILE  # noqa: F401  (re-exported for lab.py)
 from ..errors import ProtolabError
 from ..proc import Runner
 from ..trust import open_nofollow
-from .device import BlockDevice
+from .device import BlockDevice, Overhead
 from .record import Record
 
 TIMEOUT = 120.0
@@ -33,7 +33,7 @@ class Pool:
     size: int
     cow: bool = False
     device: BlockDevice | None = None  # the device model under the loop device; None: ram (today's pool)
-    overhead_us: float = 0.0  # the stack's own time per request, measured at creation and at each snapshot
+    overhead: Overhead | None = None  # the stack's own time per request, measured at creation and each snapshot
 
     def _run(self, argv: list[str], check: bool = True):
         return self.runner.run(argv, check=check, timeout=TIMEOUT)
@@ -84,8 +84,10 @@ class Pool:
         loop device (direct I/O: no page cache between it and the model) and FUSE, as every path's I/O meets them."""
         if self.device is None:
             return
-        self.overhead_us = self.device.calibrate(self.mount / ".protolab-probe", not self.cow, self.overhead_us)
-        self.record.set_state(device_overhead_us=round(self.overhead_us, 1))
+        self.overhead = self.device.calibrate(self.mount / ".protolab-probe", not self.cow, self.overhead)
+        w = self.overhead.write_us
+        self.record.set_state(device_overhead_us=round(self.overhead.read_us, 1),
+                              device_write_overhead_us=None if w is None else round(w, 1))
 
     def volume(self, name: str) -> Path:
         """The path of volume ``name``."""

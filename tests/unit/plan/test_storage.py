@@ -122,6 +122,9 @@ def test_the_environment_section_names_the_model_its_caches_and_the_overhead():
     rows = dict(EnvironmentModel({}, "complete", None, device).device_rows())
     assert rows["device model"] == "flash: 150us±50us ×2" and rows["device model source"] == "X25-E"
     assert rows["cache above the model (nfs)"] == "the host's page cache" and rows["stack overhead"].startswith("48 µs")
+    assert "per write" not in rows["stack overhead"]
+    rows = dict(EnvironmentModel({}, "complete", None, {**device, "write_overhead_us": 61.5}).device_rows())
+    assert rows["stack overhead"].endswith("; 61.5 µs per write acknowledged from its write-back cache, inside that time")
     assert EnvironmentModel({}, "complete", None, None).device_rows() == []
 
 

@@ -17,7 +17,9 @@
  *   - "user.protolab.calibrate" = NS: every request is answered NS after it arrived, then the transfer at the
  *     throughput cap, with no cache, no write-back, no queueing and no overhead (what protolab measures the stack's
  *     overhead against); "off": the model again;
- *   - "user.protolab.overhead" = NS: the overhead.
+ *   - "user.protolab.overhead" = NS: the overhead;
+ *   - "user.protolab.write_overhead" = NS: the overhead of a write acknowledged from the write-back cache (the
+ *     stack's time depends on how long a request is held, and those writes are held WRITE_NS, not the service time).
  *
  * One thread reads /dev/fuse (libfuse's single-threaded loop); one thread answers requests when they are due.
  * max_background is raised at INIT so that the kernel keeps many asynchronous (loop direct-I/O) requests in
@@ -48,7 +50,7 @@ static struct {
 	int fd;
 	uint64_t size;
 	double service_ns, spread_ns, overhead_ns, rate_bps; /* rate in bytes per second, 0: none */
-	double write_ns; /* write-back acknowledgement time, 0: none */
+	double write_ns, write_overhead_ns; /* write-back acknowledgement time (0: none), and its overhead */
 	double calibrate_ns; /* calibrating: every request takes this (then its transfer); < 0: the model */
 	int parallelism;
 	uint64_t *free_at; /* per server: when it is next free (ns) */
@@ -185,7 +187,8 @@ static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_wri
 	if (hit)
 		return arrival;
 	if (is_write && dev.write_ns > 0) {
-		uint64_t issued = arrival > (uint64_t)dev.overhead_ns ? arrival - (uint64_t)dev.overhead_ns : 0;
+		uint64_t early = (uint64_t)dev.write_overhead_ns;
+		uint64_t issued = arrival > early ? arrival - early : 0;
 		uint64_t done = issued + (uint64_t)dev.write_ns;
 		return done > arrival ? done : arrival;
 	}
@@ -455,14 +458,15 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 #define XATTR_CALIBRATE "user.protolab.calibrate"
 #define XATTR_OVERHEAD "user.protolab.overhead"
+#define XATTR_WRITE_OVERHEAD "user.protolab.write_overhead"
 
 /* Runtime control (see the top): NS, or "off" for calibrate; anything else is refused (EINVAL, ENOTSUP). */
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 			int flags)
 {
 	(void)flags;
-	int calibrate = strcmp(name, XATTR_CALIBRATE) == 0;
-	if (ino != DISK_INO || (!calibrate && strcmp(name, XATTR_OVERHEAD) != 0)) {
+	int calibrate = strcmp(name, XATTR_CALIBRATE) == 0, write = strcmp(name, XATTR_WRITE_OVERHEAD) == 0;
+	if (ino != DISK_INO || (!calibrate && !write && strcmp(name, XATTR_OVERHEAD) != 0)) {
 		fuse_reply_err(req, ENOTSUP);
 		return;
 	}
@@ -482,6 +486,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	pthread_mutex_lock(&dev.lock);
 	if (calibrate)
 		dev.calibrate_ns = ns;
+	else if (write)
+		dev.write_overhead_ns = ns;
 	else
 		dev.overhead_ns = ns;
 	pthread_mutex_unlock(&dev.lock);
@@ -515,6 +521,7 @@ int main(int argc, char **argv)
 	double cache_bytes = strtod(argv[8], &end);
 	dev.overhead_ns = strtod(argv[9], &end);
 	dev.write_ns = strtod(argv[10], &end);
+	dev.write_overhead_ns = dev.overhead_ns; /* until protolab measures the writes' own */
 	if (!*disk_name || strchr(disk_name, '/'))
 		return usage("the disk name must be one file name");
 	if (dev.service_ns < 0 || dev.spread_ns < 0 || dev.spread_ns > dev.service_ns || dev.parallelism < 1

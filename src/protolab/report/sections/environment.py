@@ -48,9 +48,11 @@ class EnvironmentModel:
         for proto, cache in sorted((d.get("caches") or {}).items()):
             rows.append((f"cache above the model ({proto})", str(cache)))
         if d.get("overhead_us") is not None:
+            writes = (f"; {d['write_overhead_us']:g} µs per write acknowledged from its write-back cache, inside "
+                      "that time" if d.get("write_overhead_us") is not None else "")
             rows.append(("stack overhead", f"{d['overhead_us']:g} µs per request at 1 outstanding I/O, measured "
                          "when the lab came up and again at its snapshot, and counted inside the model's service "
-                         "time"))
+                         f"time{writes}"))
         return rows
 
     def line(self) -> str:
