@@ -67,7 +67,7 @@ def test_each_preset_gives_its_service_time_and_saturation_iops_on_the_local_pat
     # like the earlier probe's 15–25 % under, fails every one. At 1 OIO the median of 3 windows: a shared machine's
     # one slow window is not the model's figure. With a write-back cache, writes at 1 OIO are acknowledged in its
     # time: they are calibrated on their own (at hdd-array's 5.5 ms a read's overhead was 189 µs, and writes given
-    # it came 18 % early, CI 2026-11-28). Writes within 7.5 %: over 6 labs their first tries came −4.1 to +6.5 % of
+    # it came 18 % early, CI 2026-11-28). Writes within 7.5 %: over 12 labs their first tries came −4.1 to +6.5 % of
     # the model's 500 µs (2026-11-28), as wide as the reads'.
     tries: list[str] = []
     for _ in range(3):
