@@ -130,7 +130,8 @@ def test_a_server_that_is_not_the_one_started_is_refused(tmp_path, answer, why):
 
 
 def test_forwarding_is_used_when_the_ssh_server_has_it(tmp_path):
-    fake = FakeSsh("protolab-agent ready dir={d} pid=99 relay=nc", forwards=True)
+    # a login shell's chatter before the ready line is passed over
+    fake = FakeSsh("Last login: never\nprotolab-agent ready dir={d} pid=99 relay=nc", forwards=True)
     agent = _agent(tmp_path, fake)
     agent.start()
     try:
