@@ -290,11 +290,11 @@ class SshAgent(Agent):
                     raise ValueError(f"its {self.remote.relay} relay does not reach fio ({why})")
         except ValueError as e:
             why = str(e)
-            if line is None:
-                why = self._ssh_error() or f"no answer in {READY_TIMEOUT_S:g} s"
+            if line is None:  # ssh itself failed, or the host's shell could not run the script
+                why = (f"{self._ssh_error() or f'no answer in {READY_TIMEOUT_S:g} s'}; check "
+                       f"'ssh {self.dest} {self.fio} --version'")
             self.stop()
-            raise ToolError(f"host {self.name}: could not start fio over ssh to {self.dest}: {why}; check "
-                            f"'ssh {self.dest} {self.fio} --version'") from None
+            raise ToolError(f"host {self.name}: could not start fio over ssh to {self.dest}: {why}") from None
 
     def _forward(self, ready: Ready) -> bool:
         """Whether the master forwards ``socket_path`` to the remote socket (the ssh server may refuse each

@@ -107,12 +107,32 @@ def test_a_host_whose_ssh_cannot_forward_and_has_no_relay_tool_is_refused_in_one
     with pytest.raises(ToolError) as e:
         agent.start()
     assert "\n" not in str(e.value) and str(e.value).startswith("host esx1: could not start fio over ssh to root@esx1")
-    assert "install socat or netcat-openbsd there" in str(e.value)
+    assert str(e.value).endswith("install socat or netcat-openbsd there")
     master = fake.calls[0]
     # protolab's control options come before the plan's, so that ssh keeps them
     assert master[:6] == ["ssh", "-S", str(tmp_path / "esx1.ctl"), "-o", "ControlMaster=yes", "-o"]
     assert master.index("ControlPath=/elsewhere") > master.index("ControlMaster=yes")
     assert master[-3:-1] == ["2222", "root@esx1"] and "--server=sock:" in master[-1]
+    _stopped(agent, fake)
+
+
+class RefusedSsh(FakeSsh):
+    """An ssh that cannot connect: its error on stderr, exit 255."""
+
+    def spawn(self, argv, *, netns=None, stdout=None, stderr=None, stdin=None, cwd=None) -> subprocess.Popen:
+        p = subprocess.Popen(["sh", "-c", "echo 'ssh: connect to host esx1 port 2222: Connection refused' >&2; "
+                              "exit 255"], stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+
+def test_an_ssh_that_fails_is_named_with_what_to_check(tmp_path):
+    fake = RefusedSsh("", forwards=True)
+    agent = _agent(tmp_path, fake)
+    with pytest.raises(ToolError) as e:
+        agent.start()
+    assert str(e.value) == ("host esx1: could not start fio over ssh to root@esx1: ssh: connect to host esx1 port "
+                            "2222: Connection refused; check 'ssh root@esx1 /usr/bin/fio --version'")
     _stopped(agent, fake)
 
 
