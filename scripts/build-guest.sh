@@ -48,7 +48,8 @@ if [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/guest.json" ] \
    && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
    && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; } \
    && { [ ! -x "$EXTRA/usr/sbin/dropbear" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/dropbear" ]; } \
-   && { [ ! -x "$EXTRA/usr/sbin/nvme" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/nvme" ]; }; then
+   && { [ ! -x "$EXTRA/usr/sbin/nvme" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/nvme" ]; } \
+   && { [ ! -f "$EXTRA/../debs.txt" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/../debs.txt" ]; }; then
     echo "build-guest: $OUT is up to date (kernel $KVER)"
     exit 0
 fi
@@ -65,7 +66,7 @@ chmod 1777 "$STAGE/tmp"
 ln -s ../run "$STAGE/var/run"  # rpcbind's socket: the kernel and libtirpc look for /var/run/rpcbind.sock
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \
-           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort; do
+           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort rm; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -102,6 +103,9 @@ add_tool sbin/mount.nfs sbin/mount.nfs && [ -f "$EXTRA/etc/netconfig" ] && cp "$
 
 # dropbear (and its libraries), so that a guest can stand for a user's host reached over ssh (vm.guestssh)
 add_tool usr/sbin/dropbear sbin/dropbear || true
+# OpenBSD nc: protolab's relay to the fio server's Unix socket over a dropbear session (engine.sshagent); named
+# nc.openbsd, as busybox's sh runs its own nc (no -U) for "nc"
+add_tool bin/nc.openbsd bin/nc.openbsd || true
 # root (dropbear's logins) and _rpc (rpcbind runs as it)
 printf 'root:x:0:0:root:/root:/bin/sh\n_rpc:x:102:65534::/run/rpcbind:/bin/false\n' > "$STAGE/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$STAGE/etc/group"

@@ -1,11 +1,14 @@
-"""The remote path for real: sshd in two lab host namespaces, fio servers started over ssh, one study."""
+"""The remote path for real: sshd in two lab host namespaces (host 2's without Unix-socket forwarding, as
+dropbear), fio servers started over ssh, one study."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -48,7 +51,8 @@ def lab_with_sshd(tmp_path):
             cfg.write_text(f"ListenAddress {addr}\nPort 22\nHostKey {keys / 'host_key'}\n"
                            f"PidFile {keys / f'sshd-{h}.pid'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
                            "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                           "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n")
+                           "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                           + ("AllowStreamLocalForwarding no\n" if h == 1 else ""))  # protolab relays to host 2
             sshds.append(subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(h), "/usr/sbin/sshd", "-D",
                                            "-e", "-f", str(cfg)], stderr=subprocess.DEVNULL, start_new_session=True))
         client_cfg = keys / "ssh_config"
@@ -68,20 +72,69 @@ def lab_with_sshd(tmp_path):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _fio_servers() -> list[str]:
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    return [p for p in ps if "--server=ip:" in p and ",18765" in p and "sh -c" not in p]
+def _fio_servers() -> dict[int, str]:
+    """pid → socket of every fio server (and the children it forks) in a directory protolab's remote script made."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
+    found = {}
+    for line in ps:
+        pid, _, args = line.strip().partition(" ")
+        m = re.search(r"--server=sock:(/tmp/protolab-fio\.[0-9a-f]{16}/fio\.sock)$", args)
+        if m and "sh -c" not in args:
+            found[int(pid)] = m[1]
+    return found
 
 
-def _listeners(netns: str) -> list[str]:
-    """Local addresses listening on the fio port in ``netns`` ('127.0.0.1:18765')."""
-    out = subprocess.run(["ip", "netns", "exec", netns, "ss", "-Hltn", "sport = :18765"], capture_output=True,
-                         text=True, timeout=10).stdout
-    return [line.split()[3] for line in out.splitlines() if line.strip()]
+def _tcp_listeners(netns: str) -> list[str]:
+    """Every TCP listener in ``netns``: its address and process ('127.0.0.1:18765 users:(("python3",…))')."""
+    out = subprocess.run(["ip", "netns", "exec", netns, "ss", "-Hltnp"], capture_output=True, text=True,
+                         timeout=10).stdout
+    return [f"{line.split()[3]} {' '.join(line.split()[5:])}" for line in out.splitlines() if line.strip()]
+
+
+def _netns_of(pid: int) -> str:
+    return subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True,
+                          timeout=10).stdout.strip()
+
+
+#: another user's listener on the port fio's server once took on 127.0.0.1: it notes each connection in a file
+PLANTED = """
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 18765)); s.listen()
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[1], "a") as f:
+        f.write("accepted\\n")
+    c.close()
+"""
+
+
+def _plant(netns: str, record: Path) -> subprocess.Popen:
+    p = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-c", PLANTED, str(record)],
+                         stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert p.stdout.readline().strip() == "listening"
+    return p
 
 
 def test_study_through_ssh_started_fio_servers(lab_with_sshd, tmp_path):
+    """Each host's fio server listens on a Unix socket in a fresh 0700 directory of root's and on no TCP port;
+    host 1 is reached by ssh's forwarding, host 2 (no Unix-socket forwarding) by a relay over ssh; a listener
+    planted on the old port before the run is never connected to; each server starts once for the run."""
     lab, addrs, client_cfg = lab_with_sshd
+    namespaces = [lab.names.host_ns(h) for h in range(2)]
+    records = [tmp_path / f"accepts-{h}" for h in range(2)]
+    planted = [_plant(ns, rec) for ns, rec in zip(namespaces, records)]
+    try:
+        _run_study(lab, addrs, client_cfg, namespaces, tmp_path)
+    finally:
+        for p in planted:
+            os.killpg(p.pid, 9)
+            p.wait(timeout=10)
+    # the listener another user planted on 127.0.0.1:18765 was never connected to
+    assert [rec.exists() for rec in records] == [False, False]
+
+
+def _run_study(lab, addrs, client_cfg, namespaces, tmp_path) -> None:
     storage = lab.endpoint("nbd", host=0).url
     hosts = "".join(
         f'[[hosts]]\nname = "esx{i + 1}"\nagent = "ssh://root@{a}"\nfio = "{FIO}"\nfio_port = 18765\n'
@@ -108,41 +161,55 @@ data_size = "64M"
     # protolab runs where a user's controller would: on the lab network (host 0's namespace); the ssh config is
     # the operator's (PROTOLAB_SSH_CONFIG), never the plan's
     env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(client_cfg)}
-    run = subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(0), sys.executable, "-m", "protolab.cli", "run",
+    run = subprocess.Popen(["ip", "netns", "exec", namespaces[0], sys.executable, "-m", "protolab.cli", "run",
                             str(plan), "--results", str(tmp_path / "r")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    seen: dict[str, list[str]] = {}
-    deadline = time.monotonic() + 120
-    while run.poll() is None and len(seen) < 2 and time.monotonic() < deadline:
-        for h in range(2):
-            found = _listeners(lab.names.host_ns(h))
-            if found:
-                seen[lab.names.host_ns(h)] = found
+    servers: dict[str, tuple[str, int, int, bool]] = {}  # directory → (netns, mode, uid, a link)
+    listeners: dict[str, set[str]] = {ns: set() for ns in namespaces}
+    local: set[Path] = set()  # this run's private directory of local sockets (other runs may have theirs)
+    deadline = time.monotonic() + 240
+    while run.poll() is None and time.monotonic() < deadline:
+        for pid, sock in _fio_servers().items():
+            d = os.path.dirname(sock)
+            if d not in servers:
+                try:
+                    st = os.lstat(d)
+                except FileNotFoundError:
+                    continue
+                servers[d] = (_netns_of(pid), stat.S_IMODE(st.st_mode), st.st_uid, stat.S_ISLNK(st.st_mode))
+        for ns in namespaces:
+            listeners[ns].update(_tcp_listeners(ns))
+        local.update(p.parent for p in Path("/run/protolab").glob("agents-*/esx1.*"))
         time.sleep(0.2)
     try:
         out, err = run.communicate(timeout=300)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, 9)
-    p = subprocess.CompletedProcess(run.args, run.returncode, out, err)
-    # each host's fio server listened on its own loopback only: the lab network never reached it
-    assert seen == {lab.names.host_ns(h): ["127.0.0.1:18765"] for h in range(2)}, seen
-    assert p.returncode == 0, p.stderr + p.stdout
-    run = next((tmp_path / "r").iterdir())
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["agents"] == [f"esx{i + 1}: fio server started over ssh on root@{a}, port 18765"
-                                  for i, a in enumerate(addrs)]
-    rows = list(csv.DictReader((run / "cells.csv").open()))
+    assert run.returncode == 0, err + out
+    # one fio server per host for the whole run (both cells), each in its host's namespace, in a directory of
+    # root's that only root can enter; no fio listened on TCP in either namespace, the planted listener did
+    assert sorted(s[0] for s in servers.values()) == namespaces, servers
+    assert all(mode == 0o700 and uid == 0 and not link for _, mode, uid, link in servers.values()), servers
+    for ns in namespaces:
+        assert not any("fio" in line for line in listeners[ns]), listeners
+        assert any(line.startswith("127.0.0.1:18765 ") and "python" in line for line in listeners[ns]), listeners
+    result_dir = next((tmp_path / "r").iterdir())
+    manifest = json.loads((result_dir / "manifest.json").read_text())
+    how = ["ssh's forwarding", "a relay (nc.openbsd) over ssh"]
+    assert manifest["agents"] == [f"esx{i + 1}: fio server started over ssh on root@{a}, on a Unix socket in a "
+                                  f"0700 directory there, reached by {how[i]}" for i, a in enumerate(addrs)]
+    rows = list(csv.DictReader((result_dir / "cells.csv").open()))
     assert len(rows) == 2 and all(float(r["iops"]) > 0 and r["errors"] == "0" and r["jobs"] == "4" for r in rows)
-    for rec in (run / "records").glob("*.json"):
+    for rec in (result_dir / "records").glob("*.json"):
         result = json.loads(rec.read_text())["result"]
         assert set(result["per_host_iops"]) == {"esx1", "esx2"}
         assert all(v > 0 for v in result["per_host_iops"].values())
         assert set(result["per_host_cpu_s"]) == {"esx1", "esx2"}
     tree = subprocess.run(["ps", "-eo", "pid,ppid,stat,etimes,args"], capture_output=True, text=True).stdout
-    assert _fio_servers() == [], tree  # closing the ssh sessions stopped the remote fio servers
-    assert all(_listeners(lab.names.host_ns(h)) == [] for h in range(2))
-    assert not list(Path("/run/protolab").glob("agents-*"))  # the forwards' socket directory is gone
+    assert _fio_servers() == {}, tree  # closing the ssh sessions stopped the remote fio servers
+    assert not any(os.path.lexists(d) for d in servers)  # and removed their directories
+    assert len(local) == 1 and not any(d.exists() for d in local)  # the local sockets' directory is gone
 
 
 def _has_module(name: str) -> bool:

@@ -3,16 +3,14 @@
 - LocalAgent: `fio --server` on this machine, optionally inside a network namespace
   (a lab host). It listens on a unix socket, so the client's control traffic never
   crosses the lab's measured links and the socket is reachable from any namespace.
-- SshAgent: `fio --server` started on a remote machine over ssh, listening on that machine's 127.0.0.1 only and
-  reached through the ssh session's forward of a Unix socket here (in a 0700 directory under /run/protolab);
-  it stops when protolab closes the ssh session.
+- SshAgent (engine/sshagent.py): `fio --server` started on a remote machine over ssh, on a Unix socket in a 0700
+  directory there, reached only through the ssh connection; it stops when protolab closes the connection.
 - ExistingAgent: a fio server that is already running (`fio://HOST[:PORT]`): trusted, as the operator named it.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -239,106 +237,3 @@ def ssh_destination(url: str) -> tuple[str, int | None]:
     """'ssh://[USER@]HOST[:PORT]' (a plan's agent, checked by plan.hosts) → ('[USER@]HOST', PORT or None)."""
     u = urlsplit(url)
     return (f"{u.username}@{u.hostname}" if u.username else str(u.hostname)), u.port
-
-
-def _answers(path: Path, timeout: float) -> str | None:
-    """None when a fio server answers behind the ssh forward at ``path``: the connection stays open (ssh closes it
-    at once when nothing listens on the remote end)."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(str(path))
-            try:
-                return "the remote end closed the connection" if s.recv(1) == b"" else None
-            except socket.timeout:
-                return None
-    except OSError as e:
-        return e.strerror or str(e)
-
-
-@dataclass
-class SshAgent(Agent):
-    """fio --server started over ssh (ssh://[USER@]HOST[:SSH_PORT]) on the remote 127.0.0.1, reached through a
-    Unix socket here that the ssh session forwards; it stops when the session closes."""
-
-    name: str
-    host: str
-    port: int = FIO_PORT
-    socket_path: Path = Path()
-    dest: str = ""
-    ssh_port: int | None = None
-    fio: str = "fio"
-    runner: Runner | None = None
-    netns: str | None = None  # where to run ssh from (tests drive namespaced hosts)
-    ssh_options: tuple[str, ...] = SSH_DEFAULTS
-    _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
-
-    @classmethod
-    def from_plan(cls, name: str, url: str, fio: str, fio_port: int, runner: Runner, socket_path: Path,
-                  netns: str | None = None, extra_options: tuple[str, ...] = ()) -> "SshAgent":
-        """From 'ssh://[USER@]HOST[:SSH_PORT]'; the forward's socket at ``socket_path``."""
-        hostname = urlsplit(url).hostname
-        if not hostname:
-            raise ToolError(f"host {name}: agent {url!r} has no host; write ssh://[USER@]HOST[:PORT]")
-        dest, ssh_port = ssh_destination(url)
-        agent = cls(name, hostname, fio_port, socket_path, dest=dest, ssh_port=ssh_port, fio=fio, runner=runner,
-                    netns=netns)
-        agent.ssh_options = (*ssh_config(), *extra_options, *agent.ssh_options)  # ssh keeps an option's first value
-        return agent
-
-    def start(self) -> None:
-        assert self.runner is not None
-        # The remote shell starts fio in a process group of its own (set -m) and waits on stdin: when
-        # protolab closes the session, the whole group — the server and the children it forked — is killed.
-        remote = (f"set -m; {shlex.quote(self.fio)} --server=ip:127.0.0.1,{self.port} >/dev/null 2>&1 & p=$!; "
-                  "read _ ; kill -TERM -- -$p; wait $p")
-        if self.socket_path.exists():
-            self.socket_path.unlink()
-        forward = ["-o", "ExitOnForwardFailure=yes", "-L", f"{self.socket_path}:127.0.0.1:{self.port}"]
-        argv = ["ssh", *self.ssh_options, *forward, *(["-p", str(self.ssh_port)] if self.ssh_port else []),
-                self.dest, remote]
-        self._proc = self.runner.spawn(argv, netns=self.netns, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                       stdin=subprocess.PIPE)
-        why = _wait_until(lambda: self._reach(0.3), 20.0, self._proc, "ssh")
-        if why:
-            err = ""
-            if self._proc.poll() is not None and self._proc.stderr is not None:
-                err = (self._proc.stderr.read() or "").strip().splitlines()[-1:] or [""]
-                err = f": {err[0]}" if err[0] else ""
-            self.stop()
-            raise ToolError(f"host {self.name}: could not start fio over ssh to {self.dest} ({why}{err}); "
-                            "check 'ssh " + self.dest + " " + self.fio + " --version'")
-
-    def _reach(self, timeout: float = CONNECT_TIMEOUT_S) -> str | None:
-        if not self.socket_path.exists():
-            return "no forwarded socket yet"
-        return _answers(self.socket_path, timeout)
-
-    def stop(self) -> None:
-        p, self._proc = self._proc, None
-        if p is not None:
-            if p.poll() is None:
-                try:  # end of input: the remote 'read' returns and the remote shell kills fio
-                    p.stdin.close()
-                    p.wait(timeout=10)
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-            _end(p, 10)
-        if self.socket_path.exists():
-            self.socket_path.unlink()
-
-    def client_arg(self) -> str:
-        return f"sock:{self.socket_path.name}"  # relative, as LocalAgent's: the client runs in the socket directory
-
-    def matches(self, hostname: str, port: int | None) -> bool:
-        return hostname in (self.socket_path.name, str(self.socket_path))
-
-    def describe(self) -> str:
-        return f"{self.name}: fio server started over ssh on {self.dest}, port {self.port}"
-
-    def check(self) -> None:
-        if self._proc is not None and self._proc.poll() is not None:
-            raise ToolError(f"host {self.name}: the ssh session to {self.dest} ended (code {self._proc.returncode})")
-        why = self._reach()
-        if why:
-            raise ToolError(f"host {self.name}: cannot reach its fio server through {self.socket_path}: {why}")

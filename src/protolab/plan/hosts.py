@@ -24,7 +24,10 @@ class LoadHost(_Model):
                     "'fio://HOST[:PORT]' (already running)",
     )
     fio: str = Field(default="fio", description="fio's path on the remote host (ssh agents)")
-    fio_port: int = Field(default=8765, ge=1, le=65535, description="port of the fio server started over ssh")
+    # unused: a fio server started over ssh listens on a Unix socket (engine.sshagent); accepted so that plans
+    # that name it still load (a fio:// agent's port is in its URL)
+    fio_port: int = Field(default=8765, ge=1, le=65535, description="unused (fio servers started over ssh listen "
+                          "on a Unix socket)")
     ssh_options: list[str] = Field(
         default_factory=list,
         description="extra ssh arguments: -F FILE, -i FILE, -p PORT, -o KEY=VALUE (keys that run nothing)",

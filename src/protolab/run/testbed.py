@@ -18,10 +18,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..engine.agents import Agent, ExistingAgent, LocalAgent, SshAgent
+from ..engine.agents import Agent, ExistingAgent, LocalAgent
 from ..engine.fio import Fio
 from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
+from ..engine.sshagent import SshAgent
 from ..engine.targets import Access, check_overwrite, resolve
 from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, Plan
@@ -184,7 +185,7 @@ class Testbed:
                 make = lambda: LocalAgent(spec.name, self.fio.path, self._socket(spec.name), self.runner,
                                           log=self._agent_log(spec.name), cgroups=self.cgroups)
             elif spec.agent.startswith("ssh://"):
-                make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, spec.fio_port, self.runner,
+                make = lambda: SshAgent.from_plan(spec.name, spec.agent, spec.fio, self.runner,
                                                   self._socket(spec.name), extra_options=tuple(spec.ssh_options))
             else:
                 make = lambda: ExistingAgent.from_url(spec.name, spec.agent)
