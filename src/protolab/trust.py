@@ -87,28 +87,18 @@ def check_workdir(path: Path) -> None:
 
 
 def secure_dir(path: Path, mode: int = 0o700) -> Path:
-    """Create ``path`` (and missing parents) with ``mode`` where missing, then check it as ``check_dir`` does.
+    """Create ``path`` (and missing parents) with ``mode`` where missing (`make_dir`), then check it as
+    ``check_dir`` does: protolab's own private directories, under parents only root can change.
 
     A directory someone else made first (in /var/tmp, say) fails the check: it is refused, never used.
     """
-    path = Path(os.path.abspath(path))
-    check_ancestors(path)
-    missing = []
-    p = path
-    while not os.path.lexists(p):
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, mode)
-        except FileExistsError:
-            pass  # made by someone else meanwhile: the check below decides
-        except OSError as e:
-            raise UnsafePath(f"{d}: cannot create it ({e.strerror})") from None
+    check_ancestors(path)  # as any user: refused before anything is made
+    make_dir(path, mode, private=True)
     return check_dir(path)
 
 
-def make_dir(path: Path, mode: int = 0o777, *, exist_ok: bool = True, invoker: bool = False) -> Path:
+def make_dir(path: Path, mode: int = 0o777, *, exist_ok: bool = True, invoker: bool = False,
+             private: bool = False) -> Path:
     """Create ``path`` (and missing parents) where another user may write a parent (/tmp, a shared results folder),
     then check what is there before anything is written in it: UnsafePath (one line) otherwise.
 
@@ -116,13 +106,13 @@ def make_dir(path: Path, mode: int = 0o777, *, exist_ok: bool = True, invoker: b
     opened without following links and checked by ``fstat``: a real directory owned by this process (one another
     user made between a check and the ``mkdir`` is refused), and as root writable by no one else. An existing
     ``path`` passes only as a real directory, and as root one that root (``invoker``: or sudo's user) owns and no
-    one else can write, under parents no other user can swap (`check_ancestors`). ``exist_ok=False``: ``path``
-    must be new. Modes come from ``mode`` and the umask.
+    one else can write, under parents no other user can swap (`check_ancestors`: sudo's user's own directories count
+    as root's unless ``private``). ``exist_ok=False``: ``path`` must be new. Modes come from ``mode`` and the umask.
     """
     path = Path(os.path.abspath(path))
     root = os.geteuid() == 0
     if root:
-        check_ancestors(path, invoker=True)  # the sudo user's own tree may hold root's directories
+        check_ancestors(path, invoker=not private)  # the sudo user's own tree may hold root's run directories
     missing = []
     base = path
     while not os.path.lexists(base):

@@ -153,6 +153,8 @@ def test_a_new_run_is_private_unless_the_operator_widens_it(tmp_path):
         assert {k: v for k, v in modes.items() if (run / k).is_dir() and v != dmode} == {}
         assert {k: v for k, v in modes.items() if (run / k).is_file() and v != fmode} == {}
     _one_line(run_cli("validate", plan, env={"PROTOLAB_UMASK": "abc"}), "PROTOLAB_UMASK=abc")
+    # a umask that lets others write would make directories make_dir then refuses
+    _one_line(run_cli("validate", plan, env={"PROTOLAB_UMASK": "002"}), "PROTOLAB_UMASK=002 lets other users write")
 
 
 def test_resume_names_the_stored_plan_and_its_hash(tmp_path):
@@ -293,3 +295,27 @@ def test_a_results_directory_protolab_makes_itself_in_a_shared_directory_passes(
     assert {x.stat().st_uid for x in [run, *run.rglob("*")]} == {0}
     _one_line(run_cli("run", plan, "--results", shared, timeout=120), "is writable by group or others")
     assert sorted(q.name for q in shared.iterdir()) == ["results"]
+
+
+def test_make_dir_makes_parents_as_asked_and_refuses_what_it_did_not_make(shared, tmp_path):
+    from protolab.trust import UnsafePath, make_dir
+
+    old = os.umask(0o022)
+    try:
+        assert make_dir(shared / "a" / "b", 0o750) == shared / "a" / "b"
+    finally:
+        os.umask(old)
+    assert [(d.stat().st_uid, stat.S_IMODE(d.stat().st_mode)) for d in (shared / "a", shared / "a" / "b")] == \
+        [(0, 0o750)] * 2
+    assert make_dir(shared / "a") == shared / "a"  # its own, again
+    with pytest.raises(UnsafePath, match="a exists already"):
+        make_dir(shared / "a", exist_ok=False)
+    as_nobody("touch", shared / "file")
+    as_nobody("ln", "-s", tmp_path, shared / "link")
+    as_nobody("mkdir", shared / "theirs")
+    before = sorted(tmp_path.iterdir())
+    for name, why in (("file", "is not a directory"), ("link", "is a symlink"), ("theirs", "owned by uid 65534")):
+        for path in (shared / name, shared / name / "sub"):
+            with pytest.raises(UnsafePath, match=why):
+                make_dir(path)
+    assert sorted(tmp_path.iterdir()) == before and list((shared / "theirs").iterdir()) == []
