@@ -319,3 +319,16 @@ def test_make_dir_makes_parents_as_asked_and_refuses_what_it_did_not_make(shared
             with pytest.raises(UnsafePath, match=why):
                 make_dir(path)
     assert sorted(tmp_path.iterdir()) == before and list((shared / "theirs").iterdir()) == []
+
+
+def test_a_target_directory_planted_in_the_race_is_refused_and_nothing_is_made_through_it(shared, tmp_path,
+                                                                                           monkeypatch):
+    from protolab.engine.targets import create_file
+    from protolab.errors import TargetError
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ran = _race(monkeypatch, "scratch", "ln", "-s", elsewhere, shared / "scratch")
+    with pytest.raises(TargetError, match="scratch is a symlink"):
+        create_file(shared / "scratch" / "protolab.dat", 1 << 20)
+    assert ran and list(elsewhere.iterdir()) == []
