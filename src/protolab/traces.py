@@ -1,7 +1,8 @@
 """Captured I/O traces a plan replays: fio iologs (version 2 and 3) and blktrace binaries, read and fitted.
 
-A trace is read, never written: a regular file (symlinks followed) of at most
-MAX_TRACE_BYTES, opened without blocking. Its reads and writes become events
+A trace is read, never written: a regular file of at most MAX_TRACE_BYTES, opened once
+without blocking and without following a link at its name, and (`user_trace`, at validate,
+at run time and on resume) checked on that open file. Its reads and writes become events
 (time in µs when the format has one, operation, offset, length); anything else a
 trace holds (trims, syncs, notes) is counted and left out. `write_iolog` writes one
 stream's copy as a fio version 3 iolog: the stream's file name, offsets folded into
@@ -12,7 +13,6 @@ gaps of 400,000 between three reads took 800 ms).
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import struct
@@ -70,12 +70,14 @@ class Trace:
                 "left_out": dict(self.left_out)}
 
 
-def may_read(path: str | Path, plan_dir: Path | None) -> None:
-    """TraceError unless the person who ran protolab could read ``path`` themselves: protolab reads a trace as root,
-    and a plan must not make it read someone else's file (its errors and the run directory would show it).
+def may_read(path: str | Path, plan_dir: Path | None, fd: int) -> None:
+    """TraceError unless the person who ran protolab could read the trace open at ``fd`` (named ``path``)
+    themselves: protolab reads a trace as root, and a plan must not make it read someone else's file (its errors
+    and the run directory would show it).
 
-    Through sudo, the kernel decides with sudo's user's own permissions (``setpriv`` to that user, ``test -r``).
-    For root itself, the trace must lie under the plan's own directory or be readable by everyone."""
+    Through sudo, the kernel decides with sudo's user's own permissions (``setpriv`` to that user, ``test -r`` of
+    the path and of the open file itself). For root itself, the trace must lie under the plan's own directory or
+    be readable by everyone. Either way the path must still name the open file after the check."""
     from .trust import invoking_user
 
     if os.geteuid() != 0:
@@ -92,52 +94,90 @@ def may_read(path: str | Path, plan_dir: Path | None) -> None:
             as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups"] if name else []
         except KeyError:
             as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
-        ok = subprocess.run([*as_them, "test", "-r", real], capture_output=True, timeout=30).returncode == 0
+        # the path (its directories) and the file protolab opened (whatever the path names by now)
+        ok = subprocess.run([*as_them, "sh", "-c", f'test -r "$1" && test -r /proc/self/fd/{fd}', "sh", real],
+                            capture_output=True, timeout=30, pass_fds=(fd,)).returncode == 0
         if not ok:
             raise TraceError(f"{shown}: you (uid {uid}) cannot read it; protolab reads a trace only when the user "
                              "who runs it could")
-        return
-    if plan_dir is not None:
-        base = os.path.realpath(plan_dir)
-        if os.path.commonpath([real, base]) == base:
-            return
-    parts = Path(real).parents
-    readable = os.path.exists(real) and os.stat(real).st_mode & 0o004 \
-        and all(os.stat(d).st_mode & 0o001 for d in parts)
-    if not readable:
-        raise TraceError(f"{shown}: not under the plan's directory and not readable by everyone; put the trace beside "
-                         "the plan (protolab, as root, reads no one's private files for a plan)")
+    else:
+        inside = False
+        if plan_dir is not None:
+            base = os.path.realpath(plan_dir)
+            inside = os.path.commonpath([real, base]) == base
+        readable = inside or (os.fstat(fd).st_mode & 0o004
+                              and all(os.stat(d).st_mode & 0o001 for d in Path(real).parents))
+        if not readable:
+            raise TraceError(f"{shown}: not under the plan's directory and not readable by everyone; put the trace "
+                             "beside the plan (protolab, as root, reads no one's private files for a plan)")
+    if not _same(os.fstat(fd), real):
+        raise TraceError(f"{shown}: changed while protolab checked it; give a trace no one else can replace")
+
+
+def _same(st: os.stat_result, path: str) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
+def user_trace(path: str | Path, plan_dir: Path | None) -> Trace:
+    """The trace at ``path`` as `read_trace` reads it, once `may_read` has passed on the file it opened: what
+    validate, each window's replay and resume read, so a trace swapped after validate is checked again."""
+    return _read(path, lambda fd: may_read(path, plan_dir, fd))
 
 
 def read_trace(path: str | Path) -> Trace:
-    """The trace at ``path``; TraceError when it is missing, not a regular file, too large or not a trace."""
-    p = Path(path)
+    """The trace at ``path``; TraceError when it is missing, a link, not a regular file, too large or not a trace."""
+    return _read(path, None)
+
+
+#: Parsed traces by file version (device, inode, change time, size): every warm-up and window of a study replays
+#: the same trace, parsed once; each read still opens and checks the file.
+_PARSED: dict[tuple[int, ...], Trace] = {}
+
+
+def _read(path: str | Path, vet) -> Trace:
     shown = str(path)  # as the plan wrote it
     try:
-        st = os.stat(p)
+        st = os.lstat(path)
     except FileNotFoundError:
         raise TraceError(f"{shown}: no such file; give the path of a fio iolog or a blktrace") from None
     except OSError as e:
         raise TraceError(f"{shown}: cannot read it ({e.strerror or e})") from None
-    if not stat.S_ISREG(st.st_mode):
+    if stat.S_ISLNK(st.st_mode):
+        raise TraceError(f"{shown}: is a symlink; give the trace file itself (protolab follows no link to a trace)")
+    if not stat.S_ISREG(st.st_mode):  # checked before any open: a FIFO or a device is never opened
         raise TraceError(f"{shown}: is not a regular file (a directory, FIFO, device or socket); give a trace file")
-    if st.st_size > MAX_TRACE_BYTES:
-        raise TraceError(f"{shown}: is {st.st_size:,} bytes, more than a trace's {MAX_TRACE_BYTES // 1024**2} MiB; "
-                         "cut it shorter")
-    return _parsed(str(p.resolve()), st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed(path: str, _mtime: int, _size: int) -> Trace:
-    """Parse once per file version: every warm-up and window of a study replays the same trace."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise TraceError(f"{path}: is not a regular file; give a trace file")
-            data = f.read(MAX_TRACE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise TraceError(f"{path}: cannot read it ({e.strerror or e})") from None
+        raise TraceError(f"{shown}: cannot read it ({e.strerror or e})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceError(f"{shown}: is not a regular file; give a trace file")
+        if st.st_size > MAX_TRACE_BYTES:
+            raise TraceError(f"{shown}: is {st.st_size:,} bytes, more than a trace's {MAX_TRACE_BYTES // 1024**2} "
+                             "MiB; cut it shorter")
+        if vet is not None:
+            vet(fd)
+        key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size)
+        if key in _PARSED:
+            return _PARSED[key]
+        try:
+            data = f.read(MAX_TRACE_BYTES + 1)
+        except OSError as e:
+            raise TraceError(f"{shown}: cannot read it ({e.strerror or e})") from None
+    trace = _parsed(str(Path(path).absolute()), data)
+    if len(_PARSED) >= 8:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[key] = trace
+    return trace
+
+
+def _parsed(path: str, data: bytes) -> Trace:
     if len(data) > MAX_TRACE_BYTES:
         raise TraceError(f"{path}: is larger than a trace's {MAX_TRACE_BYTES // 1024**2} MiB; cut it shorter")
     if data.startswith(b"fio version 2 iolog") or data.startswith(b"fio version 3 iolog"):

@@ -87,25 +87,92 @@ def check_workdir(path: Path) -> None:
 
 
 def secure_dir(path: Path, mode: int = 0o700) -> Path:
-    """Create ``path`` (and missing parents) with ``mode`` where missing, then check it as ``check_dir`` does.
+    """Create ``path`` (and missing parents) with ``mode`` where missing (`make_dir`), then check it as
+    ``check_dir`` does: protolab's own private directories, under parents only root can change.
 
     A directory someone else made first (in /var/tmp, say) fails the check: it is refused, never used.
     """
-    path = Path(os.path.abspath(path))
-    check_ancestors(path)
-    missing = []
-    p = path
-    while not os.path.lexists(p):
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, mode)
-        except FileExistsError:
-            pass  # made by someone else meanwhile: the check below decides
-        except OSError as e:
-            raise UnsafePath(f"{d}: cannot create it ({e.strerror})") from None
+    check_ancestors(path)  # as any user: refused before anything is made
+    make_dir(path, mode, private=True)
     return check_dir(path)
+
+
+def make_dir(path: Path, mode: int = 0o777, *, exist_ok: bool = True, invoker: bool = False,
+             private: bool = False) -> Path:
+    """Create ``path`` (and missing parents) where another user may write a parent (/tmp, a shared results folder),
+    then check what is there before anything is written in it: UnsafePath (one line) otherwise.
+
+    Each missing directory is made by ``mkdir`` (which never follows a link) relative to its parent's descriptor,
+    opened without following links and checked by ``fstat``: a real directory owned by this process (one another
+    user made between a check and the ``mkdir`` is refused), and as root writable by no one else. An existing
+    ``path`` passes only as a real directory, and as root one that root (``invoker``: or sudo's user) owns and no
+    one else can write, under parents no other user can swap (`check_ancestors`: sudo's user's own directories count
+    as root's unless ``private``). ``exist_ok=False``: ``path`` must be new. Modes come from ``mode`` and the umask.
+    """
+    path = Path(os.path.abspath(path))
+    root = os.geteuid() == 0
+    if root:
+        check_ancestors(path, invoker=not private)  # the sudo user's own tree may hold root's run directories
+    missing = []
+    base = path
+    while not os.path.lexists(base):
+        missing.append(base.name)
+        base = base.parent
+    if not missing and not exist_ok:
+        raise UnsafePath(f"{path} exists already; protolab makes it new: give another path")
+    try:
+        # the deepest existing directory: as root, check_ancestors vouched for it (or it is ``path``, opened
+        # without following a link); as another user, that user's own permissions protect them
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if missing else os.O_NOFOLLOW))
+    except OSError as e:
+        raise UnsafePath(f"{base} {_open_error(e, base)}; give a real directory of yours") from None
+    try:
+        if not missing:
+            st = os.fstat(fd)
+            why = _why_unsafe_dir(st, final=True, also=invoking_user()[0] if invoker else None) if root else None
+            if why:
+                raise UnsafePath(f"{path} {why}; protolab writes only in directories that root alone can write: "
+                                 "give another path (or remove it, or 'chmod go-w' it if it is yours)")
+        here = base
+        for name in reversed(missing):
+            here = here / name
+            try:
+                os.mkdir(name, mode, dir_fd=fd)
+            except FileExistsError:
+                if here == path and not exist_ok:
+                    raise UnsafePath(f"{path} was created by someone else meanwhile; give another path") from None
+            except OSError as e:
+                raise UnsafePath(f"{here}: cannot create it ({e.strerror}); give another path") from None
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as e:
+                raise UnsafePath(f"{here} {_open_error(e, name, fd)} where protolab was making a directory (another "
+                                 f"user can write {here.parent}): remove it, or give a directory only you can "
+                                 "write") from None
+            os.close(fd)
+            fd = sub
+            st = os.fstat(fd)
+            # what we did not make (another user won the race to mkdir) is never used, whoever owns it
+            if st.st_uid != os.geteuid() or (root and st.st_mode & 0o022):
+                raise UnsafePath(f"{here} was made by uid {st.st_uid} (mode {stat.S_IMODE(st.st_mode):o}), not by "
+                                 f"protolab: another user can write {here.parent}; remove it, or give a "
+                                 "directory only you can write")
+    finally:
+        os.close(fd)
+    return path
+
+
+def _open_error(e: OSError, name: Path | str, dir_fd: int | None = None) -> str:
+    """Why a directory could not be opened without following a link, in words (ENOTDIR is also a link's)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        return "is a symlink"
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    return f"cannot be opened ({e.strerror})"
 
 
 def private_base() -> Path:
@@ -215,4 +282,7 @@ def apply_umask() -> None:
             raise ValueError
     except ValueError:
         raise ProtolabError(f"PROTOLAB_UMASK={raw}: give an octal umask such as 027 or 022") from None
+    if ~mask & 0o022:  # a directory protolab makes that others can write is one it would then refuse (make_dir)
+        raise ProtolabError(f"PROTOLAB_UMASK={raw} lets other users write protolab's files and directories; give "
+                            "027 or 022")
     os.umask(mask)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 PLAN = """
@@ -104,3 +106,95 @@ def test_root_reads_a_trace_only_beside_the_plan_or_readable_by_everyone(tmp_pat
     beside.chmod(0o600)
     plan.write_text(REPLAY.format(trace=beside, data=tmp_path / "d"))
     assert run_cli("validate", plan, env=env).returncode == 0
+
+
+def _swap_after_validate(attacker_dir, tmp_path, monkeypatch, swap):
+    """The sudo user nobody validates a replay of their own trace, then ``swap(trace, secret)`` replaces it (as
+    nobody) before the window writes the streams' iologs; returns what replay_files raised."""
+    from conftest import NOBODY, as_nobody
+    from protolab.engine.jobfile import Stream
+    from protolab.engine.replay import replay_files
+    from protolab.engine.targets import Access
+    from protolab.plan.expand import expand
+    from protolab.plan.load import load_plan
+
+    secret = tmp_path / "secret.iolog"  # root's alone: offsets nobody must not learn
+    secret.write_text("fio version 2 iolog\n/x add\n/x open\n/x read 737280 4096\n/x close\n")
+    secret.chmod(0o600)
+    trace = attacker_dir / "t.iolog"
+    as_nobody("sh", "-c", f"printf 'fio version 2 iolog\\n/x add\\n/x open\\n/x read 0 4096\\n/x close\\n' > {trace}")
+    monkeypatch.setenv("SUDO_UID", str(NOBODY))
+    monkeypatch.setenv("SUDO_GID", str(NOBODY))
+    (tmp_path / "d").mkdir()
+    plan = tmp_path / "p.toml"
+    plan.write_text(REPLAY.format(trace=trace, data=tmp_path / "d"))
+    (cell,) = expand(load_plan(plan))  # validate: nobody can read their own trace
+    swap(trace, secret)
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    streams = [Stream(0, Access("file", "psync", filename="/x", size=1 << 20), 0, 1 << 20)]
+    try:
+        replay_files(cell, streams, folder, "w")
+    except Exception as e:  # noqa: BLE001 (what the run would show)
+        return e
+    finally:
+        assert not any("737280" in p.read_text() for p in folder.iterdir()), "the secret trace was replayed"
+
+
+def test_a_trace_swapped_for_a_link_after_validate_is_refused_at_run_time(attacker_dir, tmp_path, monkeypatch):
+    from conftest import as_nobody
+
+    e = _swap_after_validate(attacker_dir, tmp_path, monkeypatch,
+                             lambda trace, secret: as_nobody("ln", "-sfn", secret, trace))
+    assert e is not None and "t.iolog: is a symlink" in str(e) and "737280" not in str(e)
+
+
+def test_a_trace_swapped_for_a_file_the_user_cannot_read_is_refused_at_run_time(attacker_dir, tmp_path,
+                                                                                 monkeypatch):
+    import os
+
+    from conftest import NOBODY, as_nobody
+
+    if os.stat(attacker_dir).st_dev != os.stat(tmp_path).st_dev:
+        pytest.skip("a hard link needs /var/tmp and the test's directory on one file system")
+    link = attacker_dir / "hard"
+
+    def swap(trace, secret):  # a hard link to root's file: a regular file, not a link, that nobody cannot read
+        os.link(secret, link)  # made by root here: nobody cannot reach the test's directory (with
+        as_nobody("mv", "-f", link, trace)  # fs.protected_hardlinks=0 they link any file they can reach)
+
+    e = _swap_after_validate(attacker_dir, tmp_path, monkeypatch, swap)
+    assert e is not None and f"you (uid {NOBODY}) cannot read it" in str(e)
+
+
+def test_resume_checks_the_trace_again(tmp_path):
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="pl-trace-", dir="/var/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        trace = _trace(base / "t.iolog")
+        trace.chmod(0o644)  # readable by everyone: root itself may replay it
+        (tmp_path / "d").mkdir()
+        plan = tmp_path / "p.toml"
+        plan.write_text(REPLAY.format(trace=trace, data=tmp_path / "d"))
+        env = {"SUDO_UID": "", "SUDO_GID": ""}
+        p = run_cli("run", plan, "--results", tmp_path / "r", env=env, timeout=300)
+        assert p.returncode == 0, p.stderr
+        (run,) = (tmp_path / "r").iterdir()
+        m = json.loads((run / "manifest.json").read_text())
+        m["status"] = "interrupted"
+        (run / "manifest.json").write_text(json.dumps(m))
+        (run / "records.jsonl").write_text("")
+        other = _trace(base / "other.iolog")
+        other.chmod(0o644)
+        trace.unlink()
+        trace.symlink_to(other)  # swapped since the run began
+        p = run_cli("resume", run, env=env, timeout=300)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert "t.iolog: is a symlink" in p.stderr and (run / "records.jsonl").read_text() == ""
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..plan.expand import Cell
 from ..safepath import inside
+from ..trust import make_dir
 from .agents import Agent
 from .fio import Fio
 from .jobfile import Stream, render_streams
@@ -96,7 +97,7 @@ def measure(
     socket_dir: Path | None = None,
 ) -> Measurement:
     """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     name = f"{cell.id}.{tag}"
     prefix = str(folder / name)
     output = inside(folder, f"{name}.json")

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import PlanError
 from ..plan.expand import Cell
 from ..safepath import inside
-from ..traces import TraceError, read_trace, write_iolog
+from ..traces import TraceError, user_trace, write_iolog
 from .jobfile import Stream
 
 
@@ -22,7 +22,7 @@ def replay_files(cell: Cell, streams: list[Stream], folder: Path, stem: str) -> 
     replay = cell.workload.replay
     assert replay is not None
     try:
-        trace = read_trace(replay.file)
+        trace = user_trace(replay.file, replay.plan_dir)  # checked again: the file may have changed since validate
         out = {}
         for st in streams:
             path = inside(folder, f"{stem}.stream-{st.index}.iolog")

@@ -19,6 +19,7 @@ from ..errors import TargetError
 from ..plan.protocols import PROTOCOLS
 from ..plan.targets import parse_target
 from ..proc import Runner
+from ..trust import UnsafePath, make_dir
 
 SIDECAR = ".protolab"  # '<data file>.protolab' marks a file protolab created
 
@@ -134,7 +135,11 @@ def sidecar(path: Path) -> Path:
 
 def create_file(path: Path, size: int) -> None:
     """Create (or grow) a data file protolab owns, and mark it as ours; never through a symlink."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(path.parent):  # made here, perhaps in a shared /tmp: then checked (trust.make_dir)
+        try:
+            make_dir(path.parent)
+        except UnsafePath as e:
+            raise TargetError(f"target {path}: {e}") from None
     mark = sidecar(path)
     if not _ours(path):
         if os.path.lexists(mark):

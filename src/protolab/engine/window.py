@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from ..plan.expand import Cell
 from ..safepath import inside
+from ..trust import make_dir
 from .fio import Fio
 from .intervals import Interval, interval, light, window_intervals
 from .jobfile import render_streams
@@ -183,7 +184,7 @@ def run_window(
     """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
     at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``; statuses every
     ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
     direct = len(hosts) == 1 and hosts[0].agent is None

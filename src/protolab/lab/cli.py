@@ -95,7 +95,9 @@ def down(
     if (wd / "lab.json").exists():
         removed += Lab.from_record(wd).down()
     elif not all_:
-        typer.echo(f"no lab is up in {wd}; nothing to remove (use --all to sweep leftovers of prefix '{prefix}')")
+        # sweeping a prefix removes every namespace carrying it: suggested only for one protolab made
+        hint = f" (use --all to sweep leftovers of prefix '{prefix}')" if holder.made(prefix) else ""
+        typer.echo(f"no lab is up in {wd}; nothing to remove{hint}")
         return
     if all_:
         removed += down_all(prefix, workdirs=[wd])

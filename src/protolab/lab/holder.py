@@ -63,6 +63,15 @@ def read(prefix: str, root: Path = HOLDERS) -> Holder | None:
     return held
 
 
+def made(prefix: str, root: Path = HOLDERS) -> bool:
+    """Whether a holder shows protolab made ``prefix``'s names: only then may a hint say to sweep the prefix
+    (`lab down --all` removes every namespace carrying it: ``cni-*`` are Kubernetes')."""
+    try:
+        return read(prefix, root) is not None
+    except UnsafePath:
+        return False
+
+
 def acquire(prefix: str, workdir: Path, kind: str, sweep: Callable[[Holder | None], None],
             root: Path = HOLDERS) -> Holder:
     """Take ``prefix`` for this process; ProtolabError naming the holder when it is held by a live one."""

@@ -79,24 +79,29 @@ class Lab:
                 f"a lab is already up in {self.workdir}; run 'protolab lab down --workdir {self.workdir}' first")
         self._check_pool_size()
         prefix = self.spec.prefix
+        ours = holder.made(prefix)  # read before this lab takes the prefix (and sweeps what a gone holder left)
 
         def sweep(gone: holder.Holder | None) -> None:
             down_all(prefix, self.runner, workdirs=[Path(gone.workdir)] if gone else [])
 
         self._holder = holder.acquire(prefix, self.workdir, self.holder_kind, sweep)
+        clash = [ns for ns in self.net.list_netns() if ns.startswith(f"{prefix}-")]
+        if clash:  # another program's namespaces, or what the sweep of a gone holder could not remove
+            holder.release(self._holder)
+            self._holder = None
+            if ours:
+                raise ProtolabError(f"namespaces with the lab prefix '{prefix}' exist already ({', '.join(clash)}), "
+                                    f"left by a protolab lab; run 'protolab lab down --all --prefix {prefix}' or "
+                                    "set another lab.prefix")
+            raise ProtolabError(f"namespaces with the lab prefix '{prefix}' exist already ({', '.join(clash)}) and "
+                                "no holder shows protolab made them (another program's, perhaps); set another "
+                                "lab.prefix in the plan's [lab]")
         try:
             secure_dir(self.workdir)  # created (0700) only once the prefix is ours: a refused lab makes nothing
         except BaseException:
             holder.release(self._holder)
             self._holder = None
             raise
-        clash = [ns for ns in self.net.list_netns() if ns.startswith(f"{prefix}-")]
-        if clash:  # left by a run from before holders were recorded
-            holder.release(self._holder)
-            self._holder = None
-            raise ProtolabError(
-                f"namespaces with the lab prefix '{prefix}' exist already ({', '.join(clash)}); "
-                f"run 'protolab lab down --all --prefix {prefix}' or set another lab.prefix")
         self._attach(Record.create(self.workdir, self.spec.model_dump(mode="json"), sorted(self.protocols)))
         self._record.set_state(holder_pid=self._holder.pid)
         try:

@@ -30,7 +30,8 @@ class LoadHost(_Model):
                           "on a Unix socket)")
     ssh_options: list[str] = Field(
         default_factory=list,
-        description="extra ssh arguments: -F FILE, -i FILE, -p PORT, -o KEY=VALUE (keys that run nothing)",
+        description="extra ssh arguments: -p PORT, -i KEY (a key in your ~/.ssh), -o KEY=VALUE (keys that name no "
+                    "file and run nothing); an ssh config file only as the operator's PROTOLAB_SSH_CONFIG",
     )
 
     @field_validator("name", mode="before")

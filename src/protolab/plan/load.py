@@ -168,7 +168,15 @@ def _resolve_workloads(raw: Any, source: str, text: str) -> list[Workload] | Non
             out.append(Workload.model_validate({**base, **entry}))
         except ValidationError as e:
             raise PlanError(_one_line(e, source, text, prefix=("workloads", i))) from None
+        if out[-1].replay is not None and (plan_dir := _plan_dir(source)) is not None:
+            out[-1].replay._plan_dir = str(plan_dir)  # the run checks the trace again, by the same rule
     return out
+
+
+def _plan_dir(source: str) -> Path | None:
+    """The directory of the plan file ``source`` names (None for a built-in, a text or a stored plan)."""
+    plan_file = Path(source)
+    return plan_file.parent if plan_file.is_file() else None
 
 
 #: The block sizes of a replayed trace that its workload names (the most frequent ones).
@@ -178,7 +186,7 @@ TRACE_SIZES = 8
 def _replay_entry(entry: dict[str, Any], base: dict[str, Any], source: str, text: str, index: int) -> dict[str, Any]:
     """A replay workload's access spec, read from its trace (which is checked here, so `validate` refuses
     a missing, irregular, oversized or malformed trace before anything runs)."""
-    from ..traces import TraceError, may_read, read_trace
+    from ..traces import TraceError, user_trace
     from .shape import Replay, replay_conflicts, replay_form
 
     at = f"{source}{_at(text, ['workloads'])}: workloads[{index}].replay"
@@ -196,9 +204,7 @@ def _replay_entry(entry: dict[str, Any], base: dict[str, Any], source: str, text
                         "remove them from the workload")
     try:
         replay_conflicts({**base, **entry})
-        plan_file = Path(source)
-        may_read(replay.file, plan_file.parent if plan_file.is_file() else None)
-        summary = read_trace(replay.file).summary()
+        summary = user_trace(replay.file, _plan_dir(source)).summary()
     except (TraceError, ValueError) as e:
         raise PlanError(f"{at}: {e}") from None
     sizes = {n: c for n, c in summary.pop("sizes").items() if n % 512 == 0 and 512 <= n <= 1024**3}

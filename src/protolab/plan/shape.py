@@ -8,9 +8,10 @@ trace is read and summarised by the loader (protolab.traces).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from . import safety
 from .units import format_duration, parse_duration
@@ -82,6 +83,14 @@ class Replay(_Model):
     time_scale: float = Field(default=1.0, gt=0, le=1000,
                               description="multiplies the trace's gaps: 0.5 replays twice as fast")
     no_stall: bool = Field(default=False, description="ignore the trace's timing: as fast as the OIO allows")
+    # the loaded plan file's directory, where root itself may read a trace (traces.may_read): set by the plan's
+    # loader, never by a plan, and kept out of the stored plan (a resumed plan has none)
+    _plan_dir: str | None = PrivateAttr(default=None)
+
+    @property
+    def plan_dir(self) -> Path | None:
+        """The plan file's directory when the plan was loaded from one (`plan.load`), else None."""
+        return Path(self._plan_dir) if self._plan_dir else None
 
     @field_validator("file")
     @classmethod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -245,11 +244,11 @@ def run_compare(run_a: Path, run_b: Path, *, force: bool = False,
 
     pairs = claim_pairs(verdicts_of(a, ma, ra), verdicts_of(b, mb, rb))
     text = compare_markdown(a.run_id, b.run_id, diffs, rows, force, only_a, only_b, claims_markdown(pairs))
-    folder = out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}"
-    if os.geteuid() == 0:  # root writes only where no other user can plant a link
-        from ..trust import check_workdir
+    from ..trust import make_dir
 
-        check_workdir(Path(folder))
+    # made and checked before the first write: a link or another user's directory planted at --out in a shared
+    # /tmp, even between a check and the mkdir, is refused (tables/ and figures/ are made the same way)
+    folder = make_dir(out if out is not None else b.path.parent / f"compare-{a.run_id}-vs-{b.run_id}")
     path = Path(folder) / "compare.md"
     atomic_write(path, text)
     from .comparepage import chart_tables, compare_page, render_compare

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProtolabError
+from ..trust import make_dir
 
 
 class StoreError(ProtolabError):
@@ -46,8 +47,8 @@ def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None
     ``path`` itself, never what it points to.
     """
     mode = file_mode() if mode is None else mode
+    make_dir(path.parent)  # tables/, figures/, compare's folder: never through a link or another user's directory
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
         raise _failed(path, e) from None

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..errors import ProtolabError
 from ..metrics import FIGURES, METRICS
 from ..safepath import inside
-from ..trust import UnsafePath, check_ancestors
+from ..trust import UnsafePath, make_dir
 from .files import StoreError, append_lines, atomic_write, now, write_json  # noqa: F401 (re-exported)
 from .manifest import MANIFEST_SCHEMA, READABLE_SCHEMAS, Events, Manifest, RunStart  # noqa: F401 (re-exported)
 from .records import SERIES_COLUMNS, CellRecord, SeriesRow
@@ -129,21 +129,18 @@ class RunDir:
         # absolute: fio runs with other working directories (a fio server's, a namespace's), and every
         # path it is given must still point here
         root = Path(root).absolute()
-        if os.geteuid() == 0:  # fio and the servers get paths in here: no other user may be able to swap them
-            check_ancestors(root / "x", invoker=True)
-            if root.is_symlink():
-                raise UnsafePath(f"{root} is a symlink; give the real results directory with --results")
+        # fio and the servers get paths in here: made (or found) and checked so that no other user can swap
+        # them, even one who makes the results directory first in a shared /tmp (modes from the umask: 0750)
+        try:
+            make_dir(root, invoker=True)
+        except UnsafePath as e:
+            raise UnsafePath(f"results directory: {e} (--results)") from None
         path = root / f"{stamp}-{safe}"
         n = 1
-        while path.exists():
+        while os.path.lexists(path):
             n += 1
             path = root / f"{stamp}-{safe}-{n}"
-        try:
-            root.mkdir(parents=True, exist_ok=True)  # modes from the umask: 0750 by default (cli._umask)
-            path.mkdir()
-        except OSError as e:
-            raise ProtolabError(f"results directory {root}: cannot create {path.name} ({e.strerror}); "
-                                "choose another with --results") from None
+        make_dir(path, exist_ok=False)
         rd = cls(path)
         rd.events.run_started(rd.run_id, start)
         atomic_write(path / "cells.csv", _csv_text([], rd.csv_columns, header=True))
@@ -230,13 +227,13 @@ class RunDir:
     def raw_path(self, cell_id: str) -> Path:
         """Where fio's json+ output of a cell goes."""
         p = inside(self.path, "raw", f"{cell_id}.json")
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(p.parent)
         return p
 
     def job_path(self, cell_id: str) -> Path:
         """Where the fio job file of a cell goes."""
         p = inside(self.path, "jobs", f"{cell_id}.fio")
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_dir(p.parent)
         return p
 
     # -- records and series ------------------------------------------------------------------------

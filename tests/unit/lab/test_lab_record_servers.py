@@ -112,8 +112,9 @@ def test_lab_refuses_unknown_protocols_and_small_pools(tmp_path):
 
 def test_lab_refuses_when_prefix_namespaces_exist(tmp_path):
     runner = FakeRunner({("ip", "netns", "list"): Completed((), 0, "pl-st (id: 1)\nother\n", "")})
-    with pytest.raises(ProtolabError, match=r"prefix 'pl' exist already \(pl-st\).*lab down --all"):
-        Lab(LabSpec(), {"nbd"}, tmp_path, runner).up()
+    with pytest.raises(ProtolabError, match=r"prefix 'pl' exist already \(pl-st\).*set another lab.prefix") as e:
+        Lab(LabSpec(), {"nbd"}, tmp_path / "w", runner).up()
+    assert "--all" not in str(e.value) and not (tmp_path / "w").exists()  # no holder of 'pl': no sweep; nothing made
 
 
 def test_lab_refuses_a_second_lab_in_the_same_workdir(tmp_path):

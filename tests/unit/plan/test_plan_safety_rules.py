@@ -50,6 +50,22 @@ def test_allowed_ssh_options(opts):
     assert "".join(check_ssh_options(opts)) == "".join(opts)
 
 
+def test_the_ssh_options_help_lists_only_what_a_plan_may_give(monkeypatch, tmp_path):
+    """The text `ssh_options` shows (schema, docs) names each flag a plan may give, and no flag it refuses."""
+    import re
+
+    import protolab.plan.safety as safety
+    from protolab.plan.hosts import LoadHost
+
+    monkeypatch.setattr(safety, "ssh_home", lambda: str(tmp_path / ".ssh"))
+    text = LoadHost.model_fields["ssh_options"].description
+    example = {"PORT": "22", "KEY": "k", "FILE": "k", "KEY=VALUE": "ConnectTimeout=5"}
+    shown = re.findall(r"(-[A-Za-z]) ([A-Z=]+)", text)
+    assert {f for f, _ in shown} == {"-p", "-i", "-o"}, text
+    for flag, what in shown:
+        check_ssh_options([flag, example[what]])
+
+
 def test_an_identity_is_a_key_in_the_invoking_users_ssh_directory(monkeypatch, tmp_path):
     import protolab.plan.safety as safety
 
