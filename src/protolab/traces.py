@@ -90,10 +90,10 @@ def may_read(path: str | Path, plan_dir: Path | None, fd: int) -> None:
         import subprocess
 
         try:
-            name = pwd.getpwuid(uid).pw_name
-            as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups"] if name else []
+            groups = "--init-groups" if pwd.getpwuid(uid).pw_name else "--clear-groups"
         except KeyError:
-            as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+            groups = "--clear-groups"
+        as_them = ["setpriv", f"--reuid={uid}", f"--regid={gid}", groups]  # never root's own test
         # the path (its directories) and the file protolab opened (whatever the path names by now)
         ok = subprocess.run([*as_them, "sh", "-c", f'test -r "$1" && test -r /proc/self/fd/{fd}', "sh", real],
                             capture_output=True, timeout=30, pass_fds=(fd,)).returncode == 0

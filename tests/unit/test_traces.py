@@ -132,3 +132,29 @@ def test_an_error_never_quotes_the_trace(tmp_path):
         with pytest.raises(TraceError) as e:
             read_trace(f)
         assert "SECRETHASH" not in str(e.value) and ":2: " in str(e.value)
+
+
+def test_a_sudo_user_without_a_name_is_still_checked_as_that_user_never_as_root(tmp_path, monkeypatch):
+    """sudo's uid with no name in the password database: `test -r` runs under setpriv with no groups, never as
+    root (an empty argv prefix would let root's own permissions decide)."""
+    import pwd
+    import subprocess
+    from types import SimpleNamespace
+
+    import protolab.trust
+    from protolab import traces
+
+    trace = tmp_path / "t.iolog"
+    trace.write_text("fio version 2 iolog\n")
+    seen: list[list[str]] = []
+    monkeypatch.setattr(traces.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(protolab.trust, "invoking_user", lambda: (4242, 4242))
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: SimpleNamespace(pw_name=""))
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: seen.append(argv) or SimpleNamespace(returncode=1))
+    fd = os.open(trace, os.O_RDONLY)
+    try:
+        with pytest.raises(traces.TraceError, match="uid 4242"):
+            traces.may_read(trace, None, fd)
+    finally:
+        os.close(fd)
+    assert seen and seen[0][:4] == ["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"], seen
