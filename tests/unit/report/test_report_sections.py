@@ -31,7 +31,7 @@ FIGURE = {
     "stages": lambda m: m.charts[0].title,
     "sessions": lambda m: m[1].text(),
     "vms": lambda m: f"{m.rows[0][1]:,.1f}",  # the first configuration's vCPU µs per I/O
-    "seed": lambda m: m.rows()[0][1],  # the first finding in the seed's words
+    "seed": lambda m: m.rows()[0][2],  # the first finding in the seed's words
     "percentiles": lambda m: m.charts[0].title,
     "series": lambda m: m.charts[-1].title,
     "ceiling": lambda m: m.charts[0].title,
@@ -223,7 +223,18 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     assert {p["subject"] for p in claim["parts"]} == {"iscsi-4x1g"} and len(claim["parts"]) == 4
     assert sum(p["decisive"] for p in claim["parts"]) == 2
     assert all(p["reference"] == "iscsi-1x1g" and p["metric"] in ("iops", "lat_p95_us") for p in claim["parts"])
-    assert f"| **{claim['verdict']}** | {claim['figures']} |" in md
+    # the detectable difference of every decisive part, its range in the table, and what would decide the claim
+    decisive = [p for p in claim["parts"] if p["decisive"]]
+    assert all(p["mdd_pct"] is not None and p["mdd_pct"] >= 2.0 for p in decisive)
+    lo, hi = claim["mdd_pct"]
+    assert (lo, hi) == (min(p["mdd_pct"] for p in decisive), max(p["mdd_pct"] for p in decisive))
+    figures = claim["figures"]
+    if claim["verdict"] == "inconclusive":
+        n = claim["repeats_to_decide"]
+        assert n > 3 and f"about {n} repeats a side would decide it" in claim["decide"]
+        figures += "; " + claim["decide"]
+    assert 10 <= lo < hi  # this stored run's 3 repeats of 10 s: tens of % (51–90 % when written)
+    assert f"| **{claim['verdict']}** | {figures} | {lo:.0f}–{hi:.0f} % |" in md
 
 
 def test_windows_whose_fio_statuses_fell_out_of_step_are_named_in_the_method_in_both_formats(tmp_path):
