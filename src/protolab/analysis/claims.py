@@ -187,18 +187,18 @@ def _outcome(claim: Claim, better: str, v: Verdict) -> tuple[str, str]:
 
 def _time_parts(finding: SeedFinding, claim: Claim, trends: Mapping[tuple[str, str], list[Any]],
                 metric: str) -> list[Part]:
-    horizon = claim.horizon_s or 0.0
+    horizon = claim.horizon_s  # None: over the long run's whole span
     parts = []
     for (w, c), ts in sorted(trends.items()):
         if (finding.workloads and w not in finding.workloads) or not _matches(c, claim.subjects):
             continue
         for t in ts or [None]:
-            if t is None or t.span_s < horizon:
+            if t is None or (horizon is not None and t.span_s < horizon):
                 span = "no long-run series" if t is None else f"this run's long run covers {t.span_s / 3600:.2g} h"
                 parts.append(Part(w, "long run", c, c, metric, None, None, None, NOT_TESTABLE,
                                   f"{span}; the claim is about {claim.horizon} (a trend is never extrapolated)"))
                 continue
-            k = horizon / 3600
+            k = (t.span_s if horizon is None else horizon) / 3600
             v = Verdict("", HIGHER if t.lo > 0 else LOWER if t.hi < 0 else NO_CLEAR_DIFFERENCE,
                         1 + t.pct_per_h * k / 100, 1 + t.lo * k / 100, 1 + t.hi * k / 100, 0.0, 0.0,
                         "no clear change over time", n_min=t.blocks)
@@ -206,6 +206,13 @@ def _time_parts(finding: SeedFinding, claim: Claim, trends: Mapping[tuple[str, s
             parts.append(Part(w, "long run", c, c, metric, t.pct_per_h * k, t.lo * k, t.hi * k, out, why,
                               mdd=trend_mdd(t.lo, t.hi, t.blocks, k)))
     return parts
+
+
+def _layout(plan: Any) -> str | None:
+    """The run's pool layout ('copy-on-write' or 'in-place'; None without a lab)."""
+    lab = getattr(plan, "lab", None)
+    cow = lab.get("cow") if isinstance(lab, dict) else getattr(lab, "cow", None)
+    return None if lab is None else "copy-on-write" if cow else "in-place"
 
 
 def _verdict(parts: list[Part]) -> str:
@@ -240,6 +247,13 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
                                     section=f.section, untestable=f.untestable))
         for claim in f.claims:
             metrics = f.claim_metrics(claim)
+            layout = _layout(plan)
+            if claim.layout is not None and layout != claim.layout:
+                why = (f"not testable here: the claim is about a {claim.layout} pool; this run's "
+                       + (f"pool is {layout}" if layout else "storage is not the lab's pool"))
+                out.append(ClaimVerdict(i, f.said, describe(f, claim, plan.baseline), NOT_TESTABLE, (), why, "",
+                                        section=f.section, band_source=claim.band_source))
+                continue
             if f.compare == "time":
                 parts = every = _time_parts(f, claim, trends or {}, metrics[0])
             else:

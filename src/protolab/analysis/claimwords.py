@@ -36,7 +36,8 @@ def describe(finding: SeedFinding, claim: Claim, baseline: str) -> str:
     against = {"baseline": f"against {claim.reference or baseline}",
                "mtu": "at the larger MTU against the same configuration at the smaller",
                "fill": "at the last fill level against the first",
-               "time": f"after {claim.horizon} against the start of the same long run"}[finding.compare]
+               "time": (f"after {claim.horizon}" if claim.horizon else "over the long run's whole span")
+               + " against the start of the same long run"}[finding.compare]
     if claim.better or claim.worse:
         said = " or ".join(f"{m.more if (m.better == 'higher') == claim.better else m.less} {m.noun}"
                            for m in metrics)
@@ -52,6 +53,7 @@ def describe(finding: SeedFinding, claim: Claim, baseline: str) -> str:
         if claim.band_source == "protolab":
             said += " (protolab's band: the seed gives no number)"
     where = f"; workloads {', '.join(finding.workloads)}" if finding.workloads else ""
+    where += f"; only where the pool is {claim.layout}" if claim.layout else ""
     return f"{what}: {subjects} {against}: {said}{where}"
 
 
@@ -145,5 +147,6 @@ def decide_words(repeats: int | None, inconclusive: bool) -> str:
     if not inconclusive:
         return ""
     if repeats is None:
-        return "no number of repeats decides it at the change seen (it lies on the band's edge, or a part has no figure)"
+        return ("no number of repeats decides it at the change seen (it lies on the band's edge, or a part has no "
+                "figure)")
     return f"about {repeats} repeats a side would decide it at the variance seen (interval width ∝ 1/√n)"

@@ -1,5 +1,6 @@
 """The seed's claims, tested: a verdict table (the seed's section and words, the claim as tested, the verdict, the
-figures, the detectable difference), then where a claim did not hold, what the bottleneck analysis found, and what held this run's cells back.
+figures, the detectable difference), then where a claim did not hold, what the bottleneck analysis found, and what
+held this run's cells back.
 
 The seed's findings and their claims are data in the study file (`[[seed_findings]]`, plan.seed); the verdicts,
 figures and reasons are computed from this run's records, bottleneck analysis and long-run trends
