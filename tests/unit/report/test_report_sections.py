@@ -217,7 +217,10 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     sections = (run / "report.html").read_text().split("<section")
     assert sections[1].startswith(' id="summary"') and sections[2].startswith(' id="seed"')
     doc = report_json(rd, path)
-    [claim] = doc["claims"]  # the second finding states no claim
+    # the second finding states no claim; the third (the conclusion's latency and host CPU) two
+    assert [(c["finding"], c["section"]) for c in doc["claims"]] == [(1, "Results"), (3, "Conclusion"),
+                                                                    (3, "Conclusion")]
+    claim = doc["claims"][0]
     assert claim["finding"] == 1 and claim["verdict"] in ("reproduced", "not reproduced", "opposite", "inconclusive")
     # two workloads × two metrics; one part per workload decides (its best metric)
     assert {p["subject"] for p in claim["parts"]} == {"iscsi-4x1g"} and len(claim["parts"]) == 4
