@@ -11,7 +11,8 @@ comes from here.
 
 Prints per study one line (time, cells, claims and their verdicts, parts checked and mismatched), then its claims
 as a table: claim (the seed's section and the claim as tested), verdict, figure, MDD (the smallest difference the
-claim's tests could have called, 80 % power; the range over its parts). Exit 1 when a check fails. A study takes 3.5-8 min on a 2-core machine; tests run the VM mechanics on a smaller plan.
+claim's tests could have called, 80 % power; the range over its parts). Exit 1 when a check fails. A study takes
+3.5-8 min on a 2-core machine; tests run the VM mechanics on a smaller plan.
 """
 
 from __future__ import annotations
