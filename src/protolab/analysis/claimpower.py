@@ -4,8 +4,8 @@ many repeats would decide an inconclusive one at the variance this run saw.
 **Detectable difference (MDD).** For a compared part, the smallest true shift of the medians that Welch's test on
 the logs would call with 80 % power at the α the claim's family was tested at (analysis.detectable: the noncentral
 t, never below the noise band). For a time part (a long run's trend), the same for the fitted slope: its standard
-error is the trend interval's half-width over t_{0.975, blocks − 2}, with blocks − 2 degrees of freedom, times the
-claim's horizon in hours.
+error is the trend interval's half-width over t_{0.975, df}, with df = blocks − 2 for a fitted line (repeats − 1 for
+repeats' slopes pooled), times the horizon in hours (a claim's; an aging sentence's: per hour).
 
 **Repeats to decide.** An inconclusive part's interval reaches across an edge e of the claim's band (for a
 one-directional claim, the noise band's edge too: a call needs the interval outside it). A bootstrap or t interval's
@@ -41,10 +41,9 @@ def compared_mdd(log_se: Sequence[float], log_df: Sequence[float], p_adjusted: S
     return [float(v) if math.isfinite(v) else None for v in np.atleast_1d(pct)], tested_at
 
 
-def trend_mdd(lo: float, hi: float, blocks: int, hours: float, alpha: float = 0.05) -> float | None:
-    """The detectable change (%) over ``hours`` of a trend whose 95 % interval per hour is ``lo`` to ``hi`` from
-    ``blocks`` block means (see the module's text); None below 3 blocks."""
-    df = blocks - 2
+def trend_mdd(lo: float, hi: float, df: float, hours: float, alpha: float = 0.05) -> float | None:
+    """The detectable change (%) over ``hours`` of a trend whose 95 % t interval per hour is ``lo`` to ``hi`` with
+    ``df`` degrees of freedom (a fitted line: blocks − 2; repeats' slopes pooled: repeats − 1); None below 1 df."""
     if df < 1 or not (math.isfinite(lo) and math.isfinite(hi)):
         return None
     se = (hi - lo) / 2 / float(special.stdtrit(df, 0.975))

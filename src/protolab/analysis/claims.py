@@ -204,7 +204,7 @@ def _time_parts(finding: SeedFinding, claim: Claim, trends: Mapping[tuple[str, s
                         "no clear change over time", n_min=t.blocks)
             out, why = _outcome(claim, METRICS[metric].better, v)
             parts.append(Part(w, "long run", c, c, metric, t.pct_per_h * k, t.lo * k, t.hi * k, out, why,
-                              mdd=trend_mdd(t.lo, t.hi, t.blocks, k)))
+                              mdd=trend_mdd(t.lo, t.hi, t.blocks - 2, k)))
     return parts
 
 

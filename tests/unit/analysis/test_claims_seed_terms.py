@@ -114,8 +114,8 @@ def test_repeats_to_decide_scales_the_interval_by_one_over_root_n():
 def test_a_trends_detectable_change_is_its_slope_power_over_the_horizon():
     # ±1.0 %/h at 95 % from 12 blocks: se = 1 / t(0.975, 10) = 0.449 %/h; λ(10, 0.05, 80 %) = 3.11 (noncentral
     # t; 2.228 + 0.879 by the usual approximation) → 1.40 %/h
-    per_h = trend_mdd(-1.0, 1.0, 12, 1.0)
+    per_h = trend_mdd(-1.0, 1.0, 10, 1.0)
     assert per_h == pytest.approx(1.396, abs=0.005)
-    assert trend_mdd(-1.0, 1.0, 12, 24.0) == pytest.approx(24 * per_h)
-    assert trend_mdd(-1.0, 1.0, 2, 1.0) is None
+    assert trend_mdd(-1.0, 1.0, 10, 24.0) == pytest.approx(24 * per_h)
+    assert trend_mdd(-1.0, 1.0, 0, 1.0) is None
     assert claim_verdicts(None, []) == []
