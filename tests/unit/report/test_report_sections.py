@@ -237,6 +237,9 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
         assert n > 3 and f"about {n} repeats a side would decide it" in claim["decide"]
         figures += "; " + claim["decide"]
     assert 10 <= lo < hi  # this stored run's 3 repeats of 10 s: tens of % (51–90 % when written)
+    assert "| # | § | the seed said | claim tested | verdict | figures | MDD |" in md
+    assert "| 1 | Results | Due to the bursty nature of Exchange I/O," in md
+    assert "MDD: the smallest difference each comparison's test could have called with 80 % power" in md
     assert f"| **{claim['verdict']}** | {figures} | {lo:.0f}–{hi:.0f} % |" in md
 
 
