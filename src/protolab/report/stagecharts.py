@@ -115,6 +115,7 @@ def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02
         could = ((("iops", mdd, mdd, tested_at, tested_at),)
                  if mdd is not None and v.verdict not in (NOT_TESTED, HIGHER, LOWER) else ())
         if mdd is not None and v.verdict != NOT_TESTED:
-            text = f"{text[:-1]}; it could have detected a difference of {pct(mdd)} % (80 % power)."
+            fewer = 100 * (1 - 1 / (1 + mdd / 100))  # the same ratio read downwards
+            text = f"{text[:-1]}; it could have detected {pct(fewer)} % fewer or {pct(mdd)} % more (80 % power)."
         out.append(Finding("stage", text, "iops", w, (c,), detectable=could))
     return out
