@@ -119,3 +119,12 @@ def test_a_trends_detectable_change_is_its_slope_power_over_the_horizon():
     assert trend_mdd(-1.0, 1.0, 10, 24.0) == pytest.approx(24 * per_h)
     assert trend_mdd(-1.0, 1.0, 0, 1.0) is None
     assert claim_verdicts(None, []) == []
+
+
+def test_a_plan_stored_before_sections_and_band_sources_migrates_to_the_seeds_defaults():
+    from protolab.plan.migrate import PLAN_FORMAT, migrate
+
+    stored = {"seed_findings": [{"said": "x", "metric": "iops", "claims": [{"within": 9}]}]}
+    assert PLAN_FORMAT == 9 and migrate(stored, 8) == {"seed_findings": [
+        {"section": None, "untestable": None, "said": "x", "metric": "iops",
+         "claims": [{"band_source": "seed", "layout": None, "within": 9}]}]}
