@@ -66,7 +66,7 @@ def figures(parts: list[Any], every: list[Any] | None = None, named: bool = Fals
     over = f"{len(parts)} comparison{'s' if len(parts) != 1 else ''}: {counts}"
     done = [p for p in (every if every is not None else parts) if p.change is not None]
     if not done:
-        return over if parts else "no comparison"
+        return over if parts else "no comparison: this run measured no pair of cells the claim names"
     said = []
     for m in dict.fromkeys(p.metric for p in done):
         mine = [p for p in done if p.metric == m]
@@ -149,4 +149,4 @@ def decide_words(repeats: int | None, inconclusive: bool) -> str:
     if repeats is None:
         return ("no number of repeats decides it at the change seen (it lies on the band's edge, or a part has no "
                 "figure)")
-    return f"about {repeats} repeats a side would decide it at the variance seen (interval width ∝ 1/√n)"
+    return f"about {repeats:,} repeats a side would decide it at the variance seen (interval width ∝ 1/√n)"

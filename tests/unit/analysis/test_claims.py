@@ -196,7 +196,8 @@ def test_a_stored_plan_of_format_3_loses_its_typed_excuse_and_gains_no_claim():
     from protolab.plan.migrate import migrate
 
     stored = {"seed_findings": [{"said": "x", "metric": "iops", "here": "why this machine may differ"}]}
-    assert migrate(stored, 3) == {"seed_findings": [{"claims": [], "said": "x", "metric": "iops"}]}
+    assert migrate(stored, 3) == {"seed_findings": [{"section": None, "untestable": None, "claims": [], "said": "x",
+                                                     "metric": "iops"}]}
 
 
 def test_where_a_claim_did_not_hold_the_reason_gives_each_directions_latency_against_the_reference():

@@ -92,11 +92,19 @@ def test_an_inconclusive_claim_says_how_many_repeats_would_decide_it():
     assert v.verdict == INCONCLUSIVE
     need = [p.repeats for p in v.parts]
     assert all(n is not None and n > 3 for n in need) and v.repeats == max(need)
-    assert v.decide == f"about {v.repeats} repeats a side would decide it at the variance seen (interval width ∝ 1/√n)"
+    assert v.decide == f"about {v.repeats:,} repeats a side would decide it at the variance seen (interval width ∝ 1/√n)"
     for p in v.parts:  # the formula: n₀ (h / |c − e|)², h the half-width on the edge's side; at least one more
         assert p.low < -9 < p.change
         assert p.repeats == max(4, math.ceil(3 * ((p.change - p.low) / (p.change + 9)) ** 2 - 1e-9))
     assert one(plan("{ within = 9 }"), run({"base": (1, 1), "other": (1, 1), "third": (1, 1)})).decide == ""
+
+
+def test_a_claim_with_no_pair_of_cells_says_so_and_large_repeat_counts_read_with_separators():
+    from protolab.analysis.claimwords import decide_words
+
+    v = one(plan('{ subjects = ["third"], at_least = -9 }'), run({"base": (1, 1), "other": (1, 1)}))
+    assert (v.verdict, v.figures) == (NOT_TESTABLE, "no comparison: this run measured no pair of cells the claim names")
+    assert decide_words(177302, True).startswith("about 177,302 repeats a side")
 
 
 def test_repeats_to_decide_scales_the_interval_by_one_over_root_n():
