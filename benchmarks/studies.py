@@ -9,8 +9,10 @@ comes from here.
 
     .venv/bin/python benchmarks/studies.py [--results DIR] [NAME ...]
 
-Prints one line per study: time, cells, claims and their verdicts, parts checked and mismatched; exit 1 when a
-check fails. A study takes 3.5-8 min on a 2-core machine; tests run the VM mechanics on a smaller plan.
+Prints per study one line (time, cells, claims and their verdicts, parts checked and mismatched), then its claims
+as a table: claim (the seed's section and the claim as tested), verdict, figure, MDD (the smallest difference the
+claim's tests could have called, 80 % power; the range over its parts). Exit 1 when a check fails. A study takes
+3.5-8 min on a 2-core machine; tests run the VM mechanics on a smaller plan.
 """
 
 from __future__ import annotations
@@ -59,6 +61,31 @@ def check_claims(rows: list[dict], claims: list[dict]) -> tuple[int, list[str]]:
     return checked, bad
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table(claims: list[dict]) -> str:
+    """A study's claims (`report --json`'s) as a Markdown table: claim, verdict, figure, MDD."""
+    lines = ["| claim | verdict | figure | MDD |", "|---|---|---|---|"]
+    for c in claims:
+        what = c["claim"] if c["claim"] != "—" else c["said"]  # an untestable finding: the seed's words
+        where = f"{c['section']}: " if c.get("section") else ""
+        figure = "; ".join(x for x in (c["figures"], c.get("decide") or "") if x)
+        lo, hi = c.get("mdd_pct") or (None, None)
+        mdd = "" if lo is None else f"{lo:.1f} %" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f} %"
+        lines.append(f"| {c['finding']}. {_cell(where + what)} | {c['verdict']} | {_cell(figure)} | {mdd} |")
+    return "\n".join(lines)
+
+
+def claims_of(run: Path) -> list[dict]:
+    """A stored run's seed-claim verdicts, as `report --json` gives them (computed here; nothing is written)."""
+    from protolab.report.commands import report_json
+    from protolab.results.rundir import RunDir
+
+    return report_json(RunDir.open(run, write=False), run / "report.html").get("claims", [])
+
+
 def run_study(name: str, results: Path) -> tuple[bool, str]:
     """Run one study; (all checks held, its line)."""
     before = set(results.iterdir()) if results.exists() else set()
@@ -83,7 +110,9 @@ def run_study(name: str, results: Path) -> tuple[bool, str]:
     verdicts = "; ".join(f"{c['finding']}: {c['verdict']}" for c in claims) or "no claims"
     line = (f"{name}: {took / 60:.0f} min {took % 60:02.0f} s, {len(rows)} cells, claims ({verdicts}), "
             f"{checked} parts checked against cells.csv, {len(bad)} mismatched — {run}")
-    return not (problems or bad or report.returncode), "\n  ".join([line, *problems, *bad])
+    table = claims_table(claims) if claims else ""
+    return not (problems or bad or report.returncode), "\n  ".join([line, *problems, *bad]) + \
+        (f"\n\n{table}\n" if table else "")
 
 
 def main(argv: list[str]) -> int:

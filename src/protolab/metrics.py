@@ -62,7 +62,8 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
            "more", "less", "lower", "figures", "cpu_us_per_io_loadgen", telemetry=True),
     Metric("cpu_us_per_io_server", "server CPU per I/O", _CPU, "srv CPU µs/IO", "server CPU per I/O", "more", "less",
            "lower", "figures", "cpu_us_per_io_server", telemetry=True),
-    # the studies' "host CPU": the whole machine's CPU per I/O (every role and the kernel's work for it)
+    # the whole machine's CPU per I/O (every role and the kernel's work for it); the seeds' "host CPU" is the load
+    # host's, the load generator's above (fio with its userspace initiator)
     Metric("cpu_us_per_io_total", "machine CPU per I/O", _CPU, "machine CPU µs/IO", "machine CPU per I/O", "more",
            "less", "lower", "figures", "cpu_us_per_io_total", telemetry=True),
     Metric("packets_per_io", "packets per I/O", "packets/I/O", "pkts/IO", "packets per I/O", "more", "fewer", "lower",

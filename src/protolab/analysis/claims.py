@@ -21,6 +21,10 @@ reproduced when every part is; not testable when none could be tested; opposite 
 none reproduced; inconclusive when no part is against it (only reproduced, inconclusive or untestable parts);
 not reproduced otherwise. Where it is not reproduced, the reason is what the bottleneck analysis found for the
 cells of those parts — never a sentence written in advance.
+
+Each part carries its detectable difference (the smallest change its test could have called with 80 % power), and
+an inconclusive part the repeats a side that would decide it at the variance seen (analysis.claimpower). A finding
+the plan marks `untestable` is one verdict, "not testable here", with the plan's one-line reason.
 """
 
 from __future__ import annotations
@@ -29,19 +33,30 @@ import fnmatch
 import math
 from collections import Counter
 from dataclasses import dataclass
-from statistics import median
 from typing import Any, Iterable, Mapping
 
 from ..metrics import METRICS
-from ..plan.coordinates import Point, point_of
+from ..plan.coordinates import Point
 from ..plan.seed import Claim, SeedFinding
+from .claimpower import compared_mdd, repeats_to_decide, trend_mdd
+from .claimwords import (  # noqa: F401 (the outcomes are this module's words too)
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    OPPOSITE,
+    OUTCOMES,
+    REPRODUCED,
+    decide_words,
+    describe,
+    directions,
+    figures,
+    mdd_range,
+    mdd_words,
+    reason,
+)
 from .pairs import mtu_pairs
 from .relative import relative_rows
 from .stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, compare, decide
-
-REPRODUCED, NOT_REPRODUCED, OPPOSITE = "reproduced", "not reproduced", "opposite"
-INCONCLUSIVE, NOT_TESTABLE = "inconclusive", "not testable here"
-OUTCOMES = (REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED, OPPOSITE, NOT_TESTABLE)  # best first (any-of metrics)
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,8 @@ class Part:
     outcome: str
     why: str
     cells: tuple[tuple[str, Any, str], ...] = ()  # (workload, Point, configuration) of both sides
+    mdd: float | None = None  # the smallest difference (%) its test could have called, 80 % power (claimpower)
+    repeats: int | None = None  # inconclusive: the repeats a side that would decide it at the variance seen
 
 
 @dataclass(frozen=True)
@@ -73,42 +90,33 @@ class ClaimVerdict:
     figures: str  # the changes and intervals, with the counts of each outcome
     reason: str  # where not reproduced: what the bottleneck analysis found ('' otherwise)
     others: tuple[Part, ...] = ()  # a claim on any of several metrics: the parts of the metrics not decisive
+    section: str | None = None  # where the seed says it ('§8.1')
+    band_source: str = "seed"  # whose number the band is: the seed's or protolab's
+    untestable: str = ""  # the plan's reason this lab cannot test the finding ('' otherwise)
 
+    @property
+    def mdd(self) -> str:
+        """The decisive parts' detectable differences in words ('3.2–8.0 %'; '' when none has one)."""
+        return mdd_words(list(self.parts))
 
-def _pct(v: float) -> str:
-    s = f"{v:+.1f}" if abs(v) < 10 else f"{v:+.0f}"
-    return s.replace("-", "−")
+    @property
+    def mdd_range(self) -> tuple[float, float] | None:
+        """(smallest, largest) detectable difference (%) over the decisive parts."""
+        return mdd_range(list(self.parts))
 
+    @property
+    def repeats(self) -> int | None:
+        """An inconclusive claim: the repeats a side that would decide every inconclusive part at the variance
+        seen (None: no number would, or the claim is not inconclusive)."""
+        if self.verdict != INCONCLUSIVE:
+            return None
+        need = [p.repeats for p in self.parts if p.outcome == INCONCLUSIVE]
+        return None if not need or any(n is None for n in need) else max(need)  # type: ignore[type-var]
 
-def _span(lo: float, hi: float) -> str:
-    """'+2.0' or '−5.0 to −3.0' (one figure when both ends read the same)."""
-    a, b = _pct(lo), _pct(hi)
-    return a if a == b else f"{a} to {b}"
-
-
-def describe(finding: SeedFinding, claim: Claim, baseline: str) -> str:
-    """The claim in words, made from its data: 'IOPS: every configuration against direct, change ≥ −9 %'."""
-    metrics = [METRICS[m] for m in finding.claim_metrics(claim)]
-    what = " or ".join(m.title for m in metrics)
-    subjects = ", ".join(claim.subjects) if claim.subjects else "every configuration"
-    against = {"baseline": f"against {claim.reference or baseline}",
-               "mtu": "at the larger MTU against the same configuration at the smaller",
-               "fill": "at the last fill level against the first",
-               "time": f"after {claim.horizon} against the start of the same long run"}[finding.compare]
-    if claim.better or claim.worse:
-        said = " or ".join(f"{m.more if (m.better == 'higher') == claim.better else m.less} {m.noun}"
-                           for m in metrics)
-        said += " (a difference the test calls)"
-    else:
-        lo, hi = claim.band
-        if claim.within is not None:
-            said = f"change within ±{claim.within:g} %"
-        elif lo is not None and hi is not None:
-            said = f"change {_pct(lo)} to {_pct(hi)} %"
-        else:
-            said = f"change ≥ {_pct(lo)} %" if lo is not None else f"change ≤ {_pct(hi)} %"
-    where = f"; workloads {', '.join(finding.workloads)}" if finding.workloads else ""
-    return f"{what}: {subjects} {against}: {said}{where}"
+    @property
+    def decide(self) -> str:
+        """What would decide it, in words ('' unless inconclusive)."""
+        return decide_words(self.repeats, self.verdict == INCONCLUSIVE)
 
 
 def _matches(name: str, patterns: list[str]) -> bool:
@@ -179,24 +187,32 @@ def _outcome(claim: Claim, better: str, v: Verdict) -> tuple[str, str]:
 
 def _time_parts(finding: SeedFinding, claim: Claim, trends: Mapping[tuple[str, str], list[Any]],
                 metric: str) -> list[Part]:
-    horizon = claim.horizon_s or 0.0
+    horizon = claim.horizon_s  # None: over the long run's whole span
     parts = []
     for (w, c), ts in sorted(trends.items()):
         if (finding.workloads and w not in finding.workloads) or not _matches(c, claim.subjects):
             continue
         for t in ts or [None]:
-            if t is None or t.span_s < horizon:
+            if t is None or (horizon is not None and t.span_s < horizon):
                 span = "no long-run series" if t is None else f"this run's long run covers {t.span_s / 3600:.2g} h"
                 parts.append(Part(w, "long run", c, c, metric, None, None, None, NOT_TESTABLE,
                                   f"{span}; the claim is about {claim.horizon} (a trend is never extrapolated)"))
                 continue
-            k = horizon / 3600
+            k = (t.span_s if horizon is None else horizon) / 3600
             v = Verdict("", HIGHER if t.lo > 0 else LOWER if t.hi < 0 else NO_CLEAR_DIFFERENCE,
                         1 + t.pct_per_h * k / 100, 1 + t.lo * k / 100, 1 + t.hi * k / 100, 0.0, 0.0,
                         "no clear change over time", n_min=t.blocks)
             out, why = _outcome(claim, METRICS[metric].better, v)
-            parts.append(Part(w, "long run", c, c, metric, t.pct_per_h * k, t.lo * k, t.hi * k, out, why))
+            parts.append(Part(w, "long run", c, c, metric, t.pct_per_h * k, t.lo * k, t.hi * k, out, why,
+                              mdd=trend_mdd(t.lo, t.hi, t.blocks - 2, k)))
     return parts
+
+
+def _layout(plan: Any) -> str | None:
+    """The run's pool layout ('copy-on-write' or 'in-place'; None without a lab)."""
+    lab = getattr(plan, "lab", None)
+    cow = lab.get("cow") if isinstance(lab, dict) else getattr(lab, "cow", None)
+    return None if lab is None else "copy-on-write" if cow else "in-place"
 
 
 def _verdict(parts: list[Part]) -> str:
@@ -210,76 +226,6 @@ def _verdict(parts: list[Part]) -> str:
     if not n[NOT_REPRODUCED] and not n[OPPOSITE]:
         return INCONCLUSIVE
     return NOT_REPRODUCED
-
-
-def _figures(parts: list[Part], every: list[Part] | None = None, named: bool = False) -> str:
-    """'change −5.0 to −3.0 % (intervals −6.1 to −1.9 %) over 4 comparisons: 4 reproduced' (counts of the decisive
-    ``parts``); with ``named`` (a claim on any of several metrics) the changes of ``every`` part per metric, each
-    with its title."""
-    n = Counter(p.outcome for p in parts)
-    counts = ", ".join(f"{n[o]} {o}" for o in OUTCOMES if n[o])
-    over = f"{len(parts)} comparison{'s' if len(parts) != 1 else ''}: {counts}"
-    done = [p for p in (every if every is not None else parts) if p.change is not None]
-    if not done:
-        return over if parts else "no comparison"
-    said = []
-    for m in dict.fromkeys(p.metric for p in done):
-        mine = [p for p in done if p.metric == m]
-        ch = [p.change for p in mine]
-        lows = [p.low for p in mine if p.low is not None]
-        highs = [p.high for p in mine if p.high is not None]
-        ci = f" (intervals {_span(min(lows), max(highs))} %)" if lows and highs else ""
-        said.append(f"{METRICS[m].title + ' ' if named else ''}change {_span(min(ch), max(ch))} %{ci}")
-    return "; ".join(said) + f" over {over}"
-
-
-def _reason(parts: list[Part], bottlenecks: Mapping[tuple[str, Any, str], Any]) -> str:
-    """What held the cells of the parts that did not reproduce, by configuration (from the bottleneck analysis)."""
-    held: dict[str, Counter] = {}
-    outcomes = set()
-    for p in parts:
-        if p.outcome not in (NOT_REPRODUCED, OPPOSITE, INCONCLUSIVE):
-            continue
-        outcomes.add("inconclusive" if p.outcome == INCONCLUSIVE else "not reproduced")
-        for cell in dict.fromkeys(p.cells):
-            b = bottlenecks.get(cell)
-            what = ("unknown" if b is None else "the wire" if b.kind == "wire" else "the array"
-                    if b.kind == "storage" else f"{b.what} CPU" if b.kind == "cpu"
-                    else "neither a CPU nor the wire" if b.kind == "none" else "unknown")
-            held.setdefault(cell[2], Counter())[what] += 1
-    if not held:
-        return ""
-    said = []
-    for c, n in held.items():
-        total = sum(n.values())
-        said.append(f"{c} by " + ", ".join(f"{w} ({k} of {total} cells)" for w, k in n.most_common()))
-    where = " or ".join(sorted(outcomes, reverse=True))  # "not reproduced or inconclusive"
-    return f"Where it was {where}, the bottleneck analysis found " + "; ".join(said) + "."
-
-
-def _directions(parts: list[Part], records: list[Any]) -> str:
-    """Where the parts that did not reproduce spent their time: each subject's mean read and write latency against
-    its reference's, as the range of % changes over those parts' cells (medians of repeats)."""
-    lat: dict[tuple, dict[str, list[float]]] = {}
-    for r in records:
-        if r.failed:
-            continue
-        for d, res in (("reads", r.result.read), ("writes", r.result.write)):
-            if res.ios and res.lat_mean_us:
-                lat.setdefault((r.workload, point_of(r), r.configuration), {}).setdefault(d, []).append(
-                    res.lat_mean_us)
-    changes: dict[tuple[str, str], dict[str, list[float]]] = {}
-    for p in parts:
-        if p.outcome not in (NOT_REPRODUCED, OPPOSITE) or len(p.cells) != 2:
-            continue
-        subj, ref = (lat.get(c, {}) for c in p.cells)
-        for d in ("reads", "writes"):
-            if subj.get(d) and ref.get(d):
-                changes.setdefault((p.subject, p.reference), {}).setdefault(d, []).append(
-                    (median(subj[d]) / median(ref[d]) - 1) * 100)
-    said = [f"{s} against {ref}: " + ", ".join(f"{d} {_span(min(v), max(v))} %" for d, v in by.items())
-            for (s, ref), by in changes.items()]
-    return ("Mean latency per direction in those cells (reads, writes): " + "; ".join(said) + ".") if said else ""
 
 
 def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None,
@@ -296,17 +242,28 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
     samples = {(r.workload, r.point, r.configuration): r.samples for r in relative_rows(records, plan.baseline, wanted)}
     out = []
     for i, f in enumerate(plan.seed_findings):
+        if f.untestable:
+            out.append(ClaimVerdict(i, f.said, "—", NOT_TESTABLE, (), f"not testable here: {f.untestable}", "",
+                                    section=f.section, untestable=f.untestable))
         for claim in f.claims:
             metrics = f.claim_metrics(claim)
+            layout = _layout(plan)
+            if claim.layout is not None and layout != claim.layout:
+                why = (f"not testable here: the claim is about a {claim.layout} pool; this run's "
+                       + (f"pool is {layout}" if layout else "storage is not the lab's pool"))
+                out.append(ClaimVerdict(i, f.said, describe(f, claim, plan.baseline), NOT_TESTABLE, (), why, "",
+                                        section=f.section, band_source=claim.band_source))
+                continue
             if f.compare == "time":
                 parts = every = _time_parts(f, claim, trends or {}, metrics[0])
             else:
                 parts, every = _compared_parts(f, claim, plan, samples, metrics, alpha=alpha, noise=noise)
             out.append(ClaimVerdict(i, f.said, describe(f, claim, plan.baseline), _verdict(parts), tuple(parts),
-                                    _figures(parts, every, len(metrics) > 1),
-                                    " ".join(x for x in (_reason(parts, bottlenecks or {}),
-                                                         _directions(parts, records)) if x),
-                                    tuple(p for p in every if p not in parts)))
+                                    figures(parts, every, len(metrics) > 1),
+                                    " ".join(x for x in (reason(parts, bottlenecks or {}),
+                                                         directions(parts, records)) if x),
+                                    tuple(p for p in every if p not in parts), section=f.section,
+                                    band_source=claim.band_source))
     return out
 
 
@@ -320,7 +277,13 @@ def _compared_parts(f: SeedFinding, claim: Claim, plan: Any, samples: Mapping, m
             pairs.append((samples.get(ref, {}).get(m) or [], samples[subj].get(m) or []))
     testable = [i for i, (a, b) in enumerate(pairs) if a and b]
     comps = [compare(*pairs[i], seed=0, noise=noise) for i in testable]
-    called = dict(zip(testable, decide(comps, alpha=alpha, noise=noise) if comps else []))
+    verdicts = decide(comps, alpha=alpha, noise=noise) if comps else []
+    called = dict(zip(testable, verdicts))
+    seen, tested_at = compared_mdd([c.log_se for c in comps], [c.log_df for c in comps],
+                                   [v.p_adjusted for v in verdicts], alpha, noise)
+    mdd = dict(zip(testable, seen))
+    comp = dict(zip(testable, comps))
+    edges = _edges(claim, noise)
     best: dict[tuple, Part] = {}
     every: list[Part] = []
     for i, (subj, ref, m) in enumerate(keys):
@@ -333,9 +296,23 @@ def _compared_parts(f: SeedFinding, claim: Claim, plan: Any, samples: Mapping, m
             ok = not math.isnan(v.ratio)
             ch, lo, hi = ((v.ratio - 1) * 100, (v.ci_low - 1) * 100, (v.ci_high - 1) * 100) if ok else (None,) * 3
         label = subj[1].label if subj[1] == ref[1] else f"{subj[1].label} against {ref[1].label}"
-        part = Part(subj[0], label, subj[2], ref[2], m, ch, lo, hi, out, why, (subj, ref))
+        more = None
+        if out == INCONCLUSIVE and ch is not None:
+            c = comp[i]
+            more = repeats_to_decide(ch, lo, hi, v.n_min, edges, log_se=c.log_se, log_df=c.log_df, alpha=tested_at)
+        part = Part(subj[0], label, subj[2], ref[2], m, ch, lo, hi, out, why, (subj, ref),
+                    mdd=mdd.get(i) if v is not None and v.verdict != NOT_TESTED else None, repeats=more)
         every.append(part)
         key = (subj, ref)
         if key not in best or OUTCOMES.index(out) < OUTCOMES.index(best[key].outcome):
             best[key] = part
     return list(best.values()), every
+
+
+def _edges(claim: Claim, noise: float) -> list[float]:
+    """The edges (%) a part's interval must clear to be decided: the band's, and for a claim with a direction the
+    noise band's (a call needs the interval outside it)."""
+    lo, hi = claim.band
+    edges = [e for e in (lo, hi) if e is not None]
+    directed = claim.better or claim.worse or (lo is not None and lo > 0) or (hi is not None and hi < 0)
+    return edges + ([-100 * noise, 100 * noise] if directed else [])

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 8
+PLAN_FORMAT = 9
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
-#: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "targets" (each [targets] entry
+#: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "seed_claims" (each claim of each
+#: seed finding), "targets" (each [targets] entry
 #: and each configuration's inline target table), "move"
 #: ({"table.field": "table.field"}) or "drop" ({list: [field, …]}: fields no longer kept, removed from each entry).
 MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
@@ -32,6 +33,9 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     5: (6, {"configurations": {"server": None, "sessions": None}}),  # the lab's server chosen (plan.servers)
     6: (7, {"targets": {"attach": None}}),  # a target attached on the hosts (plan.attach)
     7: (8, {"configurations": {"nfs": None}}),  # the NFS mount of the load guests of the lab's knfsd
+    # a finding's section and untestable reason; a claim's band source and pool layout (plan.seed)
+    8: (9, {"seed_findings": {"section": None, "untestable": None},
+            "seed_claims": {"band_source": "seed", "layout": None}}),
 }
 
 
@@ -56,6 +60,11 @@ def migrate(stored: dict[str, Any], version: int) -> dict[str, Any]:
                 plan = _targets_with(plan, fields)
             elif where in ("workloads", "configurations", "seed_findings") and isinstance(plan.get(where), list):
                 plan[where] = [{**fields, **w} if isinstance(w, dict) else w for w in plan[where]]
+            elif where == "seed_claims" and isinstance(plan.get("seed_findings"), list):
+                plan["seed_findings"] = [
+                    {**f, "claims": [{**fields, **c} if isinstance(c, dict) else c for c in f["claims"]]}
+                    if isinstance(f, dict) and isinstance(f.get("claims"), list) else f
+                    for f in plan["seed_findings"]]
     return plan
 
 

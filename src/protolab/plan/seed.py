@@ -2,18 +2,25 @@
 
     seed = "S1 TR-3808: FC vs iSCSI vs NFS, 1/10 GbE, MTU 1500/9000"
     [[seed_findings]]
+    section = "§2.2"           # where the seed says it
     said = "All protocols were within 9 % of FC's throughput."   # the seed's finding, in its words
     metric = "iops"            # the figure it is about (or a list: ["iops", "cpu_us_per_io_total"])
     compare = "baseline"       # what is set against what: the baseline ("baseline"), each configuration's
                                # MTU pair ("mtu"), the first and last fill level ("fill"), time ("time")
-    claims = [{ at_least = -9 }]   # the finding as data: every configuration ≥ 91 % of the baseline's IOPS
+    claims = [{ within = 9 }]  # the finding as data: every configuration within ±9 % of the baseline's IOPS
 
 A claim (`Claim`) names its subjects (configuration names or `fnmatch` patterns; default every configuration
 but the reference), the reference (`compare = "baseline"`: the plan's baseline or a named configuration;
 `"mtu"`: the same configuration at the smaller MTU; `"fill"`: the same configuration at the first fill level;
-`"time"`: the start of the same long run), the metric, and what the seed found: a band of the relative change
+`"time"`: the start of the same long run, over the claim's `horizon` or, without one, the long run's whole span),
+the metric, and what the seed found: a band of the relative change
 in % (`at_least`, `at_most`, or `within` for ±), or `better = true` / `worse = true` (a difference the test
 calls, in the metric's better or worse direction). A list of metrics means "any of them" ("more IOPS or a lower p99").
+A band is the seed's own number (`band_source = "seed"`) unless the seed gives none ("comparable", "the same"): then
+it is protolab's reading of the words (`band_source = "protolab"`), and the report says so. A finding this lab cannot
+test (a hypervisor version, a link type it has no counterpart of) has no claims and `untestable = "why"`; the report
+shows "not testable here: why". A claim about one array layout (`layout = "copy-on-write"` or `"in-place"`) is judged
+only on a run whose pool has it (lab.cow).
 `analysis.claims` computes each claim's verdict from the run's own data (reproduced, not reproduced, opposite,
 inconclusive, not testable here), with the figures, intervals and, where it was not reproduced, what the
 bottleneck analysis found (report.sections.seed shows them). Nothing in a plan says whether, or why, a claim holds.
@@ -58,6 +65,11 @@ class Claim(BaseModel):
     worse: bool = Field(default=False, description="a difference the test calls, in the metric's worse direction")
     horizon: str | None = Field(default=None, max_length=20,
                                 description="compare = 'time': the time the seed's change took ('24h')")
+    layout: Literal["copy-on-write", "in-place"] | None = Field(
+        default=None, description="only on a run whose pool has this layout (lab.cow); another run: not testable")
+    band_source: Literal["seed", "protolab"] = Field(
+        default="seed", description="whose number the band is: the seed's, or protolab's reading of words that "
+                                    "give none ('comparable')")
 
     @model_validator(mode="after")
     def _one_statement(self) -> "Claim":
@@ -93,6 +105,10 @@ class SeedFinding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     said: _Text = Field(min_length=1, max_length=2000, description="the seed's finding, quoted or summarised")
+    section: str | None = Field(default=None, max_length=40,
+                                description="where the seed says it ('§8.1'; a blog without sections: its heading)")
+    untestable: _Text | None = Field(default=None, min_length=1, max_length=300,
+                                     description="why this lab cannot test the finding, in one line (no claims then)")
     metric: Literal[SEED_METRICS] | list[Literal[SEED_METRICS]] = Field(  # type: ignore[valid-type]
         default="iops", description="the measured figure (or figures) it is about")
     compare: Compare = Field(
@@ -119,8 +135,8 @@ class SeedFinding(BaseModel):
         if self.compare != "baseline" and any(c.reference is not None for c in self.claims):
             raise ValueError(f"seed_findings.claims.reference: only with compare = 'baseline' (compare = "
                              f"'{self.compare}' sets each configuration against its own)")
-        if self.compare == "time" and any(c.horizon is None for c in self.claims):
-            raise ValueError("seed_findings.claims: compare = 'time' needs each claim's horizon ('24h')")
+        if self.untestable is not None and self.claims:
+            raise ValueError("seed_findings: a finding with `untestable` has no claims (it says why none is tested)")
         return self
 
     @property

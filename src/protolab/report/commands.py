@@ -117,11 +117,16 @@ def report_json(rundir: RunDir, path: Path) -> dict:
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],
         "summary": summary_json(data),
-        "claims": [{"finding": v.finding + 1, "said": v.said, "claim": v.claim, "verdict": v.verdict,
+        "claims": [{"finding": v.finding + 1, "section": v.section, "said": v.said, "claim": v.claim,
+                    "band_source": v.band_source, "untestable": v.untestable or None, "verdict": v.verdict,
                     "figures": v.figures, "reason": v.reason,
+                    # the smallest difference the claim's tests could have called (80 % power), over its parts
+                    "mdd_pct": list(v.mdd_range) if v.mdd_range else None,
+                    "repeats_to_decide": v.repeats, "decide": v.decide or None,
                     "parts": [{"workload": p.workload, "point": p.point, "subject": p.subject, "reference": p.reference,
                                "metric": p.metric, "change_pct": p.change, "low_pct": p.low, "high_pct": p.high,
-                               "verdict": p.outcome, "why": p.why, "decisive": p in v.parts}
+                               "verdict": p.outcome, "why": p.why, "decisive": p in v.parts, "mdd_pct": p.mdd,
+                               "repeats_to_decide": p.repeats}
                               for p in (*v.parts, *v.others)]}
                    for v in seed_verdicts(data)],
     }

@@ -1,6 +1,7 @@
-"""The seed's claims in two runs side by side, for `protolab compare A B`: each claim's verdict and figures in run
-A and in run B, so that a user who ran one study over two environments (`run --device-model ram` and
-`--device-model hdd-array`, two link speeds, two machines) sees in one table which verdicts depend on what differs.
+"""The seed's claims in two runs side by side, for `protolab compare A B`: each claim's verdict, figures and
+detectable difference (MDD: the smallest difference its tests could have called, 80 % power) in run A and in run
+B, so that a user who ran one study over two environments (`run --device-model ram` and `--device-model
+hdd-array`, two link speeds, two machines) sees in one table which verdicts depend on what differs.
 
 Each side's verdicts are computed as its own report computes them (report.sections.seed over report.tables.build:
 the run's records, its bottleneck analysis and long-run trends); nothing is typed in advance. A claim is matched by
@@ -20,7 +21,7 @@ from ..results.rundir import RunDir
 from .markdown import md_table
 
 ABSENT = "—"
-COLUMNS = ("#", "claim tested", "verdict A", "figures A", "verdict B", "figures B")
+COLUMNS = ("#", "claim tested", "verdict A", "figures A", "MDD A", "verdict B", "figures B", "MDD B")
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,9 @@ class ClaimPair:
 
     def row(self) -> list[str]:
         def side(v: ClaimVerdict | None) -> list[str]:
-            return [ABSENT, ""] if v is None else [v.verdict, v.figures]
+            if v is None:
+                return [ABSENT, "", ""]
+            return [v.verdict, "; ".join(x for x in (v.figures, v.decide) if x), v.mdd]
         return [str(self.finding), self.claim, *side(self.a), *side(self.b)]
 
 
@@ -86,7 +89,8 @@ def claims_markdown(pairs: list[ClaimPair]) -> list[str]:
     """compare.md's section (none when neither run states a claim)."""
     if not pairs:
         return []
-    rows = [[n, claim, f"**{va}**", fa, f"**{vb}**", fb] for n, claim, va, fa, vb, fb in (p.row() for p in pairs)]
+    rows = [[n, claim, f"**{va}**", fa, ma, f"**{vb}**", fb, mb]
+            for n, claim, va, fa, ma, vb, fb, mb in (p.row() for p in pairs)]
     out = ["## The seed's claims in A and in B", "", tally(pairs), "",
            md_table(list(COLUMNS), rows, left=list(COLUMNS[1:]))]
     why = reasons(pairs)
@@ -100,12 +104,13 @@ def claims_html(pairs: list[ClaimPair]) -> Markup | None:
     head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
 
     def cells(p: ClaimPair) -> str:
-        n, claim, va, fa, vb, fb = p.row()
+        n, claim, va, fa, ma, vb, fb, mb = p.row()
         mark = ' class="changed"' if p.changed else ""
         return (f"<tr{mark}><td>{n}</td><td>{escape(claim)}</td>"
                 f'<td class="verdict {escape(va.replace(" ", "-"))}"><b>{escape(va)}</b></td><td>{escape(fa)}</td>'
+                f'<td>{escape(ma)}</td>'
                 f'<td class="verdict {escape(vb.replace(" ", "-"))}"><b>{escape(vb)}</b></td><td>{escape(fb)}</td>'
-                "</tr>")
+                f"<td>{escape(mb)}</td></tr>")
     why = "".join(f"<li>{escape(r)}</li>" for r in reasons(pairs))
     return Markup(f'<section id="claims">\n<h2>The seed\'s claims in A and in B</h2>\n<p>{escape(tally(pairs))}</p>\n'
                   f'<table class="seed"><thead><tr>{head}</tr></thead><tbody>'

@@ -5,7 +5,8 @@ latency objective, any window of ``MIN_SLO_INTERVALS`` intervals: the objective 
 the window's length), or an aging sequence (``[stage.age]``: its steps' windows one after the other, on the time
 axis of the aging). An ordinary window of a few minutes is read by the steady-state test, not as a long run. For each:
 when it first held steady (SNIA rule), its change per hour with a 95 % interval
-(`analysis.trend`, batch means), and with ``method.slo`` the share of intervals over the objective. The findings
+(`analysis.trend`, batch means) and, for an aging, the change per hour it could have detected (analysis.claimpower),
+and with ``method.slo`` the share of intervals over the objective. The findings
 give one sentence per workload, load point and configuration: its repeats pooled (`pooled_sentence`).
 Runs of an hour or more get a log-scaled time axis in hours.
 """
@@ -15,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..analysis.findings import Finding
+from ..analysis.claimpower import trend_mdd
+from ..analysis.findings import Finding, pct
 from ..analysis.trend import SloShare, Trend, onset_s, pooled_trend, slo_share, trend
 from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
@@ -63,12 +65,21 @@ class LongRun:
                  else f"IOPS never steady by the SNIA rule over {window} intervals"]
         if self.trend is not None:
             parts.append(f"IOPS{' change ' if self.trend.clear else ': '}{self.trend.sentence()}, 95 % interval "
-                         f"by batch means of {self.trend.blocks} blocks")
+                         f"by batch means of {self.trend.blocks} blocks"
+                         + (_could(self.trend.lo, self.trend.hi, self.trend.blocks - 2) if self.aging else ""))
         else:
             parts.append("too few intervals to estimate a change over time")
         if self.slo is not None:
             parts.append(self.slo.sentence())
         return head + "; ".join(parts)
+
+
+def _could(lo: float, hi: float, df: float) -> str:
+    """'; it could have detected a change of ±1.4 %/h (80 % power)' (analysis.claimpower; '' without a figure)."""
+    mdd = trend_mdd(lo, hi, df, 1.0)
+    if mdd is None:
+        return ""
+    return f"; it could have detected a change of ±{pct(mdd)} %/h (80 % power)"
 
 
 def _range(values: list[float], fmt: Callable[[float, float], str]) -> str:
@@ -109,9 +120,12 @@ def pooled_sentence(runs: list[LongRun], window: int) -> str:
     elif len(having) == 1 and having[0].trend is not None:
         t = having[0].trend
         parts.append(f"IOPS{' change ' if t.clear else ': '}{t.sentence()} in repeat {having[0].repeat}, 95 % "
-                     f"interval by batch means of {t.blocks} blocks{short}")
+                     f"interval by batch means of {t.blocks} blocks{short}"
+                     + (_could(t.lo, t.hi, t.blocks - 2) if first.aging else ""))
     else:
-        parts.append(f"IOPS{' change ' if pooled.clear else ': '}{pooled.sentence()}{short}")
+        could = (_could(pooled.lo, pooled.hi, pooled.repeats - 1)
+                 if first.aging and pooled.lo is not None and pooled.hi is not None else "")
+        parts.append(f"IOPS{' change ' if pooled.clear else ': '}{pooled.sentence()}{short}{could}")
     shares = [r.slo for r in runs if r.slo is not None]
     if shares:
         total = SloShare(shares[0].metric, shares[0].limit_us, sum(x.missed for x in shares),

@@ -4,12 +4,14 @@ The analysis keeps each stage step apart as a coordinate of the rows' point (pla
 here the point's outer coordinates are the x axis: one chart per workload and metric, one
 line per configuration (and load point, when the plan has several). Each sentence compares
 the last step with the first, per configuration and load point, with the report's test
-(ratio of medians, bootstrap interval, Welch on logs, Holm over the family, ±noise band).
+(ratio of medians, bootstrap interval, Welch on logs, Holm over the family, ±noise band), and the smallest
+difference that test could have called with 80 % power at the variance seen (analysis.claimpower).
 """
 
 from __future__ import annotations
 
 from ..analysis.batch import compare_many
+from ..analysis.claimpower import compared_mdd
 from ..analysis.findings import Finding, pct
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 from ..plan.coordinates import AXES, outer_steps, value_label
@@ -94,8 +96,11 @@ def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02
     if not samples:
         return []
     out = []
-    for (w, c, load), v in zip(keys, decide(compare_many(samples, labels=[str(k) for k in keys], noise=noise),
-                                          alpha=alpha, noise=noise)):
+    comps = compare_many(samples, labels=[str(k) for k in keys], noise=noise)
+    verdicts = decide(comps, alpha=alpha, noise=noise)
+    seen, tested_at = compared_mdd([x.log_se for x in comps], [x.log_df for x in comps],
+                                   [v.p_adjusted for v in verdicts], alpha, noise)
+    for (w, c, load), v, mdd in zip(keys, verdicts, seen):
         head = f"{w}: {c} at {load}, IOPS at {steps[last]} against {steps[first]}:"
         if v.verdict == NOT_TESTED:
             text = f"{head} not tested ({v.n_min} repeat{'s' if v.n_min != 1 else ''}; {MIN_REPEATS} needed)."
@@ -107,5 +112,10 @@ def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02
                     f"({v.interval_name}; corrected p = {v.p_adjusted:.2g}).")
         else:
             text = f"{head} no clear difference ({v.reason})."
-        out.append(Finding("stage", text, "iops", w, (c,)))
+        could = ((("iops", mdd, mdd, tested_at, tested_at),)
+                 if mdd is not None and v.verdict not in (NOT_TESTED, HIGHER, LOWER) else ())
+        if mdd is not None and v.verdict != NOT_TESTED:
+            fewer = 100 * (1 - 1 / (1 + mdd / 100))  # the same ratio read downwards
+            text = f"{text[:-1]}; it could have detected {pct(fewer)} % fewer or {pct(mdd)} % more (80 % power)."
+        out.append(Finding("stage", text, "iops", w, (c,), detectable=could))
     return out

@@ -178,8 +178,9 @@ def test_claims_naming_no_configuration_are_refused_in_one_line():
         plan('{ subjects = ["nvme-*"], at_least = -9 }')
     with pytest.raises(PlanError, match="exactly one of a band"):
         plan("{ at_least = -9, better = true }")
-    with pytest.raises(PlanError, match="needs each claim's horizon"):
-        plan("{ worse = true }", compare="time")
+    with pytest.raises(PlanError, match="a finding with `untestable` has no claims"):
+        load_plan_text(PLAN.format(claim="{ within = 5 }", metric='"iops"', compare="baseline").replace(
+            'compare = "baseline"', 'compare = "baseline"\nuntestable = "no such thing here"'))
 
 
 def test_every_built_in_studys_claims_are_data_that_load():
@@ -195,7 +196,8 @@ def test_a_stored_plan_of_format_3_loses_its_typed_excuse_and_gains_no_claim():
     from protolab.plan.migrate import migrate
 
     stored = {"seed_findings": [{"said": "x", "metric": "iops", "here": "why this machine may differ"}]}
-    assert migrate(stored, 3) == {"seed_findings": [{"claims": [], "said": "x", "metric": "iops"}]}
+    assert migrate(stored, 3) == {"seed_findings": [{"section": None, "untestable": None, "claims": [], "said": "x",
+                                                     "metric": "iops"}]}
 
 
 def test_where_a_claim_did_not_hold_the_reason_gives_each_directions_latency_against_the_reference():

@@ -156,6 +156,8 @@ def test_report_keeps_fill_levels_apart_and_draws_them_on_the_x_axis(tmp_path):
     assert len(said) == 4 and all("IOPS at fill 100 % against fill 25 %" in t for t in said)
     # every window is the same captured document: the test finds no difference (3 repeats a side)
     assert all("no clear difference" in t for t in said)
+    assert all(re.search(r"; it could have detected [0-9.]+ % fewer or [0-9.]+ % more \(80 % power\)\.$", t)
+               for t in said)
 
 
 def test_validate_shows_the_fill_and_its_cells(tmp_path):
@@ -184,6 +186,17 @@ def test_a_fill_level_sentence_names_the_change_with_its_interval():
     assert f.kind == "stage" and f.metric == "iops"
     assert f.text.startswith("w: a at 1×1×1=1, IOPS at fill 100 % against fill 10 %: 30 % (")
     assert "fewer (95 % CI; corrected p = " in f.text
+    # the smallest difference this test could have called: 4 repeats a side with ~0.8 % spread, a few %
+    [(down, up)] = re.findall(r"; it could have detected ([0-9.]+) % fewer or ([0-9.]+) % more \(80 % power\)\.$",
+                              f.text)
+    assert 2.0 <= float(up) < 5.0 and f.detectable == ()  # a called change: no "no clear difference" figure
+    assert float(down) == pytest.approx(100 * (1 - 1 / (1 + float(up) / 100)), abs=0.06)  # one ratio, both ways
+    same = [rows[0], NS(**{**vars(rows[1]), "samples": {"iops": [1000.0, 990.0, 1012.0, 1001.0]}})]
+    [g] = stage_findings(NS(records=recs, rows=same, workloads=["w"]))
+    assert "no clear difference" in g.text and g.detectable[0][0] == "iops"
+    up = g.detectable[0][1]
+    assert g.text.endswith(f"; it could have detected {100 - 100 / (1 + up / 100):.1f} % fewer or {up:.1f} % more "
+                           "(80 % power).")
 
 
 def test_a_fill_on_a_file_that_holds_data_needs_the_opt_in(tmp_path):

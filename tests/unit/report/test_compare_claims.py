@@ -86,10 +86,17 @@ def test_the_verdict_of_each_claim_over_each_device_model_in_one_table(tmp_path)
     assert 'id="claims"' in html and "not reproduced" in html and 'class="changed"' in html
     [row] = list(csv.DictReader((tmp_path / "cmp" / "claims.csv").open()))
     assert (row["verdict A"], row["verdict B"], row["verdict differs"]) == ("not reproduced", "reproduced", "yes")
+    # each side's detectable difference: 4 repeats a side at 0.5 % spread, the ±2 % noise band its floor
+    for side, v in (("A", pair.a), ("B", pair.b)):
+        lo, hi = v.mdd_range
+        assert 2.0 <= lo <= hi < 3.0 and all(p.mdd is not None for p in v.parts)
+        assert row[f"MDD {side}"] == v.mdd and v.mdd in (f"{lo:.1f} %", f"{lo:.1f}–{hi:.1f} %")
+        assert f"| {v.mdd} |" in text and f"<td>{v.mdd}</td>" in html
     out = CliRunner().invoke(app, ["compare", str(ram.path), str(hdd.path), "--out", str(tmp_path / "j"), "--json"])
     assert out.exit_code == 0, out.output
     [claim] = json.loads(out.output)["claims"]
     assert claim["verdict A"] == "not reproduced" and claim["verdict B"] == "reproduced"
+    assert (claim["MDD A"], claim["MDD B"]) == (pair.a.mdd, pair.b.mdd)
 
 
 def test_runs_without_seed_claims_have_no_claims_table(tmp_path):

@@ -80,3 +80,24 @@ def test_the_stored_exchange_run_says_one_long_run_sentence_per_workload_and_con
         (w, (c,)) for w in ("exchange-heavy", "exchange-double-heavy")
         for c in ("local", "iscsi-1x1g", "nfs-1x1g", "iscsi-4x1g")}
     assert all(" (3 repeats of " in f.text and " intervals of the 3 repeats (" in f.text for f in said)
+
+
+def test_an_agings_sentence_gives_the_change_per_hour_it_could_have_detected():
+    import dataclasses
+
+    from protolab.analysis.claimpower import trend_mdd
+
+    runs = [dataclasses.replace(_run(k, s, 0), aging=True) for k, s in ((1, -2.4), (2, -2.0), (3, -1.6))]
+    said = pooled_sentence(runs, 5)
+    p = pooled_trend([r.trend for r in runs])
+    # across 3 repeats' slopes: se = half-width / t(0.975, 2), 2 df
+    could = trend_mdd(p.lo, p.hi, 2, 1.0)
+    assert said.startswith("w, aging of nbd") and could is not None and 0.3 < could < 3
+    assert said.endswith(f"; it could have detected a change of ±{could:.1f} %/h (80 % power); p95 over 20 ms in 0 "
+                         "of 120 intervals of the 3 repeats (0.0 %)")
+    # one repeat: its fitted line's interval, blocks − 2 df (a noisy line: ±0.5 %/h at 95 % from 10 blocks)
+    noisy = dataclasses.replace(runs[0], trend=_t(-2.4))
+    could = trend_mdd(-2.9, -1.9, 8, 1.0)
+    assert 0.5 < could < 1.0
+    assert f"10 blocks; it could have detected a change of ±{could:.1f} %/h (80 % power)" in noisy.sentence(5)
+    assert "could have detected" not in pooled_sentence([_run(1, -2.4, 0)], 5)  # a long run, not an aging

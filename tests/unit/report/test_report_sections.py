@@ -31,7 +31,7 @@ FIGURE = {
     "stages": lambda m: m.charts[0].title,
     "sessions": lambda m: m[1].text(),
     "vms": lambda m: f"{m.rows[0][1]:,.1f}",  # the first configuration's vCPU µs per I/O
-    "seed": lambda m: m.rows()[0][1],  # the first finding in the seed's words
+    "seed": lambda m: m.rows()[0][2],  # the first finding in the seed's words
     "percentiles": lambda m: m.charts[0].title,
     "series": lambda m: m.charts[-1].title,
     "ceiling": lambda m: m.charts[0].title,
@@ -217,13 +217,30 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     sections = (run / "report.html").read_text().split("<section")
     assert sections[1].startswith(' id="summary"') and sections[2].startswith(' id="seed"')
     doc = report_json(rd, path)
-    [claim] = doc["claims"]  # the second finding states no claim
+    # the second finding states no claim; the third (the conclusion's latency and host CPU) two
+    assert [(c["finding"], c["section"]) for c in doc["claims"]] == [(1, "Results"), (3, "Conclusion"),
+                                                                    (3, "Conclusion")]
+    claim = doc["claims"][0]
     assert claim["finding"] == 1 and claim["verdict"] in ("reproduced", "not reproduced", "opposite", "inconclusive")
     # two workloads × two metrics; one part per workload decides (its best metric)
     assert {p["subject"] for p in claim["parts"]} == {"iscsi-4x1g"} and len(claim["parts"]) == 4
     assert sum(p["decisive"] for p in claim["parts"]) == 2
     assert all(p["reference"] == "iscsi-1x1g" and p["metric"] in ("iops", "lat_p95_us") for p in claim["parts"])
-    assert f"| **{claim['verdict']}** | {claim['figures']} |" in md
+    # the detectable difference of every decisive part, its range in the table, and what would decide the claim
+    decisive = [p for p in claim["parts"] if p["decisive"]]
+    assert all(p["mdd_pct"] is not None and p["mdd_pct"] >= 2.0 for p in decisive)
+    lo, hi = claim["mdd_pct"]
+    assert (lo, hi) == (min(p["mdd_pct"] for p in decisive), max(p["mdd_pct"] for p in decisive))
+    figures = claim["figures"]
+    if claim["verdict"] == "inconclusive":
+        n = claim["repeats_to_decide"]
+        assert n > 3 and f"about {n} repeats a side would decide it" in claim["decide"]
+        figures += "; " + claim["decide"]
+    assert 10 <= lo < hi  # this stored run's 3 repeats of 10 s: tens of % (51–90 % when written)
+    assert "| # | § | the seed said | claim tested | verdict | figures | MDD |" in md
+    assert "| 1 | Results | Due to the bursty nature of Exchange I/O," in md
+    assert "MDD: the smallest difference each comparison's test could have called with 80 % power" in md
+    assert f"| **{claim['verdict']}** | {figures} | {lo:.0f}–{hi:.0f} % |" in md
 
 
 def test_windows_whose_fio_statuses_fell_out_of_step_are_named_in_the_method_in_both_formats(tmp_path):

@@ -1,5 +1,6 @@
-"""The seed's claims, tested: a verdict table (the seed's words, the claim as tested, the verdict, the figures),
-then where a claim did not hold, what the bottleneck analysis found, and what held this run's cells back.
+"""The seed's claims, tested: a verdict table (the seed's section and words, the claim as tested, the verdict, the
+figures, the detectable difference), then where a claim did not hold, what the bottleneck analysis found, and what
+held this run's cells back.
 
 The seed's findings and their claims are data in the study file (`[[seed_findings]]`, plan.seed); the verdicts,
 figures and reasons are computed from this run's records, bottleneck analysis and long-run trends
@@ -19,7 +20,17 @@ from ..model import ReportData
 from .base import Page, Section
 
 QUOTED = "quoted only (the study states no claim to test)"
-COLUMNS = ("#", "the seed said", "claim tested", "verdict", "figures")
+COLUMNS = ("#", "§", "the seed said", "claim tested", "verdict", "figures", "MDD")
+#: what the MDD column is, under the table
+MDD_NOTE = ("MDD: the smallest difference each comparison's test could have called with 80 % power at the variance "
+            "seen (the range over the claim's comparisons); an inconclusive claim says how many repeats would decide "
+            "it. A band marked protolab's is protolab's reading of words that give no number.")
+
+
+def row_of(v: ClaimVerdict) -> tuple[str, str, str, str, str, str, str]:
+    """(number, section, the seed said, claim tested, verdict, figures, MDD) of one claim."""
+    fig = "; ".join(x for x in (v.figures, v.decide) if x)
+    return (str(v.finding + 1), v.section or "", v.said, v.claim, v.verdict, fig, v.mdd)
 
 
 def seed_verdicts(data: ReportData) -> list[ClaimVerdict]:
@@ -54,13 +65,13 @@ def machine_line(data: ReportData) -> str:
 class SeedModel:
     seed: str
     verdicts: list[ClaimVerdict]
-    quoted: list[tuple[int, str]]  # findings without a claim: (index, words)
+    quoted: list[tuple[int, str, str]]  # findings without a claim or a reason: (index, section, words)
     machine: str
 
-    def rows(self) -> list[tuple[str, str, str, str, str]]:
-        """(number, the seed said, claim tested, verdict, figures) in the findings' order."""
-        out = [(str(v.finding + 1), v.said, v.claim, v.verdict, v.figures) for v in self.verdicts]
-        out += [(str(i + 1), said, "—", QUOTED, "") for i, said in self.quoted]
+    def rows(self) -> list[tuple[str, str, str, str, str, str, str]]:
+        """(number, section, the seed said, claim tested, verdict, figures, MDD) in the findings' order."""
+        out = [row_of(v) for v in self.verdicts]
+        out += [(str(i + 1), sec, said, "—", QUOTED, "", "") for i, sec, said in self.quoted]
         return sorted(out, key=lambda r: int(r[0]))
 
 
@@ -72,15 +83,18 @@ class SeedSection(Section[SeedModel]):
     def build(self, data: ReportData) -> SeedModel | None:
         if data.plan is None or not data.plan.seed_findings:
             return None
-        quoted = [(i, f.said) for i, f in enumerate(data.plan.seed_findings) if not f.claims]
+        quoted = [(i, f.section or "", f.said) for i, f in enumerate(data.plan.seed_findings)
+                  if not f.claims and not f.untestable]
         return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data))
 
     def markdown(self, m: SeedModel) -> list[str]:
         out = ["", f"## {self.title}", ""]
         if m.seed:
             out += [f"Seed: {m.seed}.", ""]
-        out.append(md_table(list(COLUMNS), [[n, said.replace("\n", " "), claim, f"**{verdict}**", fig]
-                                            for n, said, claim, verdict, fig in m.rows()], left=list(COLUMNS[1:])))
+        out.append(md_table(list(COLUMNS), [[n, sec, said.replace("\n", " "), claim, f"**{verdict}**", fig, mdd]
+                                            for n, sec, said, claim, verdict, fig, mdd in m.rows()],
+                            left=list(COLUMNS[1:])))
+        out += ["", MDD_NOTE]
         reasons = [(v.finding + 1, v.reason) for v in m.verdicts if v.reason]
         if reasons:
             out += [""] + [f"- Claim of finding {n}: {r}" for n, r in reasons]
@@ -90,11 +104,13 @@ class SeedSection(Section[SeedModel]):
 
     def html(self, m: SeedModel, page: Page) -> Markup:
         seed = f"<p>Seed: {escape(m.seed)}.</p>" if m.seed else ""
-        rows = "".join(f'<tr><td>{n}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
+        rows = "".join(f'<tr><td>{n}</td><td>{escape(sec)}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
                        f'<td class="verdict {escape(verdict.replace(" ", "-"))}"><b>{escape(verdict)}</b></td>'
-                       f"<td>{escape(fig)}</td></tr>" for n, said, claim, verdict, fig in m.rows())
+                       f"<td>{escape(fig)}</td><td>{escape(mdd)}</td></tr>"
+                       for n, sec, said, claim, verdict, fig, mdd in m.rows())
         head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
-        table = f'<table class="seed"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+        table = (f'<table class="seed"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+                 f'<p class="note">{escape(MDD_NOTE)}</p>')
         reasons = "".join(f"<li>Claim of finding {v.finding + 1}: {escape(v.reason)}</li>" for v in m.verdicts
                           if v.reason)
         reasons = f'<ul class="seed-reasons">{reasons}</ul>' if reasons else ""
