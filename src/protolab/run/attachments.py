@@ -98,6 +98,12 @@ class Attachments:
         self._state = private_dir(STATE_DIR) / f"{key}.json"
         self.listed = self._read_state()
         self._attacher = Attacher(self.runner, key, netns=self.netns)
+        old = self._state.with_name(f"{hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]}.json")
+        if old.exists():  # an older protolab's list, by the run directory's path: its iface and NVMe controller
+            # names are not this run's alone, so it is said, not acted on
+            self.progress.note(f"{old} lists what an older protolab attached for this run: detach it by hand (iSCSI "
+                               "iface 'protolab', NVMe controllers by name, NFS mounts under /run/protolab-attach), "
+                               "then remove that file")
         left = len(self.listed)
         if self.listed:
             self.progress.note(f"detaching what an earlier session of this run left attached ({left})")

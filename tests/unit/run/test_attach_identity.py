@@ -215,6 +215,24 @@ def test_a_run_is_known_by_its_own_id_wherever_its_directory_moves(tmp_path):
     assert len(key) == 16 and run_key(tmp_path / "not-a-run") != key
 
 
+def test_an_older_protolabs_list_by_path_is_said_and_left_alone(tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
+    (tmp_path / "run").mkdir()
+    old = tmp_path / f"{hashlib.sha256(str((tmp_path / 'run').resolve()).encode()).hexdigest()[:16]}.json"
+    old.write_text('[[0, "one", null]]')
+    notes: list[str] = []
+    progress = Silent()
+    progress.note = notes.append  # type: ignore[method-assign]
+    runner = FakeRunner()
+    plan = load_plan_text(Path(__file__).with_name("test_attaching.py").read_text().split('PLAN = """')[1]
+                          .split('"""')[0])
+    assert Attachments(plan, runner, progress).up(tmp_path / "run") == 0
+    assert runner.calls == [] and old.exists()  # nothing detached by an older list's names
+    assert notes and notes[0].startswith(f"{old} lists what an older protolab attached for this run")
+
+
 def test_a_check_is_one_script_per_host_and_a_changed_target_stops_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(attachments_mod, "private_dir", lambda *parts: tmp_path)
     plan = load_plan_text(Path(__file__).with_name("test_attaching.py").read_text().split('PLAN = """')[1]
