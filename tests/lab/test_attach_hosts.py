@@ -2,7 +2,9 @@
 server guest's kernel targets on it — NVMe/TCP with 2 I/O queues, iSCSI with 1 and with 4 sessions, NFSv3 and
 NFSv4.1 with nconnect 2 from its knfsd — measures through them, records what the guest's kernel reports, and
 detaches them all: after the run, after a SIGTERM in the middle of one, and with `protolab detach` after a
-SIGKILL.
+SIGKILL (of the run directory, moved: a run is known by its own id). Then issue 40's steps (attach_identity.py):
+an NFS data file swapped for a link and a device name that names another disk stop the run before the next window,
+nothing written; a reused NVMe controller name and another run's iSCSI session survive `protolab detach`.
 
 Two TCG guests: the server guest (nvmet-tcp and LIO on the pool's exports, granting one host NQN and one initiator
 IQN) in the storage namespace; the "user's host" in host 0's namespace, with dropbear, iscsiadm/iscsid and
@@ -15,7 +17,6 @@ and the NVMe/TCP wire model (the lab's link has offloads off).
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import attach_identity as i40
 import pytest
 from test_kernel_nvme import doctor_over_ssh, frames_match_the_capture_and_the_model
 from test_vm_guest import guest_image
@@ -33,6 +35,7 @@ from conftest import FIO, sh, spec
 from protolab.engine.targets import resolve
 from protolab.lab.names import GUEST_SLOTS
 from protolab.lab.procs import alive
+from protolab.run.attachments import run_key
 from protolab.telemetry.cgroups import RoleCgroups
 from protolab.vm.accel import free_port
 from protolab.vm.guestssh import GuestSsh
@@ -107,9 +110,11 @@ def _ssh(lab, keys, ssh: GuestSsh, script: str) -> subprocess.CompletedProcess:
 
 
 def _left(lab, keys, ssh) -> str:
-    """What of an attach is left in the guest: sessions, node records, controllers, NFS mounts and mount points."""
+    """What of an attach is left in the guest: sessions, node records, protolab's ifaces, controllers, NFS mounts and
+    mount points."""
     p = _ssh(lab, keys, ssh, "ls /sys/class/iscsi_session /sys/class/nvme 2>/dev/null; iscsiadm -m node 2>&1 | "
-                             "grep -v 'No records'; grep ' nfs' /proc/mounts; ls /run/protolab-attach; echo end")
+                             "grep -v 'No records'; iscsiadm -m iface 2>/dev/null | grep '^protolab'; "
+                             "grep ' nfs' /proc/mounts; ls /run/protolab-attach; echo end")
     assert p.returncode == 0 and p.stdout.strip().endswith("end"), p.stderr
     return "".join(ln for ln in p.stdout.splitlines(keepends=True) if ln.strip() not in ("", "end") and
                    not ln.startswith("/sys/class/"))
@@ -314,8 +319,8 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         out, err = run.communicate(timeout=180)
         assert run.returncode != 0 and "resume" in err, (run.returncode, err)
         assert _left(lab, keys, ssh) == ""
-        run_id = hashlib.sha256(str(next((tmp_path / "t").iterdir()).resolve()).encode()).hexdigest()[:16]
-        assert not (Path("/run/protolab/attached") / f"{run_id}.json").exists()  # nothing left listed to detach
+        key = run_key(next((tmp_path / "t").iterdir()))
+        assert not (Path("/run/protolab/attached") / f"{key}.json").exists()  # nothing left listed to detach
         lists = Path("/run/protolab/attached")
         assert not lists.exists() or any(lists.iterdir()), "an empty list folder was left in /run/protolab"
         print(f"{time.monotonic() - t0:.0f} s: the SIGTERM run detached")
@@ -326,28 +331,39 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         _once_attached(run, tmp_path / "k")
         os.killpg(run.pid, signal.SIGKILL)
         run.communicate(timeout=60)
-        killed = None
+        killed: list[Path] = []
         try:
-            killed = next((tmp_path / "k").iterdir())
+            killed.append(next((tmp_path / "k").iterdir()))
+            moved = tmp_path / "moved" / killed[0].name  # detach knows a run by its own id, wherever it is
+            moved.parent.mkdir()
+            killed[0] = killed[0].rename(moved)
             assert "/sys/class/nvme/" in _ssh(lab, keys, ssh, "ls -d /sys/class/nvme/*").stdout  # still connected
-            p = go(["detach", str(killed)])
+            p = go(["detach", str(killed[0])])
             out, err = p.communicate(timeout=120)
             assert p.returncode == 0 and "detached 1 attach(es) an earlier session left" in out, (out, err)
             assert _left(lab, keys, ssh) == "" and "/sys/class/nvme/" not in _ssh(lab, keys, ssh, "ls -d "
                                                                                      "/sys/class/nvme/*").stdout
             assert not lists.exists() or any(lists.iterdir())
-        finally:  # what SIGKILL left of the run on this machine: its fio sockets' folder (made while it ran), its
-            # role cgroups and, when detach failed, its list
+            print(f"{time.monotonic() - t0:.0f} s: protolab detach undid the killed run's attach (moved)")
+
+            # issue 40: checked by identity before every window; detach removes only what the run made
+            do, base = (lambda script: _ssh(lab, keys, ssh, script)), _plan(lab, ssh, "2s")
+            i40.a_link_swapped_on_the_export_writes_nothing_through_it(do, go, plan, base, tmp_path)
+            i40.a_renamed_device_stops_the_run(lab, do, go, plan, base, tmp_path)
+            i40.a_reused_nvme_controller_name_survives_detach(lab, do, go, plan, base, tmp_path, killed)
+            i40.another_runs_iscsi_session_survives_detach(lab, do, go, plan, base, tmp_path, killed)
+            assert _left(lab, keys, ssh) == ""
+            print(f"{time.monotonic() - t0:.0f} s: issue 40's steps")
+        finally:  # what SIGKILL left of the runs on this machine: their fio sockets' folders (made while they
+            # ran), their role cgroups and, when detach failed, their lists
             for left in set(Path("/run/protolab").iterdir()) - private:
                 if left.name.startswith("agents-"):
                     shutil.rmtree(left, ignore_errors=True)
-            if killed is not None:
-                RoleCgroups(f"run-{killed.name}").remove()
-                run_id = hashlib.sha256(str(killed.resolve()).encode()).hexdigest()[:16]
-                (lists / f"{run_id}.json").unlink(missing_ok=True)
-                if lists.is_dir() and not any(lists.iterdir()):
-                    lists.rmdir()
-        print(f"{time.monotonic() - t0:.0f} s: protolab detach undid the killed run's attach")
+            for rundir in killed:
+                RoleCgroups(f"run-{rundir.name}").remove()
+                (lists / f"{run_key(rundir)}.json").unlink(missing_ok=True)
+            if lists.is_dir() and not any(lists.iterdir()):
+                lists.rmdir()
     finally:
         for p in started:  # a protolab the test gave up on (a timeout, a failed check) does not outlive it
             if p.poll() is None:

@@ -1,7 +1,8 @@
 """A run's attached targets (plan.attach) on its load hosts: each attached before its configuration is first
 used (prepared, initialised or measured) and kept until the testbed goes down — after the last cell, after a
 failure, and on SIGINT/SIGTERM/SIGHUP (the session's teardown). A run killed outright (SIGKILL)
-leaves the list of what it attached in a root-only file under /run/protolab/attached; `protolab resume` of that
+leaves the list of what it attached in a root-only file under /run/protolab/attached, named by the run's own key
+(its manifest's run id and start: a run directory moved elsewhere is still the same run); `protolab resume` of that
 run detaches those first, then attaches afresh; `protolab detach` of that run detaches them and stops there. Each
 holds the run directory (RunDir.hold), so neither detaches under a session of the run still going.
 (A reboot ends them all: node.startup is manual, nothing is in fstab, NVMe/TCP connects do not persist — and /run
@@ -10,7 +11,9 @@ is emptied with them.)
 Every host of the plan that a load point uses attaches the configuration's target (this machine once, when the
 plan has no [[hosts]]). Two targets that name the same storage (an IQN at one portal with 1 and with 4 sessions)
 take turns: the one attached is detached before the other is attached. Stream *s* of a host uses the host's
-device *s* modulo their number (one per iSCSI session, as the lab's kernel paths do).
+device *s* modulo their number (one per iSCSI session, as the lab's kernel paths do). Before each window, and
+before protolab's own writes, `check` runs one small script per host that uses the configuration's target: its
+devices still the disks attached, its NFS data file still a plain file on the run's nosymfollow mount.
 """
 
 from __future__ import annotations
@@ -34,6 +37,17 @@ from .hostshell import HostShell
 from .progress import Progress
 
 STATE_DIR = "attached"
+
+
+def run_key(run_path: Path) -> str:
+    """The run's own name for what it attaches (its state file, iSCSI iface, NFS mount points): a hash of the
+    manifest's run id and start time, which move with the run directory; its name when the manifest says neither."""
+    try:
+        m = RunDir(run_path).manifest()
+        rid, started = m.run_id or run_path.name, m.started or ""
+    except (ProtolabError, OSError, ValueError):
+        rid, started = run_path.name, ""
+    return hashlib.sha256(f"{rid}|{started}".encode()).hexdigest()[:16]
 
 
 def target_key(c: Configuration) -> str:
@@ -80,10 +94,16 @@ class Attachments:
     def up(self, run_path: Path) -> int:
         """Ready to attach for the run at ``run_path``, after detaching what a killed session of this run left
         (how many were listed). The caller holds the run directory (RunDir.hold)."""
-        run_id = hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]
-        self._state = private_dir(STATE_DIR) / f"{run_id}.json"
+        key = run_key(run_path)
+        self._state = private_dir(STATE_DIR) / f"{key}.json"
         self.listed = self._read_state()
-        self._attacher = Attacher(self.runner, run_id, netns=self.netns)
+        self._attacher = Attacher(self.runner, key, netns=self.netns)
+        old = self._state.with_name(f"{hashlib.sha256(str(run_path.resolve()).encode()).hexdigest()[:16]}.json")
+        if old.exists():  # an older protolab's list, by the run directory's path: its iface and NVMe controller
+            # names are not this run's alone, so it is said, not acted on
+            self.progress.note(f"{old} lists what an older protolab attached for this run: detach it by hand (iSCSI "
+                               "iface 'protolab', NVMe controllers by name, NFS mounts under /run/protolab-attach), "
+                               "then remove that file")
         left = len(self.listed)
         if self.listed:
             self.progress.note(f"detaching what an earlier session of this run left attached ({left})")
@@ -138,7 +158,8 @@ class Attachments:
                 continue
             self.progress.note(f"detaching {key} from {hosts[h].name}")
             try:
-                self._attacher.detach(HostShell.of(hosts[h]), key, attach, self.listed.get((h, key)))
+                for note in self._attacher.detach(HostShell.of(hosts[h]), key, attach, self.listed.get((h, key))):
+                    self.progress.note(note)  # what is not this run's any more, left alone
             except ProtolabError as e:
                 failed.append(str(e))
                 continue
@@ -182,6 +203,16 @@ class Attachments:
                         for e in json.load(f)}  # [host, target] (e33427f) or [host, target, ids]
             except (ValueError, TypeError):
                 return {}
+
+    def check(self, c: Configuration) -> None:
+        """Before a window of ``c`` (or protolab's own writes to its data): on each host that has ``c``'s target
+        attached, one script checks it is still what was attached; ToolError in one line when it is not."""
+        if self._attacher is None or self.plan.target_of(c).attach is None:
+            return
+        hosts, key, attach = hosts_of(self.plan), target_key(c), self.plan.target_of(c).attach
+        for (h, k), attached in self.done.items():
+            if k == key:
+                self._attacher.check(HostShell.of(hosts[h]), attached, attach)
 
     def access(self, c: Configuration, host: int, stream: int, size: int) -> Access | None:
         """How stream ``stream`` of host ``host`` reaches ``c``'s attached target (None: not an attached one)."""

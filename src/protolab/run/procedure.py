@@ -138,6 +138,7 @@ class Procedure:
     def _data_job(self, c: Configuration, a: Access, job: Path, out: Path, *, timeout: float, label: str) -> str:
         """Run a prepare or fill job for ``c``'s data where ``_data_host`` says."""
         host = self._data_host(c, a)
+        self.testbed.check_before_window(c)
         if host.agent is None:
             return self.fio.run_job(job, out, netns=a.netns, timeout=timeout, label=label)
         return self.fio.run_clients([(host.agent.client_arg(), job)], out, cwd=self.testbed.sockets,
@@ -155,6 +156,7 @@ class Procedure:
             cell = Cell(c, workload, LoadPoint(streams=init.streams), -1, 0)
             streams = [s for h in layout(cell, lambda h, g: self.testbed.data_access(c)) for s in h]
             host = self._data_host(c, streams[0].access)
+            self.testbed.check_before_window(c)
             m = measure(self.fio, cell, [HostRun(host.name, host.agent, streams[0].access.netns, streams)],
                         runtime=init.duration, folder=self.rundir.path / "raw", tag="initialise",
                         timeout=init.duration + FIO_MARGIN_S, label=f"initialising {name!r}",
@@ -235,6 +237,7 @@ class Procedure:
                              ios=iv.ios, seconds=iv.seconds)
 
         self.testbed.check_agents()
+        self.testbed.check_before_window(cell.configuration)  # the last look before fio opens the devices
         self.phase("warm-up" if warmup > 0 else "measure")
         rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window, interval=m.interval)
         started: list[str] = [now()]

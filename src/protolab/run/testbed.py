@@ -133,6 +133,12 @@ class Testbed:
         attached = self.attachments.access(c, host, stream, t.size or self.plan.method.data_size)
         return attached if attached is not None else self._local[c.name]
 
+    def check_before_window(self, c: Configuration) -> None:
+        """Right before a window of ``c`` or protolab's own writes to its data: ToolError (one line) when an
+        attached target is no longer what was attached (a device name now another disk's, an NFS data file
+        swapped for a link). One round trip per host that has it attached; nothing for other targets."""
+        self.attachments.check(c)
+
     def data_access(self, c: Configuration) -> Access:
         """How protolab itself reaches ``c``'s data to prepare or initialise it (the load path, by default)."""
         return self.access(c, 0, 0)

@@ -79,7 +79,9 @@ def _answer(stdout: str, code: int = 0):
 
 
 def test_an_attach_gives_the_devices_the_kernel_account_and_a_queue_shortfall():
-    out = ("device /dev/nvme0n1\nkernel nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 2 I/O queues, state live\n"
+    out = ("id nvme0 cntlid=1 ino=901 subsysnqn=nqn.2014-08.org.example:flash hostnqn=nqn.h address=traddr=10.1.2.5\n"
+           "device /dev/nvme0n1\nkernel nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 2 I/O queues, state live\n"
+           "ident /dev/nvme0n1 259:0 ino=4711 wwid=eui.0123 serial=abc subsysnqn=nqn.2014-08.org.example:flash\n"
            "found /dev/nvme0n1 no signature\n")
     runner = FakeRunner({("ssh",): _answer(out)})
     a = Attacher(runner, "run1").attach(SSH, "flash", NVME, allow_overwrite=True)
@@ -88,14 +90,24 @@ def test_an_attach_gives_the_devices_the_kernel_account_and_a_queue_shortfall():
     assert a.found[-1] == "the kernel gave 2 of the 4 I/O queues asked (nvme-tcp makes at most one per CPU of the host)"
     assert runner.calls[0][0][:5] == ("ssh", "-n", "-p", "2222", "root@esx1")
     assert runner.calls[0][0][5].startswith("sh -c ")  # the host's login shell only starts sh
-    assert a.ids == ()
+    assert a.ids == ("nvme0 cntlid=1 ino=901 subsysnqn=nqn.2014-08.org.example:flash hostnqn=nqn.h "
+                     "address=traddr=10.1.2.5",)
+    assert a.idents == ("/dev/nvme0n1 259:0 ino=4711 wwid=eui.0123 serial=abc "
+                        "subsysnqn=nqn.2014-08.org.example:flash",)
+    # a device the attach could not identify is never used: detached again, said in one line
+    runner = FakeRunner({("ssh",): _answer(out.replace("ident /dev/nvme0n1 259:0 ino=4711", "ident /dev/nvme0n1 gone"))})
+    with pytest.raises(ToolError, match="cannot tell the device's identity.*/dev/nvme0n1: no identity"):
+        Attacher(runner, "run1").attach(SSH, "flash", NVME, allow_overwrite=True)
+    assert "nvme disconnect -d" in runner.calls[-1][0][-1]
 
 
 def test_nvme_detach_deletes_only_the_controllers_it_connected():
-    s = detach_script(NVME, "", ("nvme3",))
-    assert "C=nvme3" in s and 'nvme disconnect -d "$c"' in s and "disconnect -n" not in s
+    me = "nvme3 cntlid=1 ino=901 subsysnqn=nqn.x hostnqn=nqn.h address=traddr=10.1.2.5,trsvcid=4420"
+    s = detach_script(NVME, "", (me,))
+    assert f"C='{me}'" in s and 'nvme disconnect -d "$c"' in s and "disconnect -n" not in s
     assert "C=$(ours)" not in detach_script(NVME, "", None)  # not known: never every controller of the NQN
-    assert "C=''" in detach_script(NVME, "", ("nvme1; reboot",))  # ids are controller names or nothing
+    assert "C=''" in detach_script(NVME, "", ("nvme1; reboot",))  # ids are controller records or nothing
+    assert "C=''" in detach_script(NVME, "", ("nvme1",))  # an older list's bare name: never acted on
 
 
 def test_a_target_the_host_has_already_is_refused_and_left_alone():
@@ -122,8 +134,8 @@ def test_a_failed_attach_is_undone_and_said_in_one_line():
 
 
 def test_an_nfs_file_that_holds_data_needs_the_opt_in():
-    out = "device /run/protolab-attach/x/protolab.dat\nfound /run/protolab-attach/x/protolab.dat holds 4096 bytes " \
-          "protolab did not write\n"
+    out = "device /run/protolab-attach/x/protolab.dat\nident /run/protolab-attach/x/protolab.dat dev=44\n" \
+          "found /run/protolab-attach/x/protolab.dat holds 4096 bytes protolab did not write\n"
     runner = FakeRunner({("ssh",): _answer(out)})
     with pytest.raises(TargetError, match="holds 4096 bytes.*allow_overwrite = true"):
         Attacher(runner, "run1").attach(SSH, "filer", NFS, allow_overwrite=False)
@@ -164,7 +176,8 @@ def test_a_run_attaches_on_each_host_takes_turns_on_one_storage_and_detaches_all
         if "--login" in script:
             log.append(f"attach {where} {sessions}")
             n = int(sessions)
-            return Completed(tuple(argv), 0, "".join(f"device /dev/sd{'abcd'[i]}\n" for i in range(n)), "")
+            return Completed(tuple(argv), 0, "".join(f"device /dev/sd{'abcd'[i]}\nident /dev/sd{'abcd'[i]} 8:{16 * i} "
+                                                     f"ino={i + 1} wwid=naa.1\n" for i in range(n)), "")
         log.append(f"detach {where}")
         return Completed(tuple(argv), 0, "", "")
 
@@ -268,7 +281,8 @@ def test_a_refused_attach_is_never_detached_and_an_interrupted_one_always_is(tmp
         calls.append(argv[-1])
         if "--login" in argv[-1] and "esx2" in argv[-2]:
             raise ToolError("host esx2: no answer within 120 s; check 'ssh root@esx2 true'")
-        return Completed(tuple(argv), 0, "device /dev/sda\n" if "--login" in argv[-1] else "", "")
+        return Completed(tuple(argv), 0, "device /dev/sda\nident /dev/sda 8:0 ino=1 wwid=naa.1\n"
+                         if "--login" in argv[-1] else "", "")
 
     bed = Attachments(plan, FakeRunner({("ssh",): cut}), Silent())
     bed.up(tmp_path / "run")  # the first bed's down() released the run
@@ -332,12 +346,13 @@ def test_prepare_of_a_target_on_the_hosts_runs_there_never_on_this_machine(tmp_p
                           run_clients=lambda clients, out, **kw: calls.append(("client", clients[0][0])) or "{}")
     agent = SimpleNamespace(client_arg=lambda: "esx1.sock")
     plan = load_plan_text(PLAN)
-    bed = SimpleNamespace(fio=fio, sockets=tmp_path,
+    bed = SimpleNamespace(fio=fio, sockets=tmp_path, check_before_window=lambda c: calls.append(("check", c.name)),
                           data_access=lambda c: Access("remote", "libaio", {"direct": "1"}, "/dev/sdb", 1 << 20),
                           host=lambda c, h, total, streams: HostRun("esx1", agent, None, streams))
     rundir = SimpleNamespace(job_path=lambda tag: tmp_path / f"{tag}.fio", raw_path=lambda tag: tmp_path / f"{tag}.json")
     Procedure(plan, bed, rundir, Silent(), lambda phase: None).prepare()
-    assert calls == [("client", "esx1.sock")]  # one LUN (targets one and four), written once, on esx1
+    # one LUN (targets one and four), written once, on esx1, right after its attach is checked
+    assert calls == [("check", "a"), ("client", "esx1.sock")]
 
 
 def test_an_nfs_data_file_that_is_a_link_is_refused_whatever_the_opt_in(tmp_path):
@@ -357,5 +372,5 @@ def test_an_nfs_data_file_that_is_a_link_is_refused_whatever_the_opt_in(tmp_path
 
 def test_an_nvme_detach_not_told_its_controllers_reads_those_the_attach_wrote():
     s = detach_script(NVME, "/run/protolab-attach/abc", None)
-    assert "IDS=/run/protolab-attach/abc.ids" in s and 'C=$(cat "$IDS"' in s and "C=$(ours)" not in s
-    assert 'ours > "$IDS"' in attach_script(NVME, "/run/protolab-attach/abc")
+    assert "IDS=/run/protolab-attach/abc.ids" in s and 'C=$(tr' in s and '< "$IDS"' in s and "C=$(ours)" not in s
+    assert 'for c in $(ours); do cid "$c"; done > "$IDS"' in attach_script(NVME, "/run/protolab-attach/abc")
