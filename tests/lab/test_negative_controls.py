@@ -206,5 +206,5 @@ def test_four_links_are_ahead_of_one_only_where_one_link_is_the_limit(workdir, t
     # equivalence test may still not decide it on 3 repeats: one of 1 link's came 4 % low, 2026-11-28)
     ratio = iops(records, "fast-4x") / iops(records, "fast-1x")
     assert abs(ratio - 1) <= 0.02, f"the data put 4 idle links {ratio:.3f} of 1: no control: {said}"
-    assert fast.verdict != REPRODUCED, said
-    assert slow.verdict == REPRODUCED, said
+    # both controls judged before either fails, so a failure shows which way each went
+    assert (fast.verdict != REPRODUCED, slow.verdict == REPRODUCED) == (True, True), said
