@@ -79,30 +79,47 @@ static double uniform01(void) /* xorshift64*, under dev.lock */
 /* ---- LRU read cache of 4 KiB blocks (open addressing + doubly linked list, all under dev.lock) ---- */
 static struct {
 	uint64_t capacity, used, slots;
-	uint64_t *key;          /* block number + 1; 0: empty slot; UINT64_MAX: deleted */
+	uint64_t *key;          /* block number + 1; 0: empty slot (linear probing, no tombstones) */
 	uint32_t *node_of_slot; /* slot -> node */
 	uint64_t *node_key;
 	uint32_t *prev, *next;  /* node list, most recent at head */
 	uint32_t head, tail;
 } cache;
 
+static uint64_t slot_home(uint64_t k)
+{
+	return (k * 11400714819323198485ULL) % cache.slots;
+}
+
 static uint64_t slot_find(uint64_t k, int *found)
 {
-	uint64_t i = (k * 11400714819323198485ULL) % cache.slots, tomb = UINT64_MAX;
-	for (;;) {
-		if (cache.key[i] == 0) {
-			*found = 0;
-			return tomb != UINT64_MAX ? tomb : i;
-		}
-		if (cache.key[i] == UINT64_MAX) {
-			if (tomb == UINT64_MAX)
-				tomb = i;
-		} else if (cache.key[i] == k) {
+	uint64_t i = slot_home(k);
+	while (cache.key[i] != 0) {
+		if (cache.key[i] == k) {
 			*found = 1;
 			return i;
 		}
 		i = (i + 1) % cache.slots;
 	}
+	*found = 0;
+	return i;
+}
+
+/* Empty slot i, moving the later keys of its probe run back into the hole. Deleted slots used to be marked
+ * (tombstones) and were reused only on an insert's own probe path, so under eviction churn they took every empty
+ * slot, and the lookup of a block not cached then never ended: a 64 MiB write through an 8 MiB cache hung the
+ * daemon (spinning under its lock) and every I/O with it (tests/lab/test_device_cache.py, 2026-11-28). */
+static void slot_delete(uint64_t i)
+{
+	for (uint64_t j = (i + 1) % cache.slots; cache.key[j] != 0; j = (j + 1) % cache.slots) {
+		uint64_t h = slot_home(cache.key[j]);
+		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+			continue; /* its home lies cyclically in (i, j]: it cannot move before it */
+		cache.key[i] = cache.key[j];
+		cache.node_of_slot[i] = cache.node_of_slot[j];
+		i = j;
+	}
+	cache.key[i] = 0;
 }
 
 static void list_unlink(uint32_t n)
@@ -144,8 +161,7 @@ static int cache_access(uint64_t off, uint64_t len, int insert)
 		} else { /* evict the least recent */
 			n = cache.tail;
 			int f;
-			uint64_t old = slot_find(cache.node_key[n], &f);
-			cache.key[old] = UINT64_MAX;
+			slot_delete(slot_find(cache.node_key[n], &f));
 			list_unlink(n);
 			s = slot_find(k, &found);
 		}
