@@ -42,6 +42,7 @@ class LabTestbed(Testbed):
         self.workdir = workdir
         self.lab = None
         self._link = None
+        self._swept: dict[str, int] = {}  # the swept values in effect (plan.sweep)
 
     def check(self) -> None:
         """The lab's work directory must be root's alone (refused before anything is created), then the targets."""
@@ -92,8 +93,20 @@ class LabTestbed(Testbed):
         return resolve(ep.url, size=min(ep.size_bytes, t.size or ep.size_bytes), ioengine=c.ioengine,
                        direct=c.direct, netns=ep.netns, owned=True)
 
+    def set_sweep(self, values: dict[str, int]) -> None:
+        """A swept service time goes to the pool's device model when it changes (the pool re-calibrates once per
+        value); a swept link rate is kept for set_link, where it replaces the configuration's own rate."""
+        us = values.get("service_time")
+        if us is not None and us != self._swept.get("service_time"):
+            self.progress.note(f"device model: service time {us} µs")
+            self.lab.set_service_time(us)
+        self._swept = dict(values)
+
     def set_link(self, c: Configuration) -> None:
         link = self.plan.lab.link.merged(c.link)
+        rate = self._swept.get("link_rate")
+        if rate is not None:
+            link = link.merged({"rate": f"{rate}mbit"})
         if link != self._link:
             self.lab.set_link(link)
             self._link = link
