@@ -271,13 +271,15 @@ def sentence(points: Sequence[AtPoint], baseline: str, band: float, axis: str = 
 
 
 def band_of(plan: Any) -> tuple[float, str]:
-    """The crossover's band (a fraction) and where it comes from: the plan's first seed claim on IOPS stated as
-    "within", else [sweep] crossover_band, else protolab's DEFAULT_BAND_PCT."""
+    """The crossover's band (a fraction) and where it comes from: the plan's first seed claim on IOPS against the
+    baseline that bounds a loss ("within 9 %", or "at least −9 %": its 9 %), else [sweep] crossover_band, else
+    protolab's DEFAULT_BAND_PCT."""
     for f in getattr(plan, "seed_findings", None) or []:
-        for c in f.claims:
-            if c.within is not None and "iops" in f.claim_metrics(c):
-                return c.within / 100, f"the seed's claim ({f.said.strip()})"
+        for c in f.claims if f.compare == "baseline" else []:
+            loss = c.within if c.within is not None else (-c.at_least if (c.at_least or 0) < 0 else None)
+            if loss is not None and c.reference is None and "iops" in f.claim_metrics(c):
+                return loss / 100, f"the seed's claim \"{f.said.strip()}\""
     sweep = getattr(plan, "sweep", None)
     if sweep is not None and sweep.crossover_band is not None:
         return sweep.crossover_band / 100, "the plan's sweep.crossover_band"
-    return DEFAULT_BAND_PCT / 100, f"protolab's default (±{DEFAULT_BAND_PCT:g} %, TR-3808's band: no seed claim given)"
+    return DEFAULT_BAND_PCT / 100, f"protolab's default ±{DEFAULT_BAND_PCT:g} % (TR-3808's band; no claim given)"

@@ -31,8 +31,9 @@ from .base import Page, Section
 
 #: The slow array the RAM pool's reader is pointed at: TR-3808's (plan.storage's hdd-array preset and its source).
 SLOW = "hdd-array"
-ZERO = ("0 µs is the device model's daemon answering each request at once: the fastest array this lab has (FUSE, "
-        "the loop device and btrfs still in every path alike), not an array anyone sells.")
+ZERO = ("0 µs is the device model's daemon answering each request at once: the fastest array the model gives (FUSE, "
+        "the loop device and btrfs still in every path alike; the RAM pool without the model is faster still), not an "
+        "array anyone sells.")
 MODEL = ("Prediction: o, each configuration's added time per I/O over {baseline}, measured once at {ref}; d, "
          "{baseline}'s own time beyond the service time s, from its latency at each point; with N outstanding I/Os "
          "and the array's P servers the IOPS ratio is min(N/(s+d+o), P/s) / min(N/(s+d), P/s) — the asymptotic "
