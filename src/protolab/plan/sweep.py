@@ -181,6 +181,8 @@ def check_sweep(plan: Any) -> str | None:
         return "sweep: a swept service time or link rate is the embedded lab's; use lab: targets or remove [sweep]"
     if plan.hypervisor is not None:
         return "sweep: not with [hypervisor] yet (its guests' links and disks are set once); remove [sweep]"
+    if plan.stage is not None:  # a fill level written under one value would be written again under the next
+        return "sweep: not with [stage.fill] or [stage.age] yet (their data is not restored between steps); split it"
     if sweep.service_time is not None and plan.lab.device.is_ram:
         return ("sweep.service_time: the pool has no device model to set; give [lab.storage] one (e.g. "
                 "service_time = \"150us\", parallelism = 64), whose service time the sweep replaces")

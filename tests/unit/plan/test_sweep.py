@@ -77,6 +77,8 @@ def test_a_swept_service_time_needs_the_labs_device_model_and_a_sweep_needs_the_
     with pytest.raises(PlanError, match="a swept service time or link rate is the embedded lab's"):
         _plan('link_rate = ["1GbE"]\n', storage="", base=local)
     assert _plan('link_rate = ["100mbit"]\n', storage="").sweep.link_rate == ["100mbit"]  # the RAM pool's links
+    with pytest.raises(PlanError, match=r"not with \[stage.fill\] or \[stage.age\] yet"):
+        _plan('service_time = ["0us"]\n', storage=MODEL + "[stage.fill]\nlevels = [50, 100]\n")
 
 
 def test_a_swept_service_time_keeps_the_models_shape_and_names_every_figure():
