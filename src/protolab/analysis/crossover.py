@@ -253,7 +253,9 @@ def sentence(points: Sequence[AtPoint], baseline: str, band: float, axis: str = 
     parts = []
     if tail == len(pts):
         return f"{name} {within} at every {word} measured ({', '.join(value_text(axis, p.axis) for p in pts)})."
-    if tail:
+    if tail == 1:
+        parts.append(f"{within} at {value_text(axis, pts[-1].axis)}, the highest measured")
+    elif tail:
         parts.append(f"{within} at every {word} ≥ {value_text(axis, pts[-tail].axis)} measured")
     rest = pts[:len(pts) - tail]
     for p in rest:
@@ -266,7 +268,8 @@ def sentence(points: Sequence[AtPoint], baseline: str, band: float, axis: str = 
         elif p.outcome == FAILS:
             parts.append(f"{_change(p)} at {at}{sat}")
         else:
-            parts.append(f"undecided at {at}{sat}: {_change(p)}, reaching across ±{100 * band:g} %")
+            parts.append(f"undecided at {at}{sat}: {p.ratio:.2f} ({p.ci_low:.2f}–{p.ci_high:.2f}) × {baseline}'s "
+                         f"IOPS, reaching across ±{100 * band:g} %")
     return f"{name} " + "; ".join(parts) + "."
 
 

@@ -83,7 +83,10 @@ def test_the_sentence_states_the_run_of_holds_from_the_top_and_every_other_measu
            p(5500, 0.99, 0.96, 1.02, HOLDS)]
     assert sentence(pts, "direct", 0.09) == (
         "iscsi within 9 % of direct at every service time ≥ 1.5 ms measured; 31 % (24–38 %) fewer IOPS at 150 µs; "
-        "undecided at 500 µs: 7 % (3–11 %) fewer IOPS, reaching across ±9 %.")
+        "undecided at 500 µs: 0.93 (0.89–0.97) × direct's IOPS, reaching across ±9 %.")
+    assert sentence(pts[1:], "direct", 0.09).startswith("iscsi within 9 % of direct at every service time ≥ 1.5 ms")
+    assert sentence([pts[0], pts[3]], "direct", 0.09) == (
+        "iscsi within 9 % of direct at 5.5 ms, the highest measured; 31 % (24–38 %) fewer IOPS at 150 µs.")
     assert sentence(pts[2:], "direct", 0.09) == ("iscsi within 9 % of direct at every service time measured "
                                                  "(1.5 ms, 5.5 ms).")
     # a hold below a miss is said at its own value, never as a range
