@@ -119,3 +119,28 @@ def test_a_records_point_carries_the_swept_value_with_its_unit():
 
     p = point_of(Rec())
     assert p.get("service_time") == 1500 and p.label == "service_time 1500 µs · 1×1×1=1"
+
+
+def test_the_lab_testbed_sets_a_swept_service_time_once_per_value_and_a_swept_rate_over_the_configurations():
+    from protolab.run.labbed import LabTestbed
+    from protolab.run.progress import Silent
+
+    plan = _plan('service_time = ["0us", "500us"]\nlink_rate = ["100mbit"]\n')
+    calls: list = []
+
+    class Lab:  # the lab's side is real in tests/lab/test_service_sweep.py; here only what the testbed asks of it
+        def set_service_time(self, us):
+            calls.append(("service", us))
+
+        def set_link(self, link):
+            calls.append(("link", link.rate_bps, link.mtu))
+
+    tb = LabTestbed(plan, None, None, Silent(), None)
+    tb.lab = Lab()
+    iscsi = plan.configuration("iscsi").model_copy(update={"link": {"mtu": 9000, "rate": "10GbE"}})
+    for cell in expand(plan)[:4]:
+        tb.set_sweep(sweep_values(cell.coords()))
+        tb.set_link(cell.configuration)
+    tb.set_sweep({"service_time": 500, "link_rate": 100})
+    tb.set_link(iscsi)
+    assert calls == [("service", 0), ("link", 100_000_000, 1500), ("service", 500), ("link", 100_000_000, 9000)]
