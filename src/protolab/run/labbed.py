@@ -66,9 +66,14 @@ class LabTestbed(Testbed):
 
     def describe(self) -> dict[str, Any]:
         spec = self.plan.lab
+        device = self.lab.device() if self.lab is not None else None
+        sweep = self.plan.sweep
+        if device is not None and sweep is not None and sweep.service_time is not None:
+            device["swept"] = (f"service time per cell: {', '.join(sweep.service_time)} (plan.sweep; cells.csv's "
+                               "device_model names each cell's); the figures above are the model the lab was built "
+                               "and prepared at; the overhead is measured again the first time each value is served")
         return {"kind": "lab", "prefix": spec.prefix, "hosts": spec.hosts, "nics_per_host": spec.nics_per_host,
-                "topology": self.lab.describe() if self.lab is not None else None,
-                "device": self.lab.device() if self.lab is not None else None}
+                "topology": self.lab.describe() if self.lab is not None else None, "device": device}
 
     def down(self, keep_logs_in: Path | None = None) -> None:
         cgroups, lab = self.cgroups, self.lab

@@ -135,6 +135,12 @@ def test_the_lab_testbed_sets_a_swept_service_time_once_per_value_and_a_swept_ra
         def set_link(self, link):
             calls.append(("link", link.rate_bps, link.mtu))
 
+        def device(self):
+            return {"model": "150us±50us ×8, no throughput cap, no cache"}
+
+        def describe(self):
+            return ""
+
     tb = LabTestbed(plan, None, None, Silent(), None)
     tb.lab = Lab()
     iscsi = plan.configuration("iscsi").model_copy(update={"link": {"mtu": 9000, "rate": "10GbE"}})
@@ -144,3 +150,5 @@ def test_the_lab_testbed_sets_a_swept_service_time_once_per_value_and_a_swept_ra
     tb.set_sweep({"service_time": 500, "link_rate": 100})
     tb.set_link(iscsi)
     assert calls == [("service", 0), ("link", 100_000_000, 1500), ("service", 500), ("link", 100_000_000, 9000)]
+    # the run's description says the model is swept (the Environment section shows it beside the figures)
+    assert tb.describe()["device"]["swept"].startswith("service time per cell: 0us, 500us (plan.sweep;")
