@@ -143,7 +143,8 @@ class CrossoverSection(Section[CrossoverModel]):
             m.ram = (f"This run's pool answers from RAM (no device model): these are the protocols' own costs at the "
                      f"fastest array this lab has, where an I/O's time is almost all protocol and stack — a property "
                      f"of this RAM pool, not of the protocols alone. An array's service time dilutes them: by the "
-                     f"model (1 OIO, o/(s + d + o)), at {SLOW}'s {value_text('service_time', slow_us)} "
+                     f"model (a closed loop below saturation loses o/(s + d + o)), at {SLOW}'s "
+                     f"{value_text('service_time', slow_us)} "
                      f"({PRESETS[SLOW].source.split(':')[0]}) {costs or 'no configuration adds time'} of IOPS — "
                      f"predicted, not measured here. `protolab run --builtin array-speed` measures where each "
                      f"protocol crosses ±{100 * band:g} % of the direct path.")
