@@ -146,6 +146,13 @@ def daemon_argv(binary: str, mountpoint: Path, backing: Path, disk: str, spec: S
             str(spec.cache_bytes), f"{overhead_us * 1000:.0f}", f"{spec.write_us * 1000:.0f}"]
 
 
+def model_text(spec: StorageSpec) -> str:
+    """user.protolab.model's value for ``spec``: 'service=150000 spread=0 parallelism=8 rate=0 write=0' (ns,
+    bytes/s); the cache's size is the daemon's from its start (its table is allocated once)."""
+    return (f"service={spec.service_us * 1000:.0f} spread={spec.spread_us * 1000:.0f} parallelism={spec.servers} "
+            f"rate={spec.throughput_bps or 0:.0f} write={spec.write_us * 1000:.0f}")
+
+
 @dataclass(frozen=True)
 class Overhead:
     """The stack's own time per request, in µs, as handed to the daemon: reads (and writes served like them), and
@@ -190,12 +197,23 @@ class BlockDevice:
         return res
 
     def _control(self, name: str, value: str) -> None:
-        """Tell the daemon (an extended attribute of its file: user.protolab.calibrate or .overhead)."""
+        """Tell the daemon (an extended attribute of its file: user.protolab.calibrate, .overhead, .write_overhead
+        or .model)."""
         try:
             os.setxattr(self.served, f"user.protolab.{name}", value.encode(), follow_symlinks=False)
         except OSError as e:
             raise ToolError(f"lab.storage: {BINARY} refused {name} = {value}: {e.strerror}; "
                             f"see {BINARY}.log in the lab's logs") from None
+
+    def set_model(self, spec: StorageSpec) -> None:
+        """Serve ``spec`` from now on (a swept service time): its figures through user.protolab.model, every server
+        free again; the caller quiesces the pool first and calibrates after."""
+        self._control("model", model_text(spec))
+        self.spec = spec
+
+    def model_in_effect(self) -> str:
+        """The daemon's own account of the model it serves (user.protolab.model read back)."""
+        return os.getxattr(self.served, "user.protolab.model", follow_symlinks=False).decode()
 
     def calibrate(self, probe: Path, nocow: bool, guess: Overhead | None = None) -> Overhead:
         """Measure the stack's overhead with the PROBE_SPAN file ``probe`` (written, read, removed) while the
@@ -217,12 +235,16 @@ class BlockDevice:
                          if self.spec.write_us else None)
             finally:
                 probe.unlink(missing_ok=True)
-            self._control("overhead", f"{read * 1000:.0f}")
-            if write is not None:
-                self._control("write_overhead", f"{write * 1000:.0f}")
+            self.hand_overhead(Overhead(read, write))
         finally:
             self._control("calibrate", "off")
         return Overhead(read, write)
+
+    def hand_overhead(self, overhead: Overhead) -> None:
+        """Give the daemon the stack's overhead (reads, and writes acknowledged from a write-back cache)."""
+        self._control("overhead", f"{overhead.read_us * 1000:.0f}")
+        if overhead.write_us is not None:
+            self._control("write_overhead", f"{overhead.write_us * 1000:.0f}")
 
     def _rounds(self, probe: str, service_us: float, overhead: float, write: bool) -> float:
         """CALIBRATE_ROUNDS of requests held ``service_us`` less the overhead found so far: the overhead in µs."""

@@ -264,6 +264,15 @@ class Lab:
         if self._record is not None:
             self._record.set_state(link=link.model_dump(mode="json"))
 
+    def set_service_time(self, service_us: int) -> None:
+        """Serve the pool's device model at a swept mean service time (plan.sweep) from the next request on, without
+        re-provisioning (lab.pool.Pool.set_model)."""
+        self._need_up("set_service_time")
+        assert self._pool is not None
+        from ..plan.sweep import at_service_time
+
+        self._pool.set_model(at_service_time(self.spec.device, service_us))
+
     def snapshot(self) -> None:
         """Snapshot the whole pool (every export's volume)."""
         self._need_up("snapshot")

@@ -8,11 +8,12 @@ bytes without a restart, and btrfs drops the stale page cache of the clone range
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..conventions import DATA_FILE  # noqa: F401  (re-exported for lab.py)
 from ..errors import ProtolabError
+from ..plan.storage import StorageSpec
 from ..proc import Runner
 from ..trust import open_nofollow
 from .device import BlockDevice, Overhead
@@ -34,6 +35,8 @@ class Pool:
     cow: bool = False
     device: BlockDevice | None = None  # the device model under the loop device; None: ram (today's pool)
     overhead: Overhead | None = None  # the stack's own time per request, measured at creation and each snapshot
+    # a swept model's overheads, measured once per model (the stack's time depends on the hold: lab.device)
+    overheads: dict[StorageSpec, Overhead] = field(default_factory=dict)
 
     def _run(self, argv: list[str], check: bool = True):
         return self.runner.run(argv, check=check, timeout=TIMEOUT)
@@ -89,6 +92,27 @@ class Pool:
         self.record.set_state(device_overhead_us=round(self.overhead.read_us, 1),
                               device_write_overhead_us=None if w is None else round(w, 1))
 
+    def set_model(self, spec: StorageSpec) -> None:
+        """Serve the device model ``spec`` from now on (a swept service time), without re-provisioning: the pool
+        quiesced (its writes on the device), the daemon told, and the stack's overhead at this model measured the
+        first time it is served and handed back to the daemon each later time."""
+        if self.device is None:
+            raise ProtolabError("lab: the pool has no device model to change (model = 'ram')")
+        self._run(["sync", "-f", str(self.mount)])
+        self.device.set_model(spec)
+        known = self.overheads.get(spec)
+        if known is None:
+            self.overhead = None  # another hold time: the last model's overhead is no guess for it
+            self.calibrate()
+            assert self.overhead is not None
+            self.overheads[spec] = self.overhead
+        else:
+            self.overhead = known
+            self.device.hand_overhead(known)
+        self.record.set_state(device_service_us=spec.service_us, device_overhead_us=round(self.overhead.read_us, 1),
+                              device_overheads_us={f"{k.service_us:g}": round(v.read_us, 1)
+                                                   for k, v in self.overheads.items()})
+
     def volume(self, name: str) -> Path:
         """The path of volume ``name``."""
         return self.mount / name
@@ -129,6 +153,7 @@ class Pool:
                 self._run(["btrfs", "-q", "subvolume", "delete", str(snap)])
             self._run(["btrfs", "-q", "subvolume", "snapshot", "-r", str(self.volume(name)), str(snap)])
         self._run(["sync", "-f", str(self.mount)])
+        self.overheads.clear()
         self.calibrate()  # again: the lab's first seconds are past
 
     def has_snapshot(self) -> bool:

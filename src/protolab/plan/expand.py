@@ -103,14 +103,12 @@ def expand(plan: Plan) -> list[Cell]:
     The outer stages' steps (fill levels) are the outermost loop; a sequence stage (aging) makes each cell a
     sequence of steps that follow each other, nothing between them.
     """
-    outer_steps: list[tuple[Step, ...]] = [()]
-    for st in (s for s in plan.stages if not s.sequence):
-        outer_steps = [(*o, step) for o in outer_steps for step in st.step_list()]
     cells = []
-    for outer in outer_steps:  # outermost: a fill level changes the data, its cells follow it
+    for outer in outer_steps(plan):  # outermost: a fill level changes the data, its cells follow it
         seqs: list[tuple[Step, ...]] = [()]
+        fill = next((s for s in outer if s.changes_data), None)
         for st in (s for s in plan.stages if s.sequence):
-            if st.applies(outer[0] if outer else None):
+            if st.applies(fill):
                 seqs = [(*q, step) for q in seqs for step in st.step_list()]
         for workload in plan.workloads:
             for li, lp in enumerate(plan.load_points):
@@ -118,3 +116,11 @@ def expand(plan: Plan) -> list[Cell]:
                     for config in plan.configurations:
                         cells += [Cell(config, workload, lp, li, repeat, (*outer, *q)) for q in seqs]
     return cells
+
+
+def outer_steps(plan: Plan) -> list[tuple[Step, ...]]:
+    """The outer loops' steps in run order: each swept value (plan.sweep) × each fill level; [()] without any."""
+    out: list[tuple[Step, ...]] = [()]
+    for st in (s for s in plan.stages if not s.sequence):
+        out = [(*o, step) for o in out for step in st.step_list()]
+    return out

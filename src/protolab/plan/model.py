@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
@@ -19,6 +19,7 @@ from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
 from .servers import check_server, kernel_path
 from .stages import Fill, normalise_stages
+from .sweep import Sweep
 from .targets import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
 from .workload import (  # noqa: F401
@@ -272,6 +273,7 @@ class Plan(_Model):
     method: Method = Method()
     stage: Stage | None = Field(default=None, description="[stage.fill] fill levels, [stage.age] aging "
                                 "(plan.stages, plan.longrun)")
+    sweep: Sweep | None = Field(default=None, description="[sweep] service_time, link_rate (plan.sweep)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
@@ -281,6 +283,10 @@ class Plan(_Model):
     @classmethod
     def _one_stage_form(cls, data: Any) -> Any:
         return normalise_stages(data)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:  # without a sweep as before it existed: no format bump
+        return {k: v for k, v in handler(self).items() if k != "sweep" or self.sweep is not None}
 
     @field_validator("name", mode="before")
     @classmethod
@@ -298,10 +304,11 @@ class Plan(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> "Plan":
         cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
-                 * (len(self.fill.levels) if self.fill is not None else 1) * self.age_steps)
+                 * (len(self.fill.levels) if self.fill is not None else 1) * self.age_steps
+                 * (self.sweep.values if self.sweep is not None else 1))
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
-                             f"repeats × stage steps); at most {MAX_CELLS} are allowed: split it into several plans")
+                             f"repeats × steps × swept values); at most {MAX_CELLS} are allowed: split it in several")
         names = [c.name for c in self.configurations]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -348,14 +355,11 @@ class Plan(_Model):
             raise ValueError(f"configurations {', '.join(kernel)}: {', '.join(sorted(set(kernel.values())))} is "
                              "served and reached by the kernels of the lab's guests; add a [hypervisor] table")
         if self.baseline not in names:
-            raise ValueError(
-                f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}"
-            )
+            raise ValueError(f"baseline {self.baseline!r} is not a configuration; choose one of: {', '.join(names)}")
         return self
 
     def configuration(self, name: str) -> Configuration:
-        """The configuration called ``name``."""
-        return next(c for c in self.configurations if c.name == name)
+        return next(c for c in self.configurations if c.name == name)  # the configuration called ``name``
 
     def target_of(self, config: Configuration) -> TargetSpec:
         """The configuration's target, resolving a name from [targets]."""
@@ -367,7 +371,8 @@ class Plan(_Model):
 
     def method_summary(self) -> str:
         """The method in words, with the stages that change the data between cells."""
-        return self.method.summary() + (f"; {self.fill.summary()}" if self.fill is not None else "")
+        return (self.method.summary() + (f"; {self.fill.summary()}" if self.fill is not None else "")
+                + (f"; swept: {self.sweep.summary()}" if self.sweep is not None else ""))
 
     @property
     def fill(self) -> Fill | None:
@@ -376,8 +381,9 @@ class Plan(_Model):
 
     @property
     def stages(self) -> list:
-        """The plan's stages, outermost first (plan.stages): the fill levels, then the aging."""
-        return [s for s in (self.fill, self.stage.age if self.stage is not None else None) if s is not None]
+        """The plan's stages, outermost first (plan.stages): the swept values (plan.sweep), the fill, the aging."""
+        age = self.stage.age if self.stage is not None else None
+        return [*(self.sweep.axes() if self.sweep is not None else []), *(s for s in (self.fill, age) if s is not None)]
 
     @property
     def age_steps(self) -> int:
@@ -386,8 +392,7 @@ class Plan(_Model):
 
     @property
     def seconds_per_cell(self) -> float:
-        """Warm-up and window per cell, on average (see plan.longrun)."""
-        return plan_seconds_per_cell(self)
+        return plan_seconds_per_cell(self)  # warm-up and window per cell, on average (see plan.longrun)
 
     def uses_lab(self) -> bool:
         """True when any configuration targets a lab export."""

@@ -55,7 +55,34 @@ def write(rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
     from ..analysis.derived import figures as derived
 
     place = configuration_columns(plan)
-    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **derived(r).csv_fields()})
+    at = swept_models(plan, records)
+    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **at(r), **derived(r).csv_fields()})
+
+
+def swept_models(plan: Any, records: list[CellRecord]):
+    """Per record, the `device_model` it was measured over when the plan sweeps the service time (plan.sweep):
+    the model at that time ('500us ×64, no throughput cap, no cache'); {} otherwise."""
+    lab = getattr(plan, "lab", None)
+    if isinstance(lab, dict):
+        from ..plan.topology import LabSpec
+
+        lab = LabSpec.model_validate(lab)
+    if lab is None or lab.device.is_ram or not any("service_time" in r.coords for r in records):
+        return lambda r: {}
+    from ..plan.sweep import device_model_at
+    from ..plan.targets import is_lab_target
+
+    lab_configs = {c.name for c in plan.configurations if is_lab_target(plan.target_of(c).url)}
+    names: dict[Any, str] = {}
+
+    def at(r: CellRecord) -> dict[str, str]:
+        us = r.coords.get("service_time")
+        if us is None or r.configuration not in lab_configs:
+            return {}
+        if us not in names:
+            names[us] = device_model_at(lab.device, r.coords).name
+        return {"device_model": names[us]}
+    return at
 
 
 def _child(rundir: RunDir, records: list[CellRecord], plan: Any, ends: list[Any], mask: Any) -> None:

@@ -42,6 +42,7 @@ class LabTestbed(Testbed):
         self.workdir = workdir
         self.lab = None
         self._link = None
+        self._swept: dict[str, int] = {}  # the swept values in effect (plan.sweep)
 
     def check(self) -> None:
         """The lab's work directory must be root's alone (refused before anything is created), then the targets."""
@@ -65,9 +66,14 @@ class LabTestbed(Testbed):
 
     def describe(self) -> dict[str, Any]:
         spec = self.plan.lab
+        device = self.lab.device() if self.lab is not None else None
+        sweep = self.plan.sweep
+        if device is not None and sweep is not None and sweep.service_time is not None:
+            device["swept"] = (f"service time per cell: {', '.join(sweep.service_time)} (plan.sweep; cells.csv's "
+                               "device_model names each cell's); the figures above are the model the lab was built "
+                               "and prepared at; the overhead is measured again the first time each value is served")
         return {"kind": "lab", "prefix": spec.prefix, "hosts": spec.hosts, "nics_per_host": spec.nics_per_host,
-                "topology": self.lab.describe() if self.lab is not None else None,
-                "device": self.lab.device() if self.lab is not None else None}
+                "topology": self.lab.describe() if self.lab is not None else None, "device": device}
 
     def down(self, keep_logs_in: Path | None = None) -> None:
         cgroups, lab = self.cgroups, self.lab
@@ -92,8 +98,20 @@ class LabTestbed(Testbed):
         return resolve(ep.url, size=min(ep.size_bytes, t.size or ep.size_bytes), ioengine=c.ioengine,
                        direct=c.direct, netns=ep.netns, owned=True)
 
+    def set_sweep(self, values: dict[str, int]) -> None:
+        """A swept service time goes to the pool's device model when it changes (the pool re-calibrates once per
+        value); a swept link rate is kept for set_link, where it replaces the configuration's own rate."""
+        us = values.get("service_time")
+        if us is not None and us != self._swept.get("service_time"):
+            self.progress.note(f"device model: service time {us} µs")
+            self.lab.set_service_time(us)
+        self._swept = dict(values)
+
     def set_link(self, c: Configuration) -> None:
         link = self.plan.lab.link.merged(c.link)
+        rate = self._swept.get("link_rate")
+        if rate is not None:
+            link = link.merged({"rate": f"{rate}mbit"})
         if link != self._link:
             self.lab.set_link(link)
             self._link = link

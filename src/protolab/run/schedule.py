@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..analysis.repeats import next_repeat
-from ..plan.expand import Cell, expand
+from ..plan.expand import Cell, expand, outer_steps
 from ..plan.model import Plan
 from ..plan.repeats import AdaptiveRepeats
-from ..plan.stages import Step, stage_steps
+from ..plan.stages import Step
 from ..results.records import CellRecord
 
 
@@ -51,15 +51,14 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
         yield from (Planned(c, f"repeat {c.repeat} of {rule}") for c in cells)
         return
     stops = {} if stops is None else stops
-    for stage in stage_steps(plan):  # adaptive repeats and aging do not go together (plan.model)
-        steps = (stage,) if stage is not None else ()
+    for steps in outer_steps(plan):  # adaptive repeats and aging do not go together (plan.model)
         for workload in plan.workloads:
             for li, lp in enumerate(plan.load_points):
                 group = [c for c in cells if c.workload.name == workload.name and c.load_index == li
-                         and c.stage == stage]
+                         and c.steps == steps]
                 yield from (Planned(c, f"repeat {c.repeat} of at least {rule.min}") for c in group)
                 while True:
-                    values = _iops(stored(), workload.name, li, stage)
+                    values = _iops(stored(), workload.name, li, steps)
                     extra = []
                     for config in plan.configurations:
                         d = next_repeat(values.get(config.name, []), minimum=rule.min, maximum=rule.max,
@@ -77,9 +76,12 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
 
 
 def _iops(records: list[CellRecord], workload: str, load: int,
-          stage: Step | None = None) -> dict[str, list[float]]:
-    """IOPS of the stored ok windows at one workload, load point and stage step, per configuration, by repeat."""
-    dims = {} if stage is None else stage.coords()
+          steps: tuple[Step, ...] = ()) -> dict[str, list[float]]:
+    """IOPS of the stored ok windows at one workload, load point and outer steps (a swept value, a fill level),
+    per configuration, by repeat."""
+    dims: dict[str, str | int] = {}
+    for s in steps:
+        dims |= s.coords()
     out: dict[str, list[tuple[int, float]]] = {}
     for r in records:
         if r.workload == workload and r.load_index == load and not r.failed and r.dimensions == dims:

@@ -25,6 +25,7 @@ from ..plan.expand import Cell, expand
 from ..plan.migrate import PLAN_FORMAT
 from ..plan.model import Plan
 from ..plan.preflight import Environment, preflight
+from ..plan.sweep import sweep_values
 from ..proc import Runner, SubprocessRunner
 from ..results.manifest import How, Provenance, RunStart
 from ..results.rundir import RunDir
@@ -235,6 +236,7 @@ class Study:
             self._hook("start", cell)
             if m.restore and not cell.continues:  # an aging sequence's later steps go on with the aged data
                 testbed.restore()
+            testbed.set_sweep(sweep_values(cell.coords()))  # before the link: a swept rate replaces the cell's own
             testbed.set_link(cell.configuration)
             testbed.set_cpu(cell.configuration)
             hosts = proc.hosts(cell)

@@ -156,6 +156,12 @@ class Testbed:
     def set_link(self, c: Configuration) -> None:
         """Make the links what configuration ``c`` asks for (nothing to do on real hosts)."""
 
+    def set_sweep(self, values: dict[str, int]) -> None:
+        """Set the swept coordinates of the next cell (plan.sweep: service_time, link_rate); only the lab sweeps
+        (plan.sweep.check_sweep refuses a plan that asks another testbed)."""
+        if values:
+            raise ToolError(f"this testbed cannot set {', '.join(values)}: a sweep needs the embedded lab")
+
     def set_cpu(self, c: Configuration) -> None:
         """Cap the roles' CPU as configuration ``c`` asks (``cpu_limit``), lifting the last configuration's caps."""
         want = dict(c.cpu_limit)

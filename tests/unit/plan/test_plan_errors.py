@@ -120,4 +120,4 @@ def test_unreadable_plan_as_other_user(tmp_path):
 def test_unknown_builtin(cli):
     p = cli("run", "--builtin", "nope", timeout=60)
     assert p.returncode == 2
-    assert "no such built-in study; choose one of: demo" in p.stderr
+    assert "no such built-in study; choose one of: array-speed, demo" in p.stderr

@@ -36,6 +36,8 @@ FIGURE = {
     "series": lambda m: m.charts[-1].title,
     "ceiling": lambda m: m.charts[0].title,
     "method": lambda m: f"±{m.noise_pct} % noise band",
+    "crossover": lambda m: m.sentences[0][2],  # the first configuration's crossover, in words
+    "added-time": lambda m: m.added[0],  # the first configuration's added time per I/O
 }
 
 
@@ -63,7 +65,8 @@ CASES = {"exchange-quick": ("exchange-quick", None, None),
          "v1-run": ("v1-run", None, None),
          "two-sessions": ("exchange-quick", _two_sessions, None),
          "io-errors": ("v1-run", None, _errors),
-         "no-telemetry": ("v1-run", None, _no_telemetry)}
+         "no-telemetry": ("v1-run", None, _no_telemetry),
+         "sweep-lab": ("sweep-lab", None, None)}
 
 
 def _copy(tmp, name: str, edit=None):

@@ -19,7 +19,12 @@
  *     overhead against); "off": the model again;
  *   - "user.protolab.overhead" = NS: the overhead;
  *   - "user.protolab.write_overhead" = NS: the overhead of a write acknowledged from the write-back cache (the
- *     stack's time depends on how long a request is held, and those writes are held WRITE_NS, not the service time).
+ *     stack's time depends on how long a request is held, and those writes are held WRITE_NS, not the service time);
+ *   - "user.protolab.model" = "KEY=VALUE ..." (service, spread, write in ns; parallelism up to MAX_SERVERS; rate in
+ *     bytes/s): the model's figures from now on, the others kept; every server and the channel start free (the
+ *     caller quiesces the device first). A key not known, a value out of range or a spread above the service time
+ *     is refused whole (EINVAL). getxattr of it reads the model in effect in the same form. Later controls (an
+ *     array stalled for a while) are further keys of it.
  *
  * One thread reads /dev/fuse (libfuse's single-threaded loop); one thread answers requests when they are due.
  * max_background is raised at INIT so that the kernel keeps many asynchronous (loop direct-I/O) requests in
@@ -42,6 +47,7 @@
 #include <unistd.h>
 
 #define DISK_INO 2
+#define MAX_SERVERS 1024 /* protolab's plan.storage.MAX_PARALLELISM: free_at is allocated for it once */
 #define CACHE_BLOCK 4096ULL
 
 static const char *disk_name;
@@ -475,6 +481,64 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 #define XATTR_CALIBRATE "user.protolab.calibrate"
 #define XATTR_OVERHEAD "user.protolab.overhead"
 #define XATTR_WRITE_OVERHEAD "user.protolab.write_overhead"
+#define XATTR_MODEL "user.protolab.model"
+
+/* "service=150000 parallelism=8": each known key sets its figure (all or nothing); 0 or -1 (EINVAL). */
+static int set_model(const char *text)
+{
+	double service = dev.service_ns, spread = dev.spread_ns, rate = dev.rate_bps, write = dev.write_ns;
+	double parallelism = dev.parallelism;
+	char buf[256], *save = NULL;
+	if (strlen(text) >= sizeof buf)
+		return -1;
+	strcpy(buf, text);
+	for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		if (!eq)
+			return -1;
+		*eq = 0;
+		double v = strtod(eq + 1, &end);
+		if (end == eq + 1 || *end || !(v >= 0 && v <= 1e10))
+			return -1;
+		if (strcmp(tok, "service") == 0) service = v;
+		else if (strcmp(tok, "spread") == 0) spread = v;
+		else if (strcmp(tok, "rate") == 0) rate = v;
+		else if (strcmp(tok, "write") == 0) write = v;
+		else if (strcmp(tok, "parallelism") == 0) parallelism = v;
+		else return -1;
+	}
+	if (spread > service || parallelism < 1 || parallelism > MAX_SERVERS || parallelism != (int)parallelism)
+		return -1;
+	pthread_mutex_lock(&dev.lock);
+	dev.service_ns = service;
+	dev.spread_ns = spread;
+	dev.rate_bps = rate;
+	dev.write_ns = write;
+	dev.parallelism = (int)parallelism;
+	memset(dev.free_at, 0, MAX_SERVERS * sizeof *dev.free_at);
+	dev.channel_free = 0;
+	pthread_mutex_unlock(&dev.lock);
+	return 0;
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	if (ino != DISK_INO || strcmp(name, XATTR_MODEL) != 0) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	char text[256];
+	pthread_mutex_lock(&dev.lock);
+	int n = snprintf(text, sizeof text, "service=%.0f spread=%.0f parallelism=%d rate=%.0f write=%.0f",
+			 dev.service_ns, dev.spread_ns, dev.parallelism, dev.rate_bps, dev.write_ns);
+	pthread_mutex_unlock(&dev.lock);
+	if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else if (size < (size_t)n)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, text, (size_t)n);
+}
 
 /* Runtime control (see the top): NS, or "off" for calibrate; anything else is refused (EINVAL, ENOTSUP). */
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
@@ -482,8 +546,20 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 {
 	(void)flags;
 	int calibrate = strcmp(name, XATTR_CALIBRATE) == 0, write = strcmp(name, XATTR_WRITE_OVERHEAD) == 0;
-	if (ino != DISK_INO || (!calibrate && !write && strcmp(name, XATTR_OVERHEAD) != 0)) {
+	int model = strcmp(name, XATTR_MODEL) == 0;
+	if (ino != DISK_INO || (!calibrate && !write && !model && strcmp(name, XATTR_OVERHEAD) != 0)) {
 		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	if (model) {
+		char spec[256];
+		if (size == 0 || size >= sizeof spec) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		memcpy(spec, value, size);
+		spec[size] = 0;
+		fuse_reply_err(req, set_model(spec) == 0 ? 0 : EINVAL);
 		return;
 	}
 	char text[32], *end = text;
@@ -513,7 +589,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init, .lookup = op_lookup, .getattr = op_getattr, .readdir = op_readdir, .open = op_open,
 	.read = op_read, .write = op_write, .flush = op_ok, .release = op_ok, .fsync = op_fsync,
-	.setxattr = op_setxattr,
+	.setxattr = op_setxattr, .getxattr = op_getxattr,
 };
 
 static int usage(const char *why)
@@ -541,9 +617,9 @@ int main(int argc, char **argv)
 	if (!*disk_name || strchr(disk_name, '/'))
 		return usage("the disk name must be one file name");
 	if (dev.service_ns < 0 || dev.spread_ns < 0 || dev.spread_ns > dev.service_ns || dev.parallelism < 1
-	    || dev.rate_bps < 0 || cache_bytes < 0 || dev.overhead_ns < 0 || dev.write_ns < 0)
+	    || dev.parallelism > MAX_SERVERS	    || dev.rate_bps < 0 || cache_bytes < 0 || dev.overhead_ns < 0 || dev.write_ns < 0)
 		return usage("a model figure is out of range");
-	dev.free_at = calloc((size_t)dev.parallelism, sizeof *dev.free_at);
+	dev.free_at = calloc(MAX_SERVERS, sizeof *dev.free_at); /* the model xattr may raise parallelism */
 	if (!dev.free_at || cache_init((uint64_t)cache_bytes) != 0)
 		return usage("not enough memory for the model");
 	dev.rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();

@@ -16,6 +16,7 @@ from markupsafe import Markup
 from ..model import ReportData
 from .base import Heading, Page, Section
 from .ceiling import CeilingSection
+from .crossover import CrossoverSection
 from .environment import EnvironmentSection
 from .errors import ErrorsSection
 from .findings import FindingsSection
@@ -31,10 +32,12 @@ from .summary import SummarySection
 from .vms import VmSection
 from .workloads import WorkloadsSection
 
-#: The summary opens every report (the matrix and headlines: the whole picture first); the seed's claims follow in a
-#: built-in study's report: what the seed found, and whether this run reproduced it.
+#: The summary opens every report (the matrix and headlines: the whole picture first) — but a sweep's, which opens
+#: with its crossover (how far each comparison reaches); the seed's claims follow in a built-in study's report: what
+#: the seed found, and whether this run reproduced it; without a sweep, each protocol's added time per I/O follows.
 SECTIONS: list[Section[Any]] = [
-    SummarySection(), SeedSection(), PlanSection(), EnvironmentSection(), ErrorsSection(), FindingsSection(),
+    CrossoverSection(first=True), SummarySection(), SeedSection(), CrossoverSection(first=False), PlanSection(),
+    EnvironmentSection(), ErrorsSection(), FindingsSection(),
     WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
     SeriesSection(), CeilingSection(), MethodSection(),
 ]

@@ -45,6 +45,8 @@ class EnvironmentModel:
         rows = [("device model", f"{d.get('model')}: {d.get('figures')}")]
         if d.get("source"):
             rows.append(("device model source", str(d["source"])))
+        if d.get("swept"):
+            rows.append(("device model swept", str(d["swept"])))
         for proto, cache in sorted((d.get("caches") or {}).items()):
             rows.append((f"cache above the model ({proto})", str(cache)))
         if d.get("overhead_us") is not None:
