@@ -25,6 +25,10 @@ cells of those parts — never a sentence written in advance.
 Each part carries its detectable difference (the smallest change its test could have called with 80 % power), and
 an inconclusive part the repeats a side that would decide it at the variance seen (analysis.claimpower). A finding
 the plan marks `untestable` is one verdict, "not testable here", with the plan's one-line reason.
+
+A plan with a `[sweep]` has its claims judged at its chosen point only (plan.sweep.chosen: its own `[lab.storage]`
+service time and `[lab.link]` rate, the values its arithmetic chose): the records at other swept values are the
+crossover's (analysis.crossover), which shows how far the verdict reaches; `judged_at` says where, in words.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any, Iterable, Mapping
 from ..metrics import METRICS
 from ..plan.coordinates import Point
 from ..plan.seed import Claim, SeedFinding
+from ..plan.sweep import chosen, chosen_words
 from .claimpower import compared_mdd, repeats_to_decide, trend_mdd
 from .claimwords import (  # noqa: F401 (the outcomes are this module's words too)
     INCONCLUSIVE,
@@ -228,6 +233,27 @@ def _verdict(parts: list[Part]) -> str:
     return NOT_REPRODUCED
 
 
+def at_chosen(plan: Any, records: Iterable[Any]) -> list[Any]:
+    """The ``records`` measured at the plan's chosen point of its sweep (plan.sweep.chosen); all of them without a
+    sweep. A record without a swept coordinate (a run stored before it was swept) is kept."""
+    own = chosen(plan)
+    return [r for r in records if all(int(r.coords.get(k, v)) == v for k, v in own.items())]
+
+
+def judged_at(plan: Any) -> str:
+    """Where a swept plan's claims are judged and where the rest of its sweep is shown, in one sentence; '' without
+    a sweep."""
+    own, sweep = chosen(plan), getattr(plan, "sweep", None)
+    if not own or sweep is None:
+        return ""
+    from .crossover import value_text
+
+    others = [f"{a.name.replace('_', ' ')} {', '.join(value_text(a.name, v) for v in a.values if v != own.get(a.name))}"
+              for a in sweep.axes() if any(v != own.get(a.name) for v in a.values)]
+    rest = f"; the crossover shows the others ({'; '.join(others)})" if others else ""
+    return f"Judged at the plan's own point, {chosen_words(plan)}{rest}."
+
+
 def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None,
                    trends: Mapping[tuple[str, str], list[Any]] | None = None, *, alpha: float = 0.05,
                    noise: float = 0.02) -> list[ClaimVerdict]:
@@ -236,7 +262,7 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
     (workload, configuration), one per long run, for time claims."""
     if plan is None or not plan.seed_findings:
         return []
-    records = list(records)
+    records = at_chosen(plan, records)
     wanted = {m for f in plan.seed_findings for c in f.claims for m in f.claim_metrics(c)}
     # each cell's values per repeat, grouped by workload, point and configuration as every table groups them
     samples = {(r.workload, r.point, r.configuration): r.samples for r in relative_rows(records, plan.baseline, wanted)}

@@ -4,7 +4,8 @@ held this run's cells back.
 
 The seed's findings and their claims are data in the study file (`[[seed_findings]]`, plan.seed); the verdicts,
 figures and reasons are computed from this run's records, bottleneck analysis and long-run trends
-(analysis.claims). It opens the report of every study that has seed findings.
+(analysis.claims). It opens the report of every study that has seed findings; a swept plan's table says at which
+swept value its claims were judged (its own point; the crossover shows the others).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ...analysis.claims import ClaimVerdict, claim_verdicts
+from ...analysis.claims import ClaimVerdict, claim_verdicts, judged_at
 from ..markdown import md_table
 from ..model import ReportData
 from .base import Page, Section
@@ -67,6 +68,7 @@ class SeedModel:
     verdicts: list[ClaimVerdict]
     quoted: list[tuple[int, str, str]]  # findings without a claim or a reason: (index, section, words)
     machine: str
+    judged: str = ""  # a swept plan: where its claims are judged (analysis.claims.judged_at)
 
     def rows(self) -> list[tuple[str, str, str, str, str, str, str]]:
         """(number, section, the seed said, claim tested, verdict, figures, MDD) in the findings' order."""
@@ -85,12 +87,14 @@ class SeedSection(Section[SeedModel]):
             return None
         quoted = [(i, f.section or "", f.said) for i, f in enumerate(data.plan.seed_findings)
                   if not f.claims and not f.untestable]
-        return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data))
+        return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data), judged_at(data.plan))
 
     def markdown(self, m: SeedModel) -> list[str]:
         out = ["", f"## {self.title}", ""]
         if m.seed:
             out += [f"Seed: {m.seed}.", ""]
+        if m.judged:
+            out += [m.judged, ""]
         out.append(md_table(list(COLUMNS), [[n, sec, said.replace("\n", " "), claim, f"**{verdict}**", fig, mdd]
                                             for n, sec, said, claim, verdict, fig, mdd in m.rows()],
                             left=list(COLUMNS[1:])))
@@ -104,6 +108,7 @@ class SeedSection(Section[SeedModel]):
 
     def html(self, m: SeedModel, page: Page) -> Markup:
         seed = f"<p>Seed: {escape(m.seed)}.</p>" if m.seed else ""
+        seed += f'<p class="judged">{escape(m.judged)}</p>' if m.judged else ""
         rows = "".join(f'<tr><td>{n}</td><td>{escape(sec)}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
                        f'<td class="verdict {escape(verdict.replace(" ", "-"))}"><b>{escape(verdict)}</b></td>'
                        f"<td>{escape(fig)}</td><td>{escape(mdd)}</td></tr>"
