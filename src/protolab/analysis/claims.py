@@ -28,12 +28,14 @@ the plan marks `untestable` is one verdict, "not testable here", with the plan's
 
 A plan with a `[sweep]` has its claims judged at its chosen point only (plan.sweep.chosen: its own `[lab.storage]`
 service time and `[lab.link]` rate, the values its arithmetic chose): the records at other swept values are the
-crossover's (analysis.crossover), which shows how far the verdict reaches; `judged_at` says where, in words.
+crossover's (analysis.crossover), which shows how far the verdict reaches; `judged_at` says where, in words, and
+`claim_reach` judges the same claims at every swept point.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -233,10 +235,11 @@ def _verdict(parts: list[Part]) -> str:
     return NOT_REPRODUCED
 
 
-def at_chosen(plan: Any, records: Iterable[Any]) -> list[Any]:
-    """The ``records`` measured at the plan's chosen point of its sweep (plan.sweep.chosen); all of them without a
-    sweep. A record without a swept coordinate (a run stored before it was swept) is kept."""
-    own = chosen(plan)
+def at_chosen(plan: Any, records: Iterable[Any], at: Mapping[str, int] | None = None) -> list[Any]:
+    """The ``records`` measured at the plan's chosen point of its sweep (plan.sweep.chosen; ``at``: another swept
+    point); all of them without a sweep. A record without a swept coordinate (a run stored before it was swept) is
+    kept."""
+    own = chosen(plan) if at is None else at
     return [r for r in records if all(int(r.coords.get(k, v)) == v for k, v in own.items())]
 
 
@@ -256,13 +259,14 @@ def judged_at(plan: Any) -> str:
 
 def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None,
                    trends: Mapping[tuple[str, str], list[Any]] | None = None, *, alpha: float = 0.05,
-                   noise: float = 0.02) -> list[ClaimVerdict]:
+                   noise: float = 0.02, at: Mapping[str, int] | None = None) -> list[ClaimVerdict]:
     """Every claim of the plan's seed findings, judged on ``records`` (see the module's text). ``bottlenecks``:
     analysis.bottleneck's verdict per (workload, Point, configuration); ``trends``: the long-run trends of IOPS per
-    (workload, configuration), one per long run, for time claims."""
+    (workload, configuration), one per long run, for time claims; ``at``: a swept point other than the plan's own
+    (`claim_reach`)."""
     if plan is None or not plan.seed_findings:
         return []
-    records = at_chosen(plan, records)
+    records = at_chosen(plan, records, at)
     wanted = {m for f in plan.seed_findings for c in f.claims for m in f.claim_metrics(c)}
     # each cell's values per repeat, grouped by workload, point and configuration as every table groups them
     samples = {(r.workload, r.point, r.configuration): r.samples for r in relative_rows(records, plan.baseline, wanted)}
@@ -290,6 +294,24 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
                                                          directions(parts, records)) if x),
                                     tuple(p for p in every if p not in parts), section=f.section,
                                     band_source=claim.band_source))
+    return out
+
+
+def claim_reach(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None, *,
+                alpha: float = 0.05, noise: float = 0.02) -> list[tuple[dict[str, int], list[ClaimVerdict]]]:
+    """How far each verdict reaches: a swept plan's claims judged at every swept point (each combination of its
+    swept values, the plan's own among them), as at its own. Time claims and untestable findings are left out (a
+    long run carries no swept value); [] without a sweep or claims."""
+    sweep = getattr(plan, "sweep", None)
+    if plan is None or sweep is None or not plan.seed_findings:
+        return []
+    records = list(records)
+    axes = sweep.axes()
+    out = []
+    for values in itertools.product(*(a.values for a in axes)):
+        at = dict(zip((a.name for a in axes), values))
+        vs = claim_verdicts(plan, records, bottlenecks, None, alpha=alpha, noise=noise, at=at)
+        out.append((at, [v for v in vs if not v.untestable and plan.seed_findings[v.finding].compare != "time"]))
     return out
 
 

@@ -130,3 +130,18 @@ def test_with_a_seed_claims_band_the_crossover_says_where_the_claim_was_judged_a
 
     doc = report_json(RunDir.open(tmp_path / "run", write=False), tmp_path / "report.html")
     assert doc["claims_judged_at"] == {"link_rate": 1000} and doc["claims"][0]["verdict"] == v.verdict
+
+
+def test_a_swept_plans_seed_table_judges_each_claim_at_every_swept_point_with_the_plans_own_marked(tmp_path):
+    from protolab.analysis.claims import claim_verdicts
+
+    data, records = _as_swept(tmp_path, {"link_rate": ["100mbit", "1GbE"]},
+                              lambda st: {"link_rate": 100 if st == 0 else 1000}, findings=[SEED])
+    m = _section("seed").build(data)
+    assert m.reach_head == ("#", "§", "claim tested", "link rate 100 Mbit/s", "link rate 1 Gbit/s (the plan's)")
+    [v] = m.verdicts
+    at_100 = claim_verdicts(data.plan, records, at={"link_rate": 100})[0].verdict
+    assert m.reach_rows == (("1", "§2.2", v.claim, at_100, v.verdict),)
+    md = "\n".join(_section("seed").markdown(m))
+    assert "How far each verdict reaches" in md and f"| 1 | §2.2 | {v.claim} | {at_100} | {v.verdict} |" in md
+    assert "<th>link rate 1 Gbit/s (the plan&#39;s)</th>" in str(_section("seed").html(m, None))
