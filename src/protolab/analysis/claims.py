@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..metrics import METRICS
-from ..plan.coordinates import Point
+from ..plan.coordinates import Point, value_text
 from ..plan.seed import Claim, SeedFinding
 from ..plan.sweep import chosen, chosen_words
 from .claimpower import compared_mdd, repeats_to_decide, trend_mdd
@@ -249,8 +249,6 @@ def judged_at(plan: Any) -> str:
     own, sweep = chosen(plan), getattr(plan, "sweep", None)
     if not own or sweep is None:
         return ""
-    from .crossover import value_text
-
     others = [f"{a.name.replace('_', ' ')} {', '.join(value_text(a.name, v) for v in a.values if v != own.get(a.name))}"
               for a in sweep.axes() if any(v != own.get(a.name) for v in a.values)]
     rest = f"; the crossover shows the others ({'; '.join(others)})" if others else ""

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from .coordinates import UNITS
+from .coordinates import UNITS, value_text
 from .storage import StorageSpec, parse_time_us
 from .topology import parse_rate
 from .workload import _Model
@@ -202,8 +202,6 @@ def chosen(plan: Any) -> dict[str, int]:
 def chosen_words(plan: Any) -> str:
     """Where the plan's seed claims are judged, in words: 'service time 5.5 ms ([lab.storage] hdd-array)'; ''
     without a sweep."""
-    from ..analysis.crossover import value_text
-
     lab, out = _lab_of(plan), []
     for name, v in chosen(plan).items():
         whose = (f"[lab.storage] {lab.device.name}" if name == "service_time" else f"[lab.link] rate {lab.link.rate}")
