@@ -25,19 +25,26 @@ cells of those parts — never a sentence written in advance.
 Each part carries its detectable difference (the smallest change its test could have called with 80 % power), and
 an inconclusive part the repeats a side that would decide it at the variance seen (analysis.claimpower). A finding
 the plan marks `untestable` is one verdict, "not testable here", with the plan's one-line reason.
+
+A plan with a `[sweep]` has its claims judged at its chosen point only (plan.sweep.chosen: its own `[lab.storage]`
+service time and `[lab.link]` rate, the values its arithmetic chose): the records at other swept values are the
+crossover's (analysis.crossover), which shows how far the verdict reaches; `judged_at` says where, in words, and
+`claim_reach` judges the same claims at every swept point.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..metrics import METRICS
-from ..plan.coordinates import Point
+from ..plan.coordinates import Point, value_text
 from ..plan.seed import Claim, SeedFinding
+from ..plan.sweep import chosen, chosen_words
 from .claimpower import compared_mdd, repeats_to_decide, trend_mdd
 from .claimwords import (  # noqa: F401 (the outcomes are this module's words too)
     INCONCLUSIVE,
@@ -228,15 +235,36 @@ def _verdict(parts: list[Part]) -> str:
     return NOT_REPRODUCED
 
 
+def at_chosen(plan: Any, records: Iterable[Any], at: Mapping[str, int] | None = None) -> list[Any]:
+    """The ``records`` measured at the plan's chosen point of its sweep (plan.sweep.chosen; ``at``: another swept
+    point); all of them without a sweep. A record without a swept coordinate (a run stored before it was swept) is
+    kept."""
+    own = chosen(plan) if at is None else at
+    return [r for r in records if all(int(r.coords.get(k, v)) == v for k, v in own.items())]
+
+
+def judged_at(plan: Any) -> str:
+    """Where a swept plan's claims are judged and where the rest of its sweep is shown, in one sentence; '' without
+    a sweep."""
+    own, sweep = chosen(plan), getattr(plan, "sweep", None)
+    if not own or sweep is None:
+        return ""
+    others = [f"{a.name.replace('_', ' ')} {', '.join(value_text(a.name, v) for v in a.values if v != own.get(a.name))}"
+              for a in sweep.axes() if any(v != own.get(a.name) for v in a.values)]
+    rest = f"; the crossover shows the others ({'; '.join(others)})" if others else ""
+    return f"Judged at the plan's own point, {chosen_words(plan)}{rest}."
+
+
 def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None,
                    trends: Mapping[tuple[str, str], list[Any]] | None = None, *, alpha: float = 0.05,
-                   noise: float = 0.02) -> list[ClaimVerdict]:
+                   noise: float = 0.02, at: Mapping[str, int] | None = None) -> list[ClaimVerdict]:
     """Every claim of the plan's seed findings, judged on ``records`` (see the module's text). ``bottlenecks``:
     analysis.bottleneck's verdict per (workload, Point, configuration); ``trends``: the long-run trends of IOPS per
-    (workload, configuration), one per long run, for time claims."""
+    (workload, configuration), one per long run, for time claims; ``at``: a swept point other than the plan's own
+    (`claim_reach`)."""
     if plan is None or not plan.seed_findings:
         return []
-    records = list(records)
+    records = at_chosen(plan, records, at)
     wanted = {m for f in plan.seed_findings for c in f.claims for m in f.claim_metrics(c)}
     # each cell's values per repeat, grouped by workload, point and configuration as every table groups them
     samples = {(r.workload, r.point, r.configuration): r.samples for r in relative_rows(records, plan.baseline, wanted)}
@@ -264,6 +292,24 @@ def claim_verdicts(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple
                                                          directions(parts, records)) if x),
                                     tuple(p for p in every if p not in parts), section=f.section,
                                     band_source=claim.band_source))
+    return out
+
+
+def claim_reach(plan: Any, records: Iterable[Any], bottlenecks: Mapping[tuple[str, Any, str], Any] | None = None, *,
+                alpha: float = 0.05, noise: float = 0.02) -> list[tuple[dict[str, int], list[ClaimVerdict]]]:
+    """How far each verdict reaches: a swept plan's claims judged at every swept point (each combination of its
+    swept values, the plan's own among them), as at its own. Time claims and untestable findings are left out (a
+    long run carries no swept value); [] without a sweep or claims."""
+    sweep = getattr(plan, "sweep", None)
+    if plan is None or sweep is None or not plan.seed_findings:
+        return []
+    records = list(records)
+    axes = sweep.axes()
+    out = []
+    for values in itertools.product(*(a.values for a in axes)):
+        at = dict(zip((a.name for a in axes), values))
+        vs = claim_verdicts(plan, records, bottlenecks, None, alpha=alpha, noise=noise, at=at)
+        out.append((at, [v for v in vs if not v.untestable and plan.seed_findings[v.finding].compare != "time"]))
     return out
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from ..plan.coordinates import load_label
+from ..plan.coordinates import load_label, value_text
 from .stats import MIN_REPEATS, compare
 
 HOLDS, FAILS, UNDECIDED, NOT_TESTED = "holds", "does not hold", "undecided", "not tested"
@@ -219,13 +219,6 @@ def matters_below_us(o_us: float, band: float) -> float:
 def cost_at(o_us: float, latency_us: float) -> float:
     """The fraction of IOPS an added ``o_us`` costs where the direct path's latency is ``latency_us`` (1 OIO)."""
     return o_us / (latency_us + o_us) if latency_us + o_us > 0 else math.nan
-
-
-def value_text(axis: str, v: float) -> str:
-    """'150 µs', '1.5 ms' (service time); '100 Mbit/s', '1 Gbit/s' (link rate)."""
-    if axis == "link_rate":
-        return f"{v / 1000:g} Gbit/s" if v >= 1000 else f"{v:g} Mbit/s"
-    return f"{v / 1000:g} ms" if v >= 1000 else f"{v:g} µs"
 
 
 def _change(p: AtPoint) -> str:

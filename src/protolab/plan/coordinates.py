@@ -49,6 +49,13 @@ def value_label(name: str, value: Any) -> str:
     return f"{name} {value} {unit}" if unit else f"{name} {value}"
 
 
+def value_text(axis: str, v: float) -> str:
+    """A swept value in words: '150 µs', '1.5 ms' (service time); '100 Mbit/s', '1 Gbit/s' (link rate)."""
+    if axis == "link_rate":
+        return f"{v / 1000:g} Gbit/s" if v >= 1000 else f"{v:g} Mbit/s"
+    return f"{v / 1000:g} ms" if v >= 1000 else f"{v:g} µs"
+
+
 def _rank(value: Any) -> tuple:
     return (0, value, "") if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, 0, str(value))
 

@@ -256,7 +256,8 @@ class StorageSpec(BaseModel):
 
 def with_device_model(data: dict[str, Any], model: str | None, source: str) -> dict[str, Any]:
     """Plan data whose [lab.storage] is the preset ``model`` in place of the plan's own (None: as written);
-    PlanError in one line for a plan without the embedded lab or a name that is not a preset."""
+    PlanError in one line for a plan without the embedded lab or a name that is not a preset. The run is then over
+    that one array: a swept service time ([sweep] service_time, plan.sweep) is dropped with the plan's own model."""
     if model is None:
         return data
     if model not in PRESETS:
@@ -265,7 +266,14 @@ def with_device_model(data: dict[str, Any], model: str | None, source: str) -> d
     if not isinstance(lab, dict):
         raise PlanError(f"{source}: --device-model {model}: this plan has no embedded lab ([lab]); a device model "
                         "goes under the lab's pool only — run it without --device-model")
-    return {**data, "lab": {**lab, "storage": {"model": model}}}
+    out = {**data, "lab": {**lab, "storage": {"model": model}}}
+    sweep = data.get("sweep")
+    if isinstance(sweep, dict) and "service_time" in sweep:
+        rest = {k: v for k, v in sweep.items() if k != "service_time"}
+        out = {k: v for k, v in out.items() if k != "sweep"}
+        if set(rest) - {"crossover_band"}:
+            out["sweep"] = rest
+    return out
 
 
 def _time(us: float) -> str:

@@ -14,6 +14,11 @@ configuration's `link = { rate }` is. A swept service time replaces the mean of 
 scaled with it, parallelism, cache and cap kept), so a sweep needs the lab and a device model there; `0us` is
 the daemon answering at once: the fastest array this lab has (FUSE and the loop device still in the path).
 A swept link rate replaces every configuration's own rate.
+
+**The chosen point.** A plan's own `[lab.storage]` service time and `[lab.link]` rate are the values its arithmetic
+chose (a seed's array, a seed's link ratio): `chosen` gives them for the swept coordinates. The plan's seed claims
+are judged there only (analysis.claims); the other swept values are the crossover's, which shows how far a verdict
+reaches. So a plan with seed claims must sweep its chosen value too (`check_sweep` refuses it otherwise).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from .coordinates import UNITS
+from .coordinates import UNITS, value_text
 from .storage import StorageSpec, parse_time_us
 from .topology import parse_rate
 from .workload import _Model
@@ -171,6 +176,43 @@ def device_model_at(spec: StorageSpec, coords: dict[str, Any]) -> StorageSpec:
     return spec if us is None or spec.is_ram else at_service_time(spec, int(us))
 
 
+def _lab_of(plan: Any) -> Any:
+    from .topology import LabSpec
+
+    lab = getattr(plan, "lab", None)
+    return LabSpec.model_validate(lab) if isinstance(lab, dict) else lab  # a manifest's plan keeps [lab] as data
+
+
+def chosen(plan: Any) -> dict[str, int]:
+    """The plan's own value of each swept coordinate (see the module's text): its `[lab.storage]` mean service time
+    in whole µs, its `[lab.link]` rate in whole Mbit/s; a coordinate without one (an unshaped link) is left out, and
+    a plan without a sweep has none."""
+    sweep, lab = getattr(plan, "sweep", None), _lab_of(plan)
+    if sweep is None or lab is None:
+        return {}
+    out = {}
+    for a in sweep.axes():
+        if a.name == "service_time":
+            out[a.name] = round(lab.device.service_us)
+        elif a.name == "link_rate" and lab.link.rate_bps is not None:
+            out[a.name] = lab.link.rate_bps // 1_000_000
+    return out
+
+
+def chosen_words(plan: Any) -> str:
+    """Where the plan's seed claims are judged, in words: 'service time 5.5 ms ([lab.storage] hdd-array)'; ''
+    without a sweep."""
+    lab, out = _lab_of(plan), []
+    for name, v in chosen(plan).items():
+        whose = (f"[lab.storage] {lab.device.name}" if name == "service_time" else f"[lab.link] rate {lab.link.rate}")
+        out.append(f"{name.replace('_', ' ')} {value_text(name, v)} ({whose})")
+    return ", ".join(out)
+
+
+def _claims(plan: Any) -> bool:
+    return any(f.claims for f in getattr(plan, "seed_findings", None) or [])
+
+
 def check_sweep(plan: Any) -> str | None:
     """Why ``plan``'s sweep cannot run (one line), or None: a swept service time needs the lab's device model, a
     swept link rate the lab's links."""
@@ -186,4 +228,16 @@ def check_sweep(plan: Any) -> str | None:
     if sweep.service_time is not None and plan.lab.device.is_ram:
         return ("sweep.service_time: the pool has no device model to set; give [lab.storage] one (e.g. "
                 "service_time = \"150us\", parallelism = 64), whose service time the sweep replaces")
+    if _claims(plan):  # the seed's claims are judged at the plan's own point: it must be measured
+        own = chosen(plan)
+        for a in sweep.axes():
+            unit = "us" if a.name == "service_time" else "mbit"
+            if a.name not in own:
+                return (f"sweep.{a.name}: the seed's claims are judged at the plan's own link rate, and [lab.link] "
+                        "has none; give [lab.link] a rate among the sweep's values")
+            if own[a.name] not in a.values:
+                whose = "[lab.storage] service time" if a.name == "service_time" else "[lab.link] rate"
+                return (f"sweep.{a.name}: the seed's claims are judged at the plan's {whose}, {own[a.name]} "
+                        f"{UNITS[a.name]}, which the sweep does not measure; add \"{own[a.name]}{unit}\" to "
+                        f"sweep.{a.name}")
     return None

@@ -99,6 +99,7 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
 def report_json(rundir: RunDir, path: Path) -> dict:
     """The report as data: where it is, the findings, every row's medians and % of the baseline, and the verdict of
     each seed claim."""
+    from ..plan.sweep import chosen as sweep_chosen
     from .sections.seed import seed_verdicts
 
     data = getattr(rundir, "report_data", None)
@@ -117,6 +118,8 @@ def report_json(rundir: RunDir, path: Path) -> dict:
                   "configuration": r.configuration, "repeats": r.repeats, "medians": r.values,
                   "percent_of_baseline": r.relative} for r in data.rows],
         "summary": summary_json(data),
+        # a swept plan: the point its claims were judged at (the plan's own service time, link rate), None without
+        "claims_judged_at": sweep_chosen(data.plan) or None,
         "claims": [{"finding": v.finding + 1, "section": v.section, "said": v.said, "claim": v.claim,
                     "band_source": v.band_source, "untestable": v.untestable or None, "verdict": v.verdict,
                     "figures": v.figures, "reason": v.reason,

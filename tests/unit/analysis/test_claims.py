@@ -215,3 +215,47 @@ def test_where_a_claim_did_not_hold_the_reason_gives_each_directions_latency_aga
     assert v.verdict == NOT_REPRODUCED
     assert v.reason.endswith("Mean latency per direction in those cells (reads, writes): other against base: "
                              "reads +10 %, writes +400 %."), v.reason
+
+
+SWEPT = """
+name = "swept"
+baseline = "base"
+workloads = ["tr3808-4k"]
+load_points = [{ streams = 1, oio = 4 }, { streams = 2, oio = 4 }]
+[lab.storage]
+model = "hdd-array"
+[sweep]
+service_time = ["500us", "5.5ms"]
+[[configurations]]
+name = "base"
+target = "lab:local"
+[[configurations]]
+name = "other"
+target = "lab:iscsi"
+[[seed_findings]]
+said = "All within 9 % of FC."
+metric = "iops"
+claims = [{ within = 9 }]
+"""
+
+
+def test_a_swept_plans_claims_are_judged_at_its_own_service_time_and_say_so():
+    """At 500 µs the protocol is 40 % below the baseline (outside the band), at the plan's own 5.5 ms 3 % (inside):
+    the seed's claim, judged at 5.5 ms only, is reproduced, and the words name where; judged over every swept value
+    it would not be."""
+    from protolab.analysis.claims import at_chosen, judged_at
+
+    swept = load_plan_text(SWEPT)
+    records = []
+    for us, ratio in ((500, 0.6), (5500, 0.97)):
+        for r in run({"base": (1, 1), "other": (ratio, 1)}):
+            records.append(r.model_copy(update={"coords": {**r.coords, "service_time": us}}))
+    v = one(swept, records)
+    assert v.verdict == REPRODUCED and len(v.parts) == 2
+    assert all(p.point.startswith("service_time 5500 µs · ") for p in v.parts)
+    assert {r.coords["service_time"] for r in at_chosen(swept, records)} == {5500}
+    assert judged_at(swept) == ("Judged at the plan's own point, service time 5.5 ms ([lab.storage] hdd-array); the "
+                                "crossover shows the others (service time 500 µs).")
+    unswept = load_plan_text(SWEPT.replace('[sweep]\nservice_time = ["500us", "5.5ms"]\n', ""))
+    assert judged_at(unswept) == "" and len(at_chosen(unswept, records)) == len(records)
+    assert one(unswept, records).verdict == NOT_REPRODUCED  # without a chosen point, 500 µs is a point of the claim too

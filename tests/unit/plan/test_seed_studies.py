@@ -19,10 +19,10 @@ from protolab.plan.repeats import AdaptiveRepeats
 from protolab.plan.topology import LabSpec
 from protolab.results.manifest import Manifest, Provenance
 
-# name → (quick cells, full cells)
-CELLS = {"tr3808": (7 * 2 * 2 * 3, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 * 3, 5 * 2 * 4 * 3),
-         "jumbo-vmtn": (4 * 4 * 1 * 3, 4 * 4 * 1 * 3),
-         "exchange": (4 * 2 * 1 * 3, 4 * 2 * 1 * 1),
+# name → (quick cells, full cells); the last factor at quick: the swept values around the chosen point (plan.sweep)
+CELLS = {"tr3808": (7 * 2 * 2 * 3 * 2, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 * 2 * 3, 5 * 2 * 4 * 3),
+         "jumbo-vmtn": (4 * 4 * 1 * 3 * 2, 4 * 4 * 1 * 3),
+         "exchange": (4 * 2 * 1 * 3 * 3, 4 * 2 * 1 * 1),
          # fill levels 10, 50, 100 once per configuration and repeat, 25 aged in steps (quick 2, full 84)
          "emc-fill-aging": (2 * 3 * (3 + 2), 2 * 1 * (3 + 84)),
          # no seed: the literature's expectation (NVMe/TCP against iSCSI), tested; 9 paths, 1 or 2 workloads
@@ -218,3 +218,19 @@ def test_a_seed_finding_naming_an_unknown_workload_is_refused_in_one_line():
         load_plan_text(text, source="j.toml", scale="quick")
     msg = str(e.value)
     assert "seed_findings: workload(s) vmtn-max50 are not in the plan" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("name, swept, values, own", [
+    ("tr3808", "service_time", (500, 5500), 5500),  # hdd-array's 5.5 ms and one value below the band's edge
+    ("exchange", "link_rate", (400, 1250, 5000), 1250),  # the link whose use by the mean is the seed's (0.20)
+    ("jumbo-vmtn", "link_rate", (1000, 10000), 1000),  # the seed's one 1GbE link; no device model to sweep
+])
+def test_the_seed_studies_sweep_around_their_chosen_point_at_quick_scale_only(name, swept, values, own):
+    from protolab.plan.sweep import chosen
+
+    quick, _ = load_builtin(name, "quick")
+    [axis] = quick.sweep.axes()
+    assert (axis.name, axis.values) == (swept, values) and chosen(quick) == {swept: own} and own in axis.values
+    assert "min, root)" in quick.description  # the quick run's time, from the window count in the plan's comments
+    full, _ = load_builtin(name, "full")
+    assert full.sweep is None

@@ -152,3 +152,44 @@ def test_the_lab_testbed_sets_a_swept_service_time_once_per_value_and_a_swept_ra
     assert calls == [("service", 0), ("link", 100_000_000, 1500), ("service", 500), ("link", 100_000_000, 9000)]
     # the run's description says the model is swept (the Environment section shows it beside the figures)
     assert tb.describe()["device"]["swept"].startswith("service time per cell: 0us, 500us (plan.sweep;")
+
+
+SEEDED = LAB + '[[seed_findings]]\nsaid = "All within 9 %."\nmetric = "iops"\nclaims = [{ within = 9 }]\n'
+
+
+def test_the_chosen_point_is_the_plans_own_service_time_and_link_rate_on_its_swept_coordinates():
+    from protolab.plan.sweep import chosen, chosen_words
+
+    plan = _plan('service_time = ["150us", "5.5ms"]\n', storage='[lab.storage]\nmodel = "hdd-array"\n', base=SEEDED)
+    assert chosen(plan) == {"service_time": 5500}
+    assert chosen_words(plan) == "service time 5.5 ms ([lab.storage] hdd-array)"
+    both = _plan('service_time = ["150us"]\nlink_rate = ["100mbit", "1GbE"]\n')
+    assert chosen(both) == {"service_time": 150, "link_rate": 1000}  # [lab.link]'s default rate, 1GbE
+    assert chosen(load_plan_text(LAB, source="p.toml")) == {}
+
+
+@pytest.mark.parametrize("sweep, storage, words", [
+    ('service_time = ["500us", "1.5ms"]\n', '[lab.storage]\nmodel = "hdd-array"\n',
+     'sweep.service_time: the seed\'s claims are judged at the plan\'s [lab.storage] service time, 5500 µs, which '
+     'the sweep does not measure; add "5500us" to sweep.service_time'),
+    ('link_rate = ["100mbit", "10GbE"]\n', "",
+     'sweep.link_rate: the seed\'s claims are judged at the plan\'s [lab.link] rate, 1000 Mbit/s, which the sweep '
+     'does not measure; add "1000mbit" to sweep.link_rate'),
+    ('link_rate = ["100mbit"]\n', '[lab.link]\nrate = "none"\n',
+     "sweep.link_rate: the seed's claims are judged at the plan's own link rate, and [lab.link] has none; give "
+     "[lab.link] a rate among the sweep's values"),
+])
+def test_a_plan_with_seed_claims_whose_sweep_misses_its_chosen_value_is_refused_in_one_line(sweep, storage, words):
+    with pytest.raises(PlanError) as e:
+        _plan(sweep, storage=storage, base=SEEDED)
+    assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    _plan(sweep, storage=storage)  # without seed claims the sweep need not hold the plan's own value
+
+
+def test_run_device_model_runs_one_array_so_a_swept_service_time_is_dropped():
+    from protolab.plan.load import load_builtin
+
+    plan, _ = load_builtin("tr3808", "quick", "flash")
+    assert plan.sweep is None and plan.lab.device.name == "flash"
+    kept, _ = load_builtin("exchange", "quick", "flash")
+    assert kept.sweep.link_rate == ["400mbit", "1250mbit", "5gbit"]

@@ -2,7 +2,10 @@
 where each configuration is within the band of the baseline's IOPS and where not, and the model's prediction
 against the measurement at every point; without a sweep, after the seed's claims — each configuration's added time
 per I/O and where, by the model, it would start to matter, and over the RAM pool what that pool means for a reader.
-Every figure is the run's own; the array speeds named are measured points or the presets' (plan.storage)."""
+With a seed claim's band, the seed's claim is judged at the plan's own point (the seed's table) and this section shows
+how far it reaches; a swept link rate gets the measurement without the model's prediction (a service-time model),
+and a run sweeping both coordinates gets no crossover, only a line saying so. Every figure is the run's own; the
+array speeds named are measured points or the presets' (plan.storage)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
+from ...analysis.claims import judged_at
 from ...analysis.crossover import (
     Added,
     AtPoint,
@@ -40,6 +44,15 @@ MODEL = ("Prediction: o, each configuration's added time per I/O over {baseline}
          "bounds of operational analysis (no queueing below saturation; other limits such as CPU not modelled).")
 
 
+BOTH = ("This run sweeps both the service time and the link rate: the crossover is stated for one swept "
+        "coordinate with the other held, so none is stated here; sweep one coordinate per run (the other at the "
+        "plan's own value) to get it.")
+LINK = ("The model's prediction (an added time per I/O against the array's service time) is not made for a swept "
+        "link rate: a link's rate changes the wire's time per I/O, which the model does not take; the measured "
+        "ratios stand alone.")
+REACH = "{judged} The sentences below show how far the seed's claim reaches across the sweep."
+
+
 @dataclass
 class CrossoverModel:
     swept: str | None  # "service_time" / "link_rate", None without a sweep
@@ -53,6 +66,8 @@ class CrossoverModel:
     saturated: list[str] = field(default_factory=list)
     ram: str = ""  # what the RAM pool means (no sweep, RAM pool)
     zero: bool = False
+    judged: str = ""  # the band is a seed claim's: where that claim is judged (analysis.claims.judged_at)
+    note: str = ""  # what the section does not state, and why (a link-rate sweep's model; two swept coordinates)
 
 
 def _lab(plan) -> LabSpec | None:
@@ -93,15 +108,19 @@ class CrossoverSection(Section[CrossoverModel]):
     def build(self, data: ReportData) -> CrossoverModel | None:
         plan = data.plan
         sweep = getattr(plan, "sweep", None) if plan is not None else None
-        swept = sweep.axes()[0].name if sweep is not None and sweep.axes() else None
+        axes = sweep.axes() if sweep is not None else []
+        swept = axes[0].name if axes else None
         if self.first != (swept is not None) or plan is None:
             return None
         band, source = band_of(plan)
+        if len(axes) > 1:  # one crossover per swept coordinate, the other held: not with both in one run
+            return CrossoverModel(swept, data.baseline, band, source, note=BOTH)
         recs = [r for r in data.records if not r.failed and is_closed_loop(plan, r.workload)]
         if any(k != swept for r in recs for k, _ in point_of(r).outer):
             return None  # a fill level or another point coordinate beside the sweep: not modelled here
         obs = [Obs.of_record(r, swept or "service_time") for r in recs]
-        added = added_times(obs, data.baseline)
+        # the model's o and d are times at a service time: a swept link rate gets the measurement only
+        added = added_times(obs, data.baseline) if swept in (None, "service_time") else {}
         if swept is None:
             return self._unswept(data, band, source, added)
         lab = _lab(plan)
@@ -109,7 +128,8 @@ class CrossoverSection(Section[CrossoverModel]):
         pts = crossover(obs, data.baseline, band, parallelism=P if swept == "service_time" else None,
                         added=added if swept == "service_time" else None)
         m = CrossoverModel(swept, data.baseline, band, source, zero=swept == "service_time" and any(
-            p.axis == 0 for p in pts))
+            p.axis == 0 for p in pts), judged=judged_at(plan) if source.startswith("the seed's") else "",
+            note="" if swept == "service_time" else LINK)
         groups: dict[tuple[str, int, str, str], list[AtPoint]] = {}
         for p in pts:
             groups.setdefault((p.workload, p.total_oio, p.load, p.configuration), []).append(p)
@@ -152,9 +172,13 @@ class CrossoverSection(Section[CrossoverModel]):
 
     def markdown(self, m: CrossoverModel) -> list[str]:
         out = ["", f"## {self.title}", ""]
+        if m.swept is not None and m.note == BOTH:
+            return out + [m.note]
         if m.swept is not None:
             out += [f"Claim tested at every point: within ±{100 * m.band:g} % of {m.baseline}'s IOPS (band from "
                     f"{m.band_source}); 95 % bootstrap interval of the ratio of medians.", ""]
+            if m.judged:
+                out += [REACH.format(judged=m.judged), ""]
             out += [f"- {w} · {load}: {s}" for w, load, s in m.sentences]
             if m.zero:
                 out += ["", ZERO]
@@ -163,6 +187,8 @@ class CrossoverSection(Section[CrossoverModel]):
                         + "."]
             if m.added:
                 out += ["", *(f"- {a}" for a in m.added), "", m.model]
+            if m.note:
+                out += ["", m.note]
             out += ["", md_table(["workload", "load point", "configuration", m.swept.replace("_", " "),
                                   "measured ratio (95 % CI)", "predicted", "within the band"], m.rows,
                                  left=["workload", "load point", "configuration", "within the band"])]

@@ -4,7 +4,9 @@ held this run's cells back.
 
 The seed's findings and their claims are data in the study file (`[[seed_findings]]`, plan.seed); the verdicts,
 figures and reasons are computed from this run's records, bottleneck analysis and long-run trends
-(analysis.claims). It opens the report of every study that has seed findings.
+(analysis.claims). It opens the report of every study that has seed findings; a swept plan's table says at which
+swept value its claims were judged (its own point; the crossover shows the others), and a table judges the same
+claims at every swept point: how far each verdict reaches.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ...analysis.claims import ClaimVerdict, claim_verdicts
+from ...analysis.claims import ClaimVerdict, claim_reach, claim_verdicts, judged_at
+from ...analysis.crossover import value_text
+from ...plan.sweep import chosen
 from ..markdown import md_table
 from ..model import ReportData
 from .base import Page, Section
@@ -61,12 +65,37 @@ def machine_line(data: ReportData) -> str:
             f"load point): " + "; ".join(parts) + ".")
 
 
+REACH = ("How far each verdict reaches: the same claims judged at every swept point as at the plan's own (marked); "
+         "the verdict above is the plan's.")
+
+
+def reach(data: ReportData) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """A swept plan's reach table: its head (#, §, claim tested, each swept point) and one row per claim with its
+    verdict at each point (analysis.claims.claim_reach); empty without a sweep."""
+    points = claim_reach(data.plan, data.records, alpha=data.alpha, noise=data.noise)
+    if not points:
+        return (), ()
+    own = chosen(data.plan)
+
+    def label(at: dict[str, int]) -> str:
+        words = " · ".join(f"{k.replace('_', ' ')} {value_text(k, v)}" for k, v in at.items())
+        return words + (" (the plan's)" if at == own else "")
+
+    head = ("#", "§", "claim tested", *(label(at) for at, _ in points))
+    rows = tuple((str(v.finding + 1), v.section or "", v.claim, *(vs[i].verdict for _, vs in points))
+                 for i, v in enumerate(points[0][1]))
+    return head, rows
+
+
 @dataclass(frozen=True)
 class SeedModel:
     seed: str
     verdicts: list[ClaimVerdict]
     quoted: list[tuple[int, str, str]]  # findings without a claim or a reason: (index, section, words)
     machine: str
+    judged: str = ""  # a swept plan: where its claims are judged (analysis.claims.judged_at)
+    reach_head: tuple[str, ...] = ()  # a swept plan: #, §, claim tested, then each swept point
+    reach_rows: tuple[tuple[str, ...], ...] = ()  # each claim's verdict at every swept point
 
     def rows(self) -> list[tuple[str, str, str, str, str, str, str]]:
         """(number, section, the seed said, claim tested, verdict, figures, MDD) in the findings' order."""
@@ -85,12 +114,16 @@ class SeedSection(Section[SeedModel]):
             return None
         quoted = [(i, f.section or "", f.said) for i, f in enumerate(data.plan.seed_findings)
                   if not f.claims and not f.untestable]
-        return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data))
+        head, rows = reach(data)
+        return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data), judged_at(data.plan),
+                         head, rows)
 
     def markdown(self, m: SeedModel) -> list[str]:
         out = ["", f"## {self.title}", ""]
         if m.seed:
             out += [f"Seed: {m.seed}.", ""]
+        if m.judged:
+            out += [m.judged, ""]
         out.append(md_table(list(COLUMNS), [[n, sec, said.replace("\n", " "), claim, f"**{verdict}**", fig, mdd]
                                             for n, sec, said, claim, verdict, fig, mdd in m.rows()],
                             left=list(COLUMNS[1:])))
@@ -98,12 +131,16 @@ class SeedSection(Section[SeedModel]):
         reasons = [(v.finding + 1, v.reason) for v in m.verdicts if v.reason]
         if reasons:
             out += [""] + [f"- Claim of finding {n}: {r}" for n, r in reasons]
+        if m.reach_rows:
+            out += ["", REACH, "", md_table(list(m.reach_head), [list(r) for r in m.reach_rows],
+                                            left=list(m.reach_head[1:]))]
         if m.machine:
             out += ["", m.machine]
         return out
 
     def html(self, m: SeedModel, page: Page) -> Markup:
         seed = f"<p>Seed: {escape(m.seed)}.</p>" if m.seed else ""
+        seed += f'<p class="judged">{escape(m.judged)}</p>' if m.judged else ""
         rows = "".join(f'<tr><td>{n}</td><td>{escape(sec)}</td><td>{escape(said)}</td><td>{escape(claim)}</td>'
                        f'<td class="verdict {escape(verdict.replace(" ", "-"))}"><b>{escape(verdict)}</b></td>'
                        f"<td>{escape(fig)}</td><td>{escape(mdd)}</td></tr>"
@@ -115,5 +152,10 @@ class SeedSection(Section[SeedModel]):
                           if v.reason)
         reasons = f'<ul class="seed-reasons">{reasons}</ul>' if reasons else ""
         machine = f'<p class="note">{escape(m.machine)}</p>' if m.machine else ""
+        if m.reach_rows:
+            rh = "".join(f"<th>{escape(c)}</th>" for c in m.reach_head)
+            rb = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in m.reach_rows)
+            machine = (f'<p>{escape(REACH)}</p><table class="seed-reach"><thead><tr>{rh}</tr></thead><tbody>{rb}'
+                       f"</tbody></table>\n{machine}")
         return Markup(f'<section id="seed">\n<h2>{self.title}</h2>\n{seed}\n{table}\n{reasons}\n{machine}\n'
                       "</section>")
