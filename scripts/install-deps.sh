@@ -4,8 +4,15 @@
 #   2. fio built from Debian's source package (pinned), with protolab's patches (patches/fio), the libiscsi, nfs
 #      and nbd engines, into .deps/fio — apt is pointed at a private sources
 #      list and state directory, so the machine's apt configuration is untouched;
-#   3. a virtualenv .venv with pinned Python dependencies and protolab itself.
+#   3. the guest image for virtual machines (the guest's tools, then scripts/build-guest.sh);
+#   4. a virtualenv .venv with pinned Python dependencies and protolab itself.
 # Each step is skipped when its result is already there.
+#
+#   install-deps.sh          everything (make deps)
+#   install-deps.sh test     everything, and what only the test suite needs (make test)
+#   install-deps.sh demo     everything but the guest image (make demo): protolab builds it, with this script's
+#                            guest mode, the first time a study needs a guest (protolab.vm.image)
+#   install-deps.sh guest    only the guest's tools and image (what protolab runs then)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -158,11 +165,24 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (it installs Debian packages); or install them yourself and run 'make venv'" >&2
   exit 2
 fi
-# usage: install-deps.sh [test]   ('test' adds what only the test suite needs)
-install_apt "${1:-}"
+mode=${1:-}
+case "$mode" in
+  ""|test|demo) ;;
+  guest)
+    fetch_guest_debs
+    scripts/build-guest.sh "$DEPS/guest"
+    exit 0 ;;
+  *) echo "install-deps: unknown mode '$mode'; give test, demo, guest or nothing" >&2; exit 2 ;;
+esac
+install_apt "$mode"
 build_fio
 build_blockdev
-fetch_guest_debs
-# idempotent: the guest image for VM load hosts; optional — without it the VM tests skip and doctor says why
-scripts/build-guest.sh "$DEPS/guest" || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
+if [ "$mode" = demo ]; then
+  say "guest image: not built now (the demo boots no guest); protolab builds it when a study first needs one"
+else
+  fetch_guest_debs
+  # idempotent; optional — without it the VM tests skip and doctor says why
+  scripts/build-guest.sh "$DEPS/guest" \
+    || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
+fi
 make_venv
