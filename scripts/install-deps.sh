@@ -10,9 +10,9 @@
 #
 #   install-deps.sh          everything (make deps)
 #   install-deps.sh test     everything, and what only the test suite needs (make test)
-#   install-deps.sh demo     everything but the guest image (make demo): protolab builds it, with this script's
-#                            guest mode, the first time a study needs a guest (protolab.vm.image)
-#   install-deps.sh guest    only the guest's tools and image (what protolab runs then)
+#   install-deps.sh demo     everything but the guest image and its packages (make demo): protolab builds it, with
+#                            this script's guest mode, the first time a study needs a guest (protolab.vm.image)
+#   install-deps.sh guest    only the guest image's packages, tools and image (what protolab runs then)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -31,17 +31,22 @@ APT_PACKAGES=(
   build-essential dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
   # the pool's device model: a FUSE daemon built here (src/protolab/lab/blockdev)
   libfuse3-dev
-  # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers, the guest's kernel and tools
-  qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio
+  # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers
+  qemu-system-x86 qemu-block-extra
   # python
   python3 python3-venv
 )
+# Only the guest image needs these (its kernel: a 70 MB package whose install builds the host an initramfs too):
+# the demo mode leaves them to the guest mode, which protolab runs the first time a study needs a guest.
+GUEST_PACKAGES=(linux-image-amd64 busybox-static cpio)
 # Only `make test` needs these: the report is tested in a real browser.
 TEST_PACKAGES=(chromium tcpdump)  # tcpdump: scripts/capture-wire.py
 
 install_apt() {
-  local missing=() wanted=("${APT_PACKAGES[@]}")
-  [ "${1:-}" = test ] && wanted+=("${TEST_PACKAGES[@]}")
+  local mode=${1:-} missing=() wanted=()
+  [ "$mode" = guest ] || wanted+=("${APT_PACKAGES[@]}")
+  [ "$mode" = demo ] || wanted+=("${GUEST_PACKAGES[@]}")
+  [ "$mode" = test ] && wanted+=("${TEST_PACKAGES[@]}")
   for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
@@ -169,6 +174,7 @@ mode=${1:-}
 case "$mode" in
   ""|test|demo) ;;
   guest)
+    install_apt guest
     fetch_guest_debs
     scripts/build-guest.sh "$DEPS/guest"
     exit 0 ;;

@@ -81,7 +81,7 @@ def ensure_image(runner, note: Callable[[str], None]) -> GuestImage:
         raise ToolError(f"{check} --check {where}: {done.one_line_error()}")
     install = check_program(scripts / "install-deps.sh", "protolab's scripts/install-deps.sh")
     note(f"guest image: building it in {where} for the first study that needs a guest ({install} guest: "
-         "the guest's fio, its tools, the initramfs; a few minutes)")
+         "its kernel's package, its fio and tools, the initramfs; a few minutes)")
     built = runner.run([str(install), "guest"], check=False, timeout=BUILD_TIMEOUT)
     if built.returncode != 0:
         raise ToolError(f"building the guest image failed: {built.one_line_error()}; run '{install} guest' to see "

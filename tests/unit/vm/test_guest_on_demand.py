@@ -106,3 +106,12 @@ def test_build_guest_check_says_missing_and_builds_nothing(tmp_path):
                           text=True, timeout=60, env={**os.environ, "PROTOLAB_GUEST_FIO": str(tmp_path / "no-fio")})
     assert done.returncode == 3 and "missing or older than its inputs" in done.stdout, done.stderr
     assert not out.exists()
+
+
+def test_install_deps_refuses_an_unknown_mode_in_one_line():
+    if os.geteuid() != 0:
+        pytest.skip("install-deps.sh checks for root first")
+    done = subprocess.run(["bash", str(ROOT / "scripts/install-deps.sh"), "vm"], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "install-deps: unknown mode 'vm'; give test, demo, guest or nothing\n"
