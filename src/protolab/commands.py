@@ -13,8 +13,8 @@ from rich.console import Console
 from typer.exceptions import Abort, TyperException
 
 from . import __version__
-from .cli import APP_HELP, SUMMARY
 from .errors import Interrupted, ProtolabError, one_line
+from .usage import APP_HELP, SUMMARY
 
 app = typer.Typer(
     help=APP_HELP,

@@ -44,8 +44,8 @@ def test_help_and_version_load_neither_typer_nor_the_report_nor_the_analysis():
 def test_the_lean_help_lists_every_command_typer_knows_with_typer_s_own_line():
     import typer.main
 
-    from protolab.cli import lean_help
     from protolab.commands import app
+    from protolab.usage import lean_help
 
     group = typer.main.get_command(app)
     commands = {name: c for name, c in group.commands.items() if not c.hidden}
