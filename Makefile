@@ -1,19 +1,23 @@
 # The two commands of the README: `make demo` and `make test`.
-# Each installs what is missing first (scripts/install-deps.sh, idempotent).
+# Each installs what is missing first (scripts/install-deps.sh, idempotent); the demo boots no guest, so it leaves
+# the guest image to the first study that needs one (protolab builds it then), and `make test` builds and tests it.
 SHELL := /bin/bash
 PY := .venv/bin/python
 PROTOLAB := .venv/bin/protolab
 
-.PHONY: deps test-deps demo lint test test-unit bench clean
+.PHONY: deps demo-deps test-deps demo lint test test-unit bench clean
 
 deps:
 	@bash scripts/install-deps.sh
+
+demo-deps:
+	@bash scripts/install-deps.sh demo
 
 test-deps:
 	@bash scripts/install-deps.sh test
 
 # The built-in protocol study on the embedded lab (root); `protolab run --builtin demo` is the local one.
-demo: deps
+demo: demo-deps
 	$(PROTOLAB) run --builtin lab-demo
 
 lint: test-deps

@@ -7,11 +7,15 @@
 # role with their dependencies (from modules.dep, via modprobe: MODULE_GROUPS).
 # Idempotent: nothing is rebuilt when the output is newer than its inputs.
 #
-#   scripts/build-guest.sh [OUTDIR]     (default: .deps/guest)
+#   scripts/build-guest.sh [OUTDIR]            (default: .deps/guest)
+#   scripts/build-guest.sh --check [OUTDIR]    exit 0 if OUTDIR's image is up to date, 3 if this would build it
+#                                              (protolab asks before a study that needs a guest: vm.image)
 #
 # Output: OUTDIR/vmlinuz, OUTDIR/initramfs.cpio.gz, OUTDIR/guest.json
 set -eu
 
+CHECK=0
+[ "${1:-}" = --check ] && { CHECK=1; shift; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/.deps/guest}
 SRC=$(find "$ROOT/.deps/src" -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | head -1)
@@ -30,6 +34,20 @@ MODULE_GROUPS="base:virtio_pci,virtio_blk,virtio_scsi,sd_mod,sym53c8xx,megaraid_
 EXTRA=$ROOT/.deps/guest-debs/root
 
 die() { echo "build-guest: $*" >&2; exit 1; }
+# the image is newer than every input: the guest's fio, this script, the guest tools, the kernel it was built for
+up_to_date() {
+    [ -n "$KVER" ] && [ -x "$FIO" ] && [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/guest.json" ] \
+   && grep -q "\"kernel\": \"$KVER\"" "$OUT/guest.json" \
+   && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
+   && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; } \
+   && { [ ! -x "$EXTRA/usr/sbin/dropbear" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/dropbear" ]; } \
+   && { [ ! -x "$EXTRA/usr/sbin/nvme" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/nvme" ]; } \
+   && { [ ! -f "$EXTRA/../debs.txt" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/../debs.txt" ]; }
+}
+if [ $CHECK = 1 ]; then
+    up_to_date && { echo "build-guest: $OUT is up to date (kernel $KVER)"; exit 0; }
+    echo "build-guest: $OUT is missing or older than its inputs"; exit 3
+fi
 [ -n "$KVER" ] && [ -f "/boot/vmlinuz-$KVER" ] || die "no Debian kernel in /boot; apt-get install linux-image-amd64"
 if [ ! -x "$FIO" ]; then
     [ -n "$SRC" ] || die "no fio source in .deps/src; run scripts/install-deps.sh first"
@@ -43,13 +61,7 @@ fi
 "$BUSYBOX" --list >/dev/null 2>&1 || die "no busybox; apt-get install busybox-static"
 file -L "$BUSYBOX" 2>/dev/null | grep -q "statically linked" || echo "build-guest: warning: $BUSYBOX is not static" >&2
 
-if [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/guest.json" ] \
-   && grep -q "\"kernel\": \"$KVER\"" "$OUT/guest.json" \
-   && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
-   && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; } \
-   && { [ ! -x "$EXTRA/usr/sbin/dropbear" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/dropbear" ]; } \
-   && { [ ! -x "$EXTRA/usr/sbin/nvme" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/usr/sbin/nvme" ]; } \
-   && { [ ! -f "$EXTRA/../debs.txt" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/../debs.txt" ]; }; then
+if up_to_date; then
     echo "build-guest: $OUT is up to date (kernel $KVER)"
     exit 0
 fi

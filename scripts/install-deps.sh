@@ -4,8 +4,15 @@
 #   2. fio built from Debian's source package (pinned), with protolab's patches (patches/fio), the libiscsi, nfs
 #      and nbd engines, into .deps/fio — apt is pointed at a private sources
 #      list and state directory, so the machine's apt configuration is untouched;
-#   3. a virtualenv .venv with pinned Python dependencies and protolab itself.
+#   3. the guest image for virtual machines (the guest's tools, then scripts/build-guest.sh);
+#   4. a virtualenv .venv with pinned Python dependencies and protolab itself.
 # Each step is skipped when its result is already there.
+#
+#   install-deps.sh          everything (make deps)
+#   install-deps.sh test     everything, and what only the test suite needs (make test)
+#   install-deps.sh demo     everything but the guest image and its packages (make demo): protolab builds it, with
+#                            this script's guest mode, the first time a study needs a guest (protolab.vm.image)
+#   install-deps.sh guest    only the guest image's packages, tools and image (what protolab runs then)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -24,17 +31,22 @@ APT_PACKAGES=(
   build-essential dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
   # the pool's device model: a FUSE daemon built here (src/protolab/lab/blockdev)
   libfuse3-dev
-  # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers, the guest's kernel and tools
-  qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio
+  # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers
+  qemu-system-x86 qemu-block-extra
   # python
   python3 python3-venv
 )
+# Only the guest image needs these (its kernel: a 70 MB package whose install builds the host an initramfs too):
+# the demo mode leaves them to the guest mode, which protolab runs the first time a study needs a guest.
+GUEST_PACKAGES=(linux-image-amd64 busybox-static cpio)
 # Only `make test` needs these: the report is tested in a real browser.
 TEST_PACKAGES=(chromium tcpdump)  # tcpdump: scripts/capture-wire.py
 
 install_apt() {
-  local missing=() wanted=("${APT_PACKAGES[@]}")
-  [ "${1:-}" = test ] && wanted+=("${TEST_PACKAGES[@]}")
+  local mode=${1:-} missing=() wanted=()
+  [ "$mode" = guest ] || wanted+=("${APT_PACKAGES[@]}")
+  [ "$mode" = demo ] || wanted+=("${GUEST_PACKAGES[@]}")
+  [ "$mode" = test ] && wanted+=("${TEST_PACKAGES[@]}")
   for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
@@ -158,11 +170,25 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root (it installs Debian packages); or install them yourself and run 'make venv'" >&2
   exit 2
 fi
-# usage: install-deps.sh [test]   ('test' adds what only the test suite needs)
-install_apt "${1:-}"
+mode=${1:-}
+case "$mode" in
+  ""|test|demo) ;;
+  guest)
+    install_apt guest
+    fetch_guest_debs
+    scripts/build-guest.sh "$DEPS/guest"
+    exit 0 ;;
+  *) echo "install-deps: unknown mode '$mode'; give test, demo, guest or nothing" >&2; exit 2 ;;
+esac
+install_apt "$mode"
 build_fio
 build_blockdev
-fetch_guest_debs
-# idempotent: the guest image for VM load hosts; optional — without it the VM tests skip and doctor says why
-scripts/build-guest.sh "$DEPS/guest" || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
+if [ "$mode" = demo ]; then
+  say "guest image: not built now (the demo boots no guest); protolab builds it when a study first needs one"
+else
+  fetch_guest_debs
+  # idempotent; optional — without it the VM tests skip and doctor says why
+  scripts/build-guest.sh "$DEPS/guest" \
+    || say "guest image: not built (virtual-machine load hosts unavailable; see the message above)"
+fi
 make_venv

@@ -143,7 +143,8 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
     try:
         image = find_image()
     except ProtolabError as e:
-        checks.append(Check("guest image", False, str(e).split(";")[0], "run scripts/build-guest.sh (or 'make deps')"))
+        checks.append(Check("guest image", False, str(e).split(";")[0], "built the first time a study needs a guest; "
+                            "or now: scripts/install-deps.sh guest (or 'make deps')"))
         checks.append(Check("accelerator", False, "not probed without a guest image", "build the guest image"))
         return checks
     info = image.info

@@ -95,11 +95,9 @@ class VmTestbed(LabTestbed):
 
     def up(self, run_path: Path) -> dict[str, Any]:
         from ..vm.accel import choose
-        from ..vm.image import find_image
+        from ..vm.image import ensure_image
 
-        self.image = find_image()
-        if self.image is None:
-            raise ProtolabError("hypervisor: no guest image; run 'make deps' (scripts/build-guest.sh builds it)")
+        self.image = ensure_image(self.runner, self.progress.note)  # built here on a machine that ran `make demo`
         self._check_server_guest()  # before the lab: an access list Linux would cut short is refused at once
         super().up(run_path)
         self.progress.note(f"choosing the accelerator ({self.hv.accel})")

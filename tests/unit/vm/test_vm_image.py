@@ -21,6 +21,12 @@ def built_image() -> Path:
     pytest.skip("no guest image; run scripts/build-guest.sh")
 
 
+def image_kernel(image: Path) -> str:
+    import json
+
+    return json.loads((image / "guest.json").read_text())["kernel"]
+
+
 def cpio(image: Path, *args: str) -> str:
     data = gzip.decompress((image / "initramfs.cpio.gz").read_bytes())
     return subprocess.run(["cpio", "-i", "--quiet", *args], input=data, capture_output=True, check=True).stdout.decode()
@@ -70,3 +76,6 @@ def test_build_is_idempotent(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "is up to date" in done.stdout
     assert (image / "initramfs.cpio.gz").stat().st_mtime_ns == before
+    check = subprocess.run([str(ROOT / "scripts/build-guest.sh"), "--check", str(image)], capture_output=True,
+                           text=True, timeout=60)
+    assert (check.returncode, check.stdout.split(" is ")[-1]) == (0, f"up to date (kernel {image_kernel(image)})\n")
