@@ -140,8 +140,9 @@ def run(
     scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
     device_model: Optional[str] = typer.Option(
         None, "--device-model", help="Run the lab's pool over this device model (a preset: ram, flash, hdd-array) "
-        "in place of the plan's [lab.storage]; the run records it, resume keeps it, and 'protolab compare' of two "
-        "runs shows how the figures and the seed's verdicts depend on it."),
+        "in place of the plan's \\[lab.storage], and without the plan's swept service times (one array); the run "
+        "records it, resume keeps it, and 'protolab compare' of two runs shows how the figures and the seed's "
+        "verdicts depend on it."),
 ):
     """Run a study: measure every cell, store it under results/<run-id>/, print the relative table and write the report.
 

@@ -128,3 +128,12 @@ def test_the_console_script_waits_for_a_thread_still_running(monkeypatch):
         release.set()
         worker.join()
     assert left == [3]
+
+
+def test_run_help_shows_the_plan_tables_it_names():
+    """Rich reads '[lab.storage]' as markup and drops it unless escaped: the help said 'in place of the plan's ,'."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"}
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", "--help"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "in place of the plan's [lab.storage]" in " ".join(p.stdout.replace("│", " ").split())
