@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -115,6 +116,19 @@ def lab_workdir(prefix: str, name: str):
             down_all(prefix, workdirs=[w])
             pytest.fail(f"the lab left behind: {', '.join(left)}")
         shutil.rmtree(w, ignore_errors=True)
+
+
+def run_plan(text: str, workdir: Path, tmp_path: Path, name: str = "plan") -> Path:
+    """``protolab run`` of a plan's text as a user runs it (its own process, the lab at ``workdir``); the one run
+    directory it wrote under ``tmp_path/r``, after asserting it exited 0."""
+    plan = tmp_path / f"{name}.toml"
+    plan.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(tmp_path / "r"),
+                        "--lab-workdir", str(workdir)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    [run] = list((tmp_path / "r").iterdir())
+    return run
 
 
 def workdir_for(name: str) -> Path:

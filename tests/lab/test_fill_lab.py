@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import family_prefix, lab_workdir
+from conftest import family_prefix, lab_workdir, run_plan
 
 pytestmark = pytest.mark.lab
 # its own prefix (PROTOLAB_TEST_LAB_PREFIX + "f" when set, so parallel sessions never share one)
@@ -55,13 +52,7 @@ def workdir():
 
 
 def test_fill_levels_write_each_new_part_once_and_cells_carry_the_level(workdir, tmp_path):
-    plan = tmp_path / "fill.toml"
-    plan.write_text(PLAN)
-    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(tmp_path / "r"),
-                        "--lab-workdir", str(workdir)], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == 0, p.stderr
-    [run] = list((tmp_path / "r").iterdir())
+    run = run_plan(PLAN, workdir, tmp_path, "fill")
     m = json.loads((run / "manifest.json").read_text())
     stages = m["stages"]
     # two targets (the pool's own file, the iSCSI LUN), three levels: 16 MiB, then 16 more, then the last 32

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
-from conftest import family_prefix, lab_workdir
+from conftest import family_prefix, lab_workdir, run_plan
 from protolab.analysis.crossover import Obs, added_times, crossover, parallelism_of, sentence
 
 pytestmark = pytest.mark.lab
@@ -58,13 +55,7 @@ def workdir():
 
 
 def test_a_swept_run_changes_the_model_between_cells_and_its_crossover_is_recomputed_from_cells_csv(workdir, tmp_path):
-    plan = tmp_path / "sweep.toml"
-    plan.write_text(PLAN)
-    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(tmp_path / "r"),
-                        "--lab-workdir", str(workdir)], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "COLUMNS": "200"})
-    assert p.returncode == 0, p.stderr
-    [run] = list((tmp_path / "r").iterdir())
+    run = run_plan(PLAN, workdir, tmp_path, "sweep")
     rows = list(csv.DictReader((run / "cells.csv").open()))
     # every service time × configuration × repeat, the outer loop the service time, configurations interleaved
     assert [(int(r["service_time"]), r["configuration"]) for r in rows] == [
