@@ -45,6 +45,8 @@ up_to_date() {
    && { [ ! -f "$EXTRA/../debs.txt" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/../debs.txt" ]; }
 }
 if [ $CHECK = 1 ]; then
+    # a guest needs QEMU too, which `make demo` leaves to scripts/install-deps.sh guest (run on 3)
+    command -v qemu-system-x86_64 >/dev/null || { echo "build-guest: QEMU is not installed"; exit 3; }
     up_to_date && { echo "build-guest: $OUT is up to date (kernel $KVER)"; exit 0; }
     echo "build-guest: $OUT is missing or older than its inputs"; exit 3
 fi

@@ -24,23 +24,25 @@ APT_PACKAGES=(
   # protocol servers and clients of the lab
   tgt nfs-ganesha nfs-ganesha-vfs eatmydata rpcbind nbdkit libnbd-bin libiscsi-bin libnfs-utils
   # network, storage and process tools
-  iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-server openssh-client
+  iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-client
   # the relay to a remote fio server's socket where an ssh server cannot forward it (tests/lab/test_ssh_agents.py)
   netcat-openbsd
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
-  build-essential dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
+  # (C only: gcc, not build-essential's g++; dpkg-dev for 'apt-get source')
+  gcc make libc6-dev dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
   # the pool's device model: a FUSE daemon built here (src/protolab/lab/blockdev)
   libfuse3-dev
-  # virtual machines as load hosts: QEMU with its iSCSI/NFS block drivers
-  qemu-system-x86 qemu-block-extra
   # python
   python3 python3-venv
 )
-# Only the guest image needs these (its kernel: a 70 MB package whose install builds the host an initramfs too):
-# the demo mode leaves them to the guest mode, which protolab runs the first time a study needs a guest.
-GUEST_PACKAGES=(linux-image-amd64 busybox-static cpio)
-# Only `make test` needs these: the report is tested in a real browser.
-TEST_PACKAGES=(chromium tcpdump)  # tcpdump: scripts/capture-wire.py
+# Only virtual machines need these: QEMU with its iSCSI/NFS block drivers, and the guest image's kernel (a 70 MB
+# package whose install builds the host an initramfs too), busybox and cpio. The demo mode leaves them to the guest
+# mode, which protolab runs the first time a study needs a guest (scripts/build-guest.sh --check says so while
+# QEMU is missing); on a bare machine they were a third of the demo's package download.
+GUEST_PACKAGES=(qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio)
+# Only `make test` needs these: the report is tested in a real browser (chromium); tcpdump for
+# scripts/capture-wire.py; an ssh server for the load hosts reached over ssh (tests/lab/test_ssh_agents.py).
+TEST_PACKAGES=(chromium tcpdump openssh-server)
 
 install_apt() {
   local mode=${1:-} missing=() wanted=()

@@ -129,7 +129,9 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
 
     qemu = shutil.which(QEMU)
     if not qemu:
-        return [Check("qemu", False, "not found", "apt-get install qemu-system-x86 qemu-block-extra (or 'make deps')")]
+        return [Check("qemu", False, "not found", "scripts/install-deps.sh guest (protolab runs it at the first study "
+                                                  "that needs a guest), or apt-get install qemu-system-x86 "
+                                                  "qemu-block-extra")]
     version = runner.run([qemu, "--version"], check=False, timeout=30).stdout.splitlines()
     checks = [Check("qemu", True, f"{version[0] if version else '?'} at {qemu}")]
     from .plan.protocols import PROTOCOLS

@@ -32,7 +32,7 @@ def _keygen(path: Path) -> None:
 def lab_with_sshd(tmp_path):
     need_root_and_tools()
     if not Path("/usr/sbin/sshd").exists():
-        pytest.skip("needs openssh-server (make deps)")
+        pytest.skip("needs openssh-server (scripts/install-deps.sh test)")
     workdir = LABTEST_ROOT / "ssh-agents"
     shutil.rmtree(workdir, ignore_errors=True)
     lab = Lab(LabSpec(prefix=PREFIX, hosts=2, pool_size="1G", export_size="128M"), {"nbd"}, workdir)
