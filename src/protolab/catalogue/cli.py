@@ -50,7 +50,7 @@ def history_command(
     console, errs = make_console(), make_console(stderr=True)
     cat = open_catalogue(results)
     name = _plan_named(cat, plan) if plan is not None else None  # a bad name: refused before anything is written
-    for line in [cat.save(), *cat.ignored]:
+    for line in [cat.save(), *cat.ignored, *(f"{r.run_id}: not read: {r.error}" for r in cat.unreadable())]:
         if line:
             errs.print(f"{results}: {line}", highlight=False, markup=False, soft_wrap=True)
     if name is None:

@@ -10,6 +10,7 @@ import pytest
 
 from catalogue_cli import protolab
 from fakeruns import make_run
+from protolab.analysis.compare import compare_runs
 from protolab.catalogue.index import DB_NAME
 
 SLOWER = {"direct": 1000.0, "iscsi": 700.0}  # iSCSI 12.5 % below 800
@@ -50,6 +51,11 @@ def test_json_gives_every_outcome_with_its_figures(tmp_path, capsys):
     assert o["status"] == "violated" and o["verdict"] == "lower" and o["repeats"] == [4, 4]
     assert -13.5 < o["change_pct"] < -11.5 and o["ci_low_pct"] <= o["change_pct"] <= o["ci_high_pct"] < -5
     assert o["change_pct"] == pytest.approx(100 * (o["median_run"] / o["median_baseline"] - 1))
+    # the very row `protolab compare BASE RUN` gives (same test, interval and correction family)
+    [same] = [r for r in compare_runs(base.records(), run.records()) if r.metric == "iops"
+              and (r.configuration, r.load_label) == ("iscsi", o["load"])]
+    assert (o["change_pct"], o["ci_low_pct"], o["p_adjusted"]) == (same.relative - 100, same.ci_low - 100,
+                                                                   same.p_adjusted)
     held = next(o for o in doc["outcomes"] if o["configuration"] == "direct" and o["metric"] == "iops")
     assert held["status"] == "holds" and held["verdict"] == "no clear difference" and held["mdd_pct"] >= 2.0
     assert doc["not_measured"] == ["cpu_us_per_io_loadgen <= +10 %", "cpu_us_per_io_total <= +10 %"]

@@ -9,6 +9,7 @@ import re
 
 from catalogue_cli import protolab
 from fakeruns import make_run
+from protolab.analysis.compare import compare_runs
 from protolab.catalogue.index import DB_NAME
 
 
@@ -40,6 +41,10 @@ def test_history_lists_the_runs_and_calls_only_what_the_test_supports(tmp_path, 
     assert drop["called"] and drop["verdict"] == "lower" and -13.5 < drop["change_pct"] < -11.5
     assert drop["text"] == f"{drop['change_pct']:+.1f} % (called)" and drop["mdd_pct"] is None
     assert iscsi[2]["changes"]["lat_mean_us"]["verdict"] == "higher"
+    # from the catalogue's values, the very call `protolab compare RUN2 RUN3` makes from the records
+    [row] = [r for r in compare_runs(runs[1].records(), runs[2].records(), ["iops"])
+             if (r.configuration, r.load_label) == ("iscsi", "1×1×4=4")]
+    assert (drop["change_pct"], drop["verdict"]) == (row.relative - 100, row.verdict)
     same = lines[("direct", "1×1×4=4")][2]["changes"]["iops"]
     assert not same["called"] and same["verdict"] == "no clear difference" and 2.0 <= same["mdd_pct"] < 5
     assert same["text"] == f"no called change (MDD {same['mdd_pct']:.1f} %)"
@@ -49,8 +54,14 @@ def test_history_lists_the_runs_and_calls_only_what_the_test_supports(tmp_path, 
 def test_history_on_the_terminal_names_each_change_and_counts_the_called_ones(tmp_path, capsys):
     root = tmp_path / "results"
     runs = _three_runs(root)
+    linked = make_run(root, seed=7)
+    (linked.path / "raw").mkdir()
+    (linked.path / "raw" / "x.json").symlink_to("/etc/passwd")
     code, out, err = protolab(capsys, "history", runs[0].path, "--results", root, "--no-page")  # a run names its plan
     assert code == 0, err
+    assert err.splitlines()[1] == (f"{root}: {linked.run_id}: not read: {linked.path}: raw/x.json is a symlink; "
+                                   "protolab reads and writes no run directory that holds one (remove it, or copy "
+                                   "the run without links)")
     assert "nightly: 3 run(s), oldest first" in out
     assert re.search(r"no called change \(MDD \d+\.\d %\)", out)
     assert re.search(r"-1[23]\.\d % \(called\)", out)
