@@ -186,8 +186,12 @@ def _load(path: Path) -> tuple[sqlite3.Connection | None, str]:
     except (OSError, UnsafePath) as e:
         return None, f"unreadable ({getattr(e, 'strerror', None) or 'a symlink'})"
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
             return None, "not a file"
+        if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+            # another user could have written it: its figures would be theirs, not the run directories'
+            return None, f"not trusted (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})"
         data = f.read()
     db = sqlite3.connect(":memory:")
     try:
@@ -197,10 +201,16 @@ def _load(path: Path) -> tuple[sqlite3.Connection | None, str]:
         schema = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if schema is None or schema[0] != str(SCHEMA):
             raise sqlite3.DatabaseError("another schema")
-        db.execute("SELECT run_id, stamp, plan, started, status, cells, env, error FROM runs LIMIT 1").fetchall()
-        db.execute("SELECT run_id, workload, point, point_rank, configuration, metric, value FROM samples "
-                   "LIMIT 1").fetchall()
-    except (sqlite3.DatabaseError, ValueError, OverflowError) as e:
+        for row in db.execute("SELECT run_id, stamp, plan, started, status, cells, env, error FROM runs"):
+            if not all(isinstance(v, str) for v in row[:5]) or not isinstance(row[5], int):
+                raise ValueError("a run's row is not what protolab writes")
+            if row[7] is None:
+                Fingerprint(**json.loads(row[6]))  # a readable run's environment must read back
+        bad = db.execute("SELECT COUNT(*) FROM samples WHERE typeof(value) != 'real' OR typeof(point_rank) != "
+                         "'integer'").fetchone()[0]
+        if bad:
+            raise ValueError("a value is not a number")
+    except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as e:
         db.close()
         return None, f"damaged ({e})"
     return db, ""

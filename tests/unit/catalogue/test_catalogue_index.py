@@ -128,3 +128,21 @@ def test_a_results_directory_that_does_not_exist_is_refused_and_not_made(tmp_pat
     with pytest.raises(ProtolabError, match=r"no such results directory; give --results DIR"):
         open_catalogue(tmp_path / "nope")
     assert not (tmp_path / "nope").exists()
+
+
+def test_a_catalogue_another_user_could_write_or_whose_rows_lie_is_rebuilt(tmp_path):
+    import sqlite3
+
+    root, a, _ = _two_runs(tmp_path)
+    open_catalogue(root).save()
+    os.chmod(root / DB_NAME, 0o666)
+    cat = open_catalogue(root)
+    assert cat.note == "catalogue not trusted (owner uid %d, mode 666): built from 2 run directories" % os.geteuid()
+    cat.save()
+    assert os.stat(root / DB_NAME).st_mode & 0o022 == 0  # written anew, as the umask gives
+    db = sqlite3.connect(root / DB_NAME)
+    db.execute("UPDATE runs SET env = 'not json' WHERE run_id = ?", (a.run_id,))
+    db.commit()
+    db.close()
+    cat = open_catalogue(root)
+    assert cat.note.startswith("catalogue damaged (Expecting value") and len(cat.runs()) == 2
