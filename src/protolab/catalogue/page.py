@@ -84,7 +84,9 @@ def write_history_page(h: History, folder: Path) -> Path:
     """history.html in ``folder``, with figures/ and tables/ beside it; returns the page's path."""
     from ..report.drawer import draw_all
     from ..report.tables import to_csv
+    from ..trust import make_dir
 
+    folder = make_dir(folder)  # made and checked first: a link planted there is refused before anything is drawn
     charts = history_charts(h)
     drawn = draw_all(charts, folder / "figures", list(dict.fromkeys(s.name for c in charts for s in c.series)))
     for c in charts:

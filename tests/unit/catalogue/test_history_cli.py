@@ -110,3 +110,15 @@ def test_history_of_an_unknown_plan_or_results_directory_is_one_line_and_creates
     code, _, err = protolab(capsys, "history", "nightly", "--results", tmp_path / "none")
     assert code == 2 and err.count("\n") == 1 and "no such results directory; give --results DIR" in err
     assert not (tmp_path / "none").exists()
+
+
+def test_a_link_planted_where_the_page_goes_is_refused_in_one_line_and_not_followed(tmp_path, capsys):
+    root = tmp_path / "results"
+    make_run(root, seed=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "history-nightly").symlink_to(elsewhere)
+    code, out, err = protolab(capsys, "history", "nightly", "--results", root)
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1].startswith(f"protolab: error: {root / 'history-nightly'} is a symlink")
+    assert list(elsewhere.iterdir()) == []
