@@ -328,12 +328,14 @@ def _root(version: bool = typer.Option(False, "--version", help="Print protolab'
 
 def _register_subcommands() -> None:
     """Commands whose bodies live in their own packages."""
+    from .catalogue.cli import check_command, history_command
     from .lab.cli import lab_app
     from .limits_cli import limits_command
     from .report.commands import compare_command, report_command
 
     app.add_typer(lab_app, name="lab", help=SUMMARY["lab"], short_help=SUMMARY["lab"])
-    for name, command in (("limits", limits_command), ("report", report_command), ("compare", compare_command)):
+    for name, command in (("limits", limits_command), ("report", report_command), ("compare", compare_command),
+                          ("history", history_command), ("check", check_command)):
         app.command(name, short_help=SUMMARY[name])(command)
 
 

@@ -18,6 +18,8 @@ SUMMARY = {
     "limits": "Show the wire's ceiling in IOPS and MB/s for a protocol, link, MTU and workload.",
     "report": "Regenerate a run's report (report.html, report.md, figures/, tables/) from its run directory.",
     "compare": "The same study on two environments: A = 100, B relative, with 95 % CIs and corrected significance.",
+    "history": "The runs of one study over time: environment, headline figures, called changes; an HTML page.",
+    "check": "Check a run against a baseline run by acceptance rules, for CI: exit 0 all hold, 1 one is broken.",
     "lab": "Bring the embedded lab up, show it, take it down.",
 }
 OPTIONS = {"--version": "Print protolab's version and exit.", "--help": "Show this message and exit."}

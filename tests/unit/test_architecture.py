@@ -11,19 +11,21 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src" / "protolab"
 
 #: What each package must never import (lazily or not): data flows plan → lab/engine/telemetry/vm → run →
-#: results → analysis → report → cli; analysis is pure functions any phase may call, and nothing below the
+#: results → analysis → report → catalogue → cli; analysis is pure functions any phase may call, and nothing below the
 #: report may print one.
 FORBIDDEN = {
     "plan": {"lab", "engine", "telemetry", "vm", "run", "results", "analysis", "report", "cli", "limits_cli",
-             "doctor"},
-    "lab": {"engine", "run", "results", "analysis", "report", "cli", "limits_cli", "doctor"},
-    "engine": {"lab", "run", "report", "cli", "limits_cli", "doctor"},
-    "telemetry": {"lab", "engine", "run", "results", "analysis", "report", "cli", "limits_cli", "doctor"},
-    "vm": {"run", "results", "analysis", "report", "cli", "limits_cli", "doctor"},
-    "results": {"lab", "engine", "telemetry", "vm", "run", "analysis", "report", "cli", "limits_cli", "doctor"},
-    "analysis": {"lab", "engine", "telemetry", "vm", "run", "report", "cli", "limits_cli", "doctor"},
-    "run": {"report", "cli", "limits_cli", "doctor"},
-    "report": {"cli", "limits_cli", "doctor", "lab", "engine", "telemetry", "vm", "run"},
+             "doctor", "catalogue"},
+    "lab": {"engine", "run", "results", "analysis", "report", "cli", "limits_cli", "doctor", "catalogue"},
+    "engine": {"lab", "run", "report", "cli", "limits_cli", "doctor", "catalogue"},
+    "telemetry": {"lab", "engine", "run", "results", "analysis", "report", "cli", "limits_cli", "doctor", "catalogue"},
+    "vm": {"run", "results", "analysis", "report", "cli", "limits_cli", "doctor", "catalogue"},
+    "results": {"lab", "engine", "telemetry", "vm", "run", "analysis", "report", "cli", "limits_cli", "doctor", "catalogue"},
+    "analysis": {"lab", "engine", "telemetry", "vm", "run", "report", "cli", "limits_cli", "doctor", "catalogue"},
+    "run": {"report", "cli", "limits_cli", "doctor", "catalogue"},
+    "report": {"cli", "limits_cli", "doctor", "lab", "engine", "telemetry", "vm", "run", "catalogue"},
+    # the catalogue reads run directories and draws with the report; it starts nothing and touches no testbed
+    "catalogue": {"cli", "limits_cli", "doctor", "lab", "engine", "telemetry", "vm", "run"},
 }
 
 

@@ -8,6 +8,7 @@ difference (configurations, method, environment) is reported, never hidden.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import median
 from typing import Any, Iterable
@@ -47,7 +48,7 @@ class Difference:
         return f"{self.what} (A: {self.a}; B: {self.b})"
 
 
-def _plan(manifest: Manifest) -> dict[str, Any]:
+def plan_data(manifest: Manifest) -> dict[str, Any]:
     """The stored plan as data, in today's plan format ({} when none is stored)."""
     return migrate(manifest.plan, manifest.plan_format) if manifest.plan is not None else {}
 
@@ -73,7 +74,7 @@ def _fmt_points(points: dict[str, list[str]], workloads: Iterable[str]) -> str:
     return "; ".join(f"{w}: {', '.join(points.get(w, [])) or 'none'}" for w in workloads)
 
 
-def _device(plan: dict[str, Any]) -> str:
+def device_model(plan: dict[str, Any]) -> str:
     """The lab pool's device model in words ('hdd-array: 5.5ms±1.5ms ×70, …'); '' without the embedded lab."""
     lab = plan.get("lab")
     if not isinstance(lab, dict):
@@ -89,7 +90,7 @@ def differences(manifest_a: Manifest, records_a: list[CellRecord],
                 manifest_b: Manifest, records_b: list[CellRecord]) -> list[Difference]:
     """Everything that differs between two runs, blocking differences (workloads, load points) first."""
     out: list[Difference] = []
-    plan_a, plan_b = _plan(manifest_a), _plan(manifest_b)
+    plan_a, plan_b = plan_data(manifest_a), plan_data(manifest_b)
     wa, wb = _workloads(plan_a, records_a), _workloads(plan_b, records_b)
     if list(wa) != list(wb) and set(wa) != set(wb):
         out.append(Difference("workloads", ", ".join(wa) or "none", ", ".join(wb) or "none", True))
@@ -108,7 +109,7 @@ def differences(manifest_a: Manifest, records_a: list[CellRecord],
     for f in sorted(set(ma) | set(mb)):
         if ma.get(f) != mb.get(f):
             out.append(Difference(f"method {f}", str(ma.get(f)), str(mb.get(f)), False))
-    da, db = _device(plan_a), _device(plan_b)
+    da, db = device_model(plan_a), device_model(plan_b)
     if da != db:
         out.append(Difference("lab device model", da, db, False))
     env_a, env_b = manifest_a.provenance, manifest_b.provenance
@@ -145,6 +146,8 @@ class CompareRow:
     p_value: float
     p_adjusted: float
     verdict: str  # "higher", "lower", "no clear difference"
+    #: "no clear difference" only: the smallest change (%) the test could have called (analysis.detectable)
+    mdd_pct: float = math.nan
 
     @property
     def significant(self) -> bool:
@@ -166,6 +169,32 @@ def _samples(records: list[CellRecord], metric: str) -> dict[Cell, list[float]]:
     return out
 
 
+Samples = dict[str, dict[Cell, list[float]]]  # metric → cell → one value per repeat
+
+
+def samples_of(records: list[CellRecord], metrics: Iterable[str] | None = None) -> Samples:
+    """Each metric's values per cell (workload, load label, configuration), one per repeat, as compare tests them."""
+    return {m: _samples(records, m) for m in (list(metrics) if metrics is not None else list(METRICS))}
+
+
+def compare_samples(sa: Samples, sb: Samples, *, alpha: float = 0.05, noise: float = 0.02,
+                    method: str = "holm") -> list[CompareRow]:
+    """B / A with a 95 % CI and a corrected call for every cell with values on both sides, per metric of ``sa``
+    (one correction family per metric over its matched cells), in ``sa``'s order of metrics and cells."""
+    out: list[CompareRow] = []
+    for m, cells_a in sa.items():
+        cells_b = sb.get(m, {})
+        cells = [c for c in cells_a if c in cells_b and cells_a[c] and cells_b[c]]
+        if not cells:
+            continue
+        comps = compare_many([(cells_a[c], cells_b[c]) for c in cells], labels=[" ".join(c) for c in cells])
+        for c, comp, v in zip(cells, comps, decide(comps, alpha=alpha, noise=noise, method=method)):
+            out.append(CompareRow(c[0], c[1], c[2], m, comp.n_base, comp.n_other, median(cells_a[c]),
+                                  median(cells_b[c]), 100 * comp.ratio, 100 * comp.ci_low, 100 * comp.ci_high,
+                                  comp.p_value, v.p_adjusted, v.verdict, 100 * v.detectable))
+    return out
+
+
 def compare_runs(records_a: list[CellRecord], records_b: list[CellRecord], metrics: Iterable[str] | None = None,
                  *, alpha: float = 0.05, noise: float = 0.02, method: str = "holm") -> list[CompareRow]:
     """Every cell present in both runs, per metric measured in both: B / A with a 95 % CI and a corrected call.
@@ -173,17 +202,8 @@ def compare_runs(records_a: list[CellRecord], records_b: list[CellRecord], metri
     One correction family per metric over all matched cells. Ordered as run A measured them.
     """
     wanted = list(metrics) if metrics is not None else list(METRICS)
-    out: list[CompareRow] = []
-    for m in wanted:
-        sa, sb = _samples(records_a, m), _samples(records_b, m)
-        cells = [c for c in sa if c in sb and sa[c] and sb[c]]
-        if not cells:
-            continue
-        comps = compare_many([(sa[c], sb[c]) for c in cells], labels=[" ".join(c) for c in cells])
-        for c, comp, v in zip(cells, comps, decide(comps, alpha=alpha, noise=noise, method=method)):
-            out.append(CompareRow(c[0], c[1], c[2], m, comp.n_base, comp.n_other, median(sa[c]), median(sb[c]),
-                                  100 * comp.ratio, 100 * comp.ci_low, 100 * comp.ci_high, comp.p_value,
-                                  v.p_adjusted, v.verdict))
+    out = compare_samples(samples_of(records_a, wanted), samples_of(records_b, wanted), alpha=alpha, noise=noise,
+                          method=method)
     wl = {w: i for i, w in enumerate(dict.fromkeys(r.workload for r in records_a))}
     cf = {c: i for i, c in enumerate(dict.fromkeys(r.configuration for r in records_a))}
     li = {(r.workload, point_of(r).label): point_of(r).order for r in records_a}
