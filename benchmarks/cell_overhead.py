@@ -12,14 +12,23 @@ records). With ``--lab-hosts N`` the cells run on the embedded lab instead: N ho
 streams × 4 OIO against NBD and iSCSI (``--cells`` repeats each, the two configurations in turn), one
 fio server per host and one fio client — the overhead at scale (the jobs' connections and their start
 spread, the client run's stop once every server has sent the window's end status), per configuration of the
-cell that ended each gap. The machine is shared and noisy: the median is what
-the README quotes.
+cell that ended each gap.
+
+The floor, at scale: after each protolab run, the same lab (same plan, same prefix) is brought up again and plain
+fio runs the very job files protolab wrote for each cell (``raw/<cell>.measure.<host>.fio``): one ``fio --server``
+per host namespace, one ``fio --client`` over all of them, wall time minus the jobs' ``runtime`` — what fio itself
+needs to connect, hand out 160 jobs, start them, gather their results and exit. ``--rounds`` alternates protolab
+runs and floor runs (the machine is shared and noisy: the two share its phases), and the ratio of the medians is
+protolab's overhead over fio's own. The median is what the README quotes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,6 +86,88 @@ def _t(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
+def _runtime(job: Path) -> float:
+    """The ``runtime=`` of a job file, in seconds (protolab writes it as '<n>s' or a bare number)."""
+    m = re.search(r"^runtime=([0-9.]+)(ms|s)?$", job.read_text(), re.M)
+    if m is None:
+        sys.exit(f"{job}: no runtime= line")
+    return float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0)
+
+
+def floor(plan: Path, run: Path, work: Path) -> dict[str, list[float]]:
+    """Plain fio over each cell's own job files on a fresh lab of the same plan: {configuration: [wall − runtime]}."""
+    from protolab.engine.fio import Fio
+    from protolab.lab.cli import lab_protocols
+    from protolab.lab.lab import Lab
+    from protolab.lab.names import default_workdir
+    from protolab.plan.load import load_plan
+
+    p = load_plan(plan)
+    assert p.lab is not None
+    fio = Fio.locate().path
+    recs = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
+    lab = Lab(p.lab, lab_protocols(p), default_workdir(p.lab.prefix))
+    socks = work / "socks"
+    socks.mkdir(mode=0o700)
+    servers: list[subprocess.Popen] = []
+    out: dict[str, list[float]] = {}
+    lab.up()
+    try:
+        for h in range(p.lab.hosts):
+            servers.append(subprocess.Popen(["ip", "netns", "exec", lab.names.host_ns(h), fio,
+                                             f"--server=sock:{socks / f'h{h}.sock'}"],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 30
+        while not all((socks / f"h{h}.sock").exists() for h in range(p.lab.hosts)):
+            if time.monotonic() > deadline:
+                sys.exit("floor: the fio servers did not start")
+            time.sleep(0.05)
+        for r in sorted(recs, key=lambda r: r["seq"]):
+            jobs = sorted((run / "raw").glob(f"{r['cell_id']}.measure.*.fio"))
+            if len(jobs) != p.lab.hosts:
+                sys.exit(f"floor: {len(jobs)} job files for cell {r['cell_id']}, expected {p.lab.hosts}")
+            args = [a for h, job in enumerate(jobs) for a in (f"--client=sock:h{h}.sock", str(job))]
+            t0 = time.monotonic()
+            done = subprocess.run([fio, "--output-format=json", f"--output={work / 'floor.json'}", *args],
+                                  cwd=socks, capture_output=True, text=True)
+            wall = time.monotonic() - t0
+            if done.returncode != 0:
+                sys.exit(f"floor: fio failed for cell {r['cell_id']}: {done.stderr.strip()[-300:]}")
+            out.setdefault(r["coords"]["configuration"], []).append(wall - _runtime(jobs[0]))
+    finally:
+        for s in servers:
+            s.terminate()
+        for s in servers:
+            s.wait(timeout=30)
+        lab.down()
+        shutil.rmtree(socks, ignore_errors=True)
+    return out
+
+
+def protolab_gaps(plan: Path, results: Path) -> tuple[Path, float, list[dict], list[float]]:
+    """One `protolab run`: (its run directory, wall time, records in order, per-cell overheads)."""
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(results)],
+                       capture_output=True, text=True)
+    total = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"protolab run failed: {p.stderr.strip()[-500:]}")
+    run = max(results.iterdir(), key=lambda d: d.stat().st_mtime)
+    lines = (run / "records.jsonl").read_text().splitlines()  # the schema-2 store
+    recs = sorted((json.loads(line) for line in lines if line.strip()), key=lambda r: r["seq"])
+    starts = [_t(r["started"]) for r in recs]
+    # 'started' is when the measured window starts (the warm-up's end); a gap holds one warm-up + window + overhead
+    # the window's and the next warm-up's own seconds (a warm-up ends at fio's status nearest its time)
+    gaps = [b - a - ra["result"]["runtime_s"] - rb["warmup"]["seconds"]
+            for a, b, ra, rb in zip(starts, starts[1:], recs, recs[1:])]
+    return run, total, recs, gaps
+
+
+def _line(what: str, values: list[float]) -> str:
+    return (f"{what}: median {statistics.median(values):.3f} s  (range {min(values):.3f}–{max(values):.3f}, "
+            f"{len(values)})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, default=8)
@@ -84,39 +175,48 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--lab-hosts", type=int, default=0, help="run on the embedded lab with this many hosts (root)")
     ap.add_argument("--streams", type=int, default=20, help="streams per lab host (with --lab-hosts)")
+    ap.add_argument("--rounds", type=int, default=2, help="protolab runs and floor runs in turn (with --lab-hosts)")
+    ap.add_argument("--no-floor", action="store_true", help="skip plain fio's floor (with --lab-hosts)")
     args = ap.parse_args()
+    if args.lab_hosts and os.geteuid() != 0:
+        sys.exit("--lab-hosts: the embedded lab needs root")
     with tempfile.TemporaryDirectory() as d:
         data = Path(d) / "data"
         data.mkdir()
         plan = Path(d) / "p.toml"
-        if args.lab_hosts:
-            plan.write_text(LAB_PLAN.format(hosts=args.lab_hosts, streams=args.streams, cells=args.cells,
-                                            seconds=args.seconds, warmup=args.warmup))
-        else:
+        if not args.lab_hosts:
             plan.write_text(PLAN.format(dir=data, cells=args.cells, seconds=args.seconds, warmup=args.warmup))
-        t0 = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(Path(d) / "r")],
-                           capture_output=True, text=True)
-        total = time.monotonic() - t0
-        if p.returncode != 0:
-            sys.exit(f"protolab run failed: {p.stderr.strip()[-500:]}")
-        run = next((Path(d) / "r").iterdir())
-        lines = (run / "records.jsonl").read_text().splitlines()  # the schema-2 store
-        recs = sorted((json.loads(line) for line in lines if line.strip()), key=lambda r: r["seq"])
-    starts = [_t(r["started"]) for r in recs]
-    # 'started' is when the measured window starts (the warm-up's end); a gap holds one warm-up + window + overhead
-    # the window's and the next warm-up's own seconds (a warm-up ends at fio's status nearest its time)
-    gaps = [b - a - ra["result"]["runtime_s"] - rb["warmup"]["seconds"]
-            for a, b, ra, rb in zip(starts, starts[1:], recs, recs[1:])]
-    print(f"cells {len(recs)}, warm-up {args.warmup:g} s + window {args.seconds:g} s, whole run {total:.1f} s")
-    print(f"per-cell overhead  median {statistics.median(gaps):.3f} s  (range {min(gaps):.3f}–{max(gaps):.3f}, "
-          f"{len(gaps)} gaps)")
-    if args.lab_hosts:  # per configuration of the cell a gap leads to (an iSCSI cell's gap holds its logins)
-        for name in sorted({r["coords"]["configuration"] for r in recs}):
-            mine = [g for g, rb in zip(gaps, recs[1:]) if rb["coords"]["configuration"] == name]
-            if mine:
-                print(f"  gaps before {name} cells: median {statistics.median(mine):.3f} s  "
-                      f"(range {min(mine):.3f}–{max(mine):.3f}, {len(mine)} gaps)")
+            _, total, recs, gaps = protolab_gaps(plan, Path(d) / "r")
+            print(f"cells {len(recs)}, warm-up {args.warmup:g} s + window {args.seconds:g} s, whole run {total:.1f} s")
+            print(_line("per-cell overhead", gaps))
+            return
+        plan.write_text(LAB_PLAN.format(hosts=args.lab_hosts, streams=args.streams, cells=args.cells,
+                                        seconds=args.seconds, warmup=args.warmup))
+        ours: dict[str, list[float]] = {}
+        fios: dict[str, list[float]] = {}
+        for k in range(args.rounds):
+            run, total, recs, gaps = protolab_gaps(plan, Path(d) / f"r{k}")
+            print(f"round {k + 1}: protolab, {len(recs)} cells, whole run {total:.1f} s; " + _line("overhead", gaps))
+            for g, rb in zip(gaps, recs[1:]):  # per configuration of the cell a gap leads to (iSCSI: its logins)
+                ours.setdefault(rb["coords"]["configuration"], []).append(g)
+            if not args.no_floor:
+                work = Path(d) / f"f{k}"
+                work.mkdir()
+                for name, v in floor(plan, run, work).items():
+                    fios.setdefault(name, []).append(v)
+                    print(f"round {k + 1}: " + _line(f"plain fio's own, {name} cells", v))
+        print(f"{args.lab_hosts} hosts × {args.streams} streams, warm-up {args.warmup:g} s + window "
+              f"{args.seconds:g} s, {args.rounds} round(s)")
+        for name in sorted(ours):
+            mine = ours[name]
+            line = f"  {name}: protolab's per-cell overhead {statistics.median(mine):.3f} s ({len(mine)} gaps)"
+            if name in fios:
+                flat = [x for v in fios[name] for x in v]
+                floor_s = statistics.median(flat)
+                ratio = statistics.median(mine) / floor_s if floor_s > 0 else float("inf")
+                line += (f"; plain fio's own {floor_s:.3f} s ({len(flat)} runs); ratio {ratio:.2f}×, "
+                         f"above the floor {statistics.median(mine) - floor_s:+.3f} s")
+            print(line)
 
 
 if __name__ == "__main__":
