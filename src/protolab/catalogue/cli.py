@@ -91,8 +91,9 @@ def history_command(
         print_table(console, plain_table(f"{ln.workload} · {ln.name}", ["run", "metric", "median",
                                          "change from the run before"], rows))
     called = h.called()
+    # soft_wrap: the page's path is printed whole, whatever the terminal's width, so it can be copied
     console.print(f"{len(called)} called change(s) between consecutive runs"
-                  + (f"; page: {page}" if page else ""), highlight=False, markup=False)
+                  + (f"; page: {page}" if page else ""), highlight=False, markup=False, soft_wrap=True)
 
 
 def _latest(run: Path, results: Path) -> Path:
