@@ -29,6 +29,7 @@ from .chart import Chart
 if TYPE_CHECKING:
     from ..analysis.bottleneck import Bottleneck
     from ..analysis.claims import ClaimVerdict
+    from ..analysis.crossover import Added, AtPoint
     from ..analysis.headlines import Headline
     from ..analysis.summary import Matrix
     from ..analysis.trend import Trend
@@ -45,6 +46,20 @@ def by_cell(records: Iterable[CellRecord]) -> dict[CellKey, list[CellRecord]]:
     for r in records:
         out.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
     return out
+
+
+@dataclass(frozen=True)
+class CrossoverData:
+    """What the crossover and added-time sections say of one run."""
+
+    swept: str | None  # "service_time" / "link_rate", None without a sweep
+    band: float  # a fraction (0.09)
+    band_source: str  # where the band comes from (analysis.crossover.band_of)
+    both: bool = False  # both coordinates swept: no crossover is stated
+    added: dict[tuple[str, str], Added] = field(default_factory=dict)  # (workload, configuration) → o
+    points: list[AtPoint] = field(default_factory=list)  # every configuration at every swept point
+    parallelism: int | None = None  # the array's servers (None: a RAM pool, or no lab)
+    ram: bool = False  # the lab's pool answers from RAM (no device model)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +100,7 @@ class ReportData(RunData):
     headlines: list[Headline] = field(default_factory=list)  # best first
     claims: list[ClaimVerdict] = field(default_factory=list)  # the seed's claims, judged on this run
     reach: list[tuple[dict[str, int], list[ClaimVerdict]]] = field(default_factory=list)  # … at each swept point
+    crossover: CrossoverData | None = None  # the sweep's crossover and each configuration's added time per I/O
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one

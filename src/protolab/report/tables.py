@@ -30,6 +30,7 @@ from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
 from .chart import Chart, Series
+from .crossoverdata import crossover_data
 from .detail import percentile_charts, series_charts, series_loads
 from .longrun import Intervals, LongRunParts, long_run_parts
 from .model import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
@@ -287,7 +288,7 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     reach = claim_reach(plan, records, alpha=alpha, noise=noise)
     return ReportData(**run.parts(), verdicts=vs, findings=found, charts=charts,
                       notes=_notes(run, charts, ceiling_note), bottlenecks=held, trends=long.trends, matrices=ms,
-                      headlines=headlines(ms), claims=claims, reach=reach)
+                      headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run))
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:
