@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..analysis.claims import ClaimVerdict
     from ..analysis.crossover import Added, AtPoint
     from ..analysis.headlines import Headline
+    from ..analysis.paths import PathShare
     from ..analysis.summary import Matrix
     from ..analysis.trend import Trend
 
@@ -95,6 +96,7 @@ class ReportData(RunData):
     charts: list[Chart] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
     bottlenecks: dict[CellKey, Bottleneck] = field(default_factory=dict)
+    paths: dict[CellKey, PathShare] = field(default_factory=dict)  # a cell's bytes per storage port (when it has)
     trends: dict[tuple[str, str], list[Trend | None]] = field(default_factory=dict)  # (w, config) → long runs'
     matrices: list[Matrix] = field(default_factory=list)  # the summary's, one per workload
     headlines: list[Headline] = field(default_factory=list)  # best first

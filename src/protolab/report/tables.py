@@ -18,6 +18,7 @@ from ..analysis.derived import busy_note, figures
 from ..analysis.findings import METRICS, TABLE_ONLY, Key, findings, measured_metrics, study_rows, verdicts
 from ..analysis.headlines import headlines
 from ..analysis.pairs import pair_findings
+from ..analysis.paths import path_share
 from ..analysis.stats import Verdict
 from ..analysis.summary import matrices
 from ..analysis.wire import ceiling
@@ -286,9 +287,10 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)
     claims = claim_verdicts(plan, records, held, long.trends, alpha=alpha, noise=noise)
     reach = claim_reach(plan, records, alpha=alpha, noise=noise)
+    paths = {k: p for k, recs in run.cells.items() if (p := path_share(recs)) is not None}
     return ReportData(**run.parts(), verdicts=vs, findings=found, charts=charts,
-                      notes=_notes(run, charts, ceiling_note), bottlenecks=held, trends=long.trends, matrices=ms,
-                      headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run))
+                      notes=_notes(run, charts, ceiling_note), bottlenecks=held, paths=paths, trends=long.trends,
+                      matrices=ms, headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run))
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:
