@@ -46,6 +46,7 @@ def _load(plan: Optional[Path], builtin: Optional[str], scale: Optional[str] = N
     return load_plan_text(text, source=str(plan), scale=scale, device_model=device_model), text, str(plan)
 
 
+BUILTIN_HELP = "{verb} a built-in study instead of a plan file (see 'protolab plans')."
 SCALE_HELP = ("The plan's \\[scale.NAME] to run at (built-in studies: quick, for a small machine, or full, the "
               "seed's own).")
 
@@ -131,8 +132,7 @@ def _lab_allowed(p, source: str) -> None:
 @app.command(short_help=SUMMARY["run"])
 def run(
     plan: Optional[Path] = typer.Argument(None, help="The plan file (TOML)."),
-    builtin: Optional[str] = typer.Option(None, "--builtin", "-b",
-                                          help="Run a built-in study instead (see 'protolab plans')."),
+    builtin: Optional[str] = typer.Option(None, "--builtin", "-b", help=BUILTIN_HELP.format(verb="Run")),
     results: Path = typer.Option(Path("results"), "--results", help="Where run directories are written."),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="Where the embedded lab keeps its record, pool and logs "
@@ -211,7 +211,8 @@ def detach(run_dir: Path = typer.Argument(..., help="The run directory, results/
 
 @app.command(short_help=SUMMARY["validate"])
 def validate(
-    plan: Path = typer.Argument(..., help="The plan file (TOML)."),
+    plan: Optional[Path] = typer.Argument(None, help="The plan file (TOML)."),
+    builtin: Optional[str] = typer.Option(None, "--builtin", "-b", help=BUILTIN_HELP.format(verb="Check")),
     lab_workdir: Optional[Path] = typer.Option(
         None, "--lab-workdir", help="The lab directory `run` would use (its disk must hold the pool)."),
     scale: Optional[str] = typer.Option(None, "--scale", help=SCALE_HELP),
@@ -223,7 +224,7 @@ def validate(
     from .plan.summary import matrix_line
     from .plan.warnings import machine_memory, plan_warnings
 
-    p, _text, source = _load(plan, None, scale)
+    p, _text, source = _load(plan, builtin, scale)
     preflight(p, source, _environment(p, lab_workdir))
     _overwrite_checks(p)
     cells = expand(p)
@@ -233,7 +234,7 @@ def validate(
     if as_json:
         import json
 
-        print(json.dumps({"plan": str(plan), "name": p.name, "valid": True, "scale": p.scale,
+        print(json.dumps({"plan": source, "name": p.name, "valid": True, "scale": p.scale,
                           "configurations": len(p.configurations), "workloads": len(p.workloads),
                           "load_points": len(p.load_points),
                           "fill_levels": p.fill.levels if p.fill is not None else None,
@@ -244,8 +245,8 @@ def validate(
                           "warnings": warnings}, indent=2))
         return
     for w in warnings:
-        err.print(f"warning: {plan}: {w}", highlight=False, soft_wrap=True)
-    out.print(f"{plan}: plan {p.name!r} is valid — {matrix_line(p, len(cells))}")
+        err.print(f"warning: {source}: {w}", highlight=False, soft_wrap=True)
+    out.print(f"{source}: plan {p.name!r} is valid — {matrix_line(p, len(cells))}", highlight=False, markup=False)
 
 
 def _overwrite_checks(p) -> None:

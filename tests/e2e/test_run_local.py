@@ -36,6 +36,9 @@ def test_run_writes_manifest_csv_raw_and_table(tmp_path, cli):
     prov = m["provenance"]
     assert prov["fio_version"].startswith("fio-") and {"libiscsi", "nfs", "nbd"} <= set(prov["fio_engines"])
     assert prov["kernel"] and prov["cpu_model"] and m["started"] <= m["ended"]
+    # the report written at the run's end shows that end, the manifest's own
+    ran = f"status complete · started {m['started']} · ended {m['ended']} · 8 measured windows"
+    assert ran in (run / "report.md").read_text() and ran in (run / "report.html").read_text()
     rows = list(csv.DictReader((run / "cells.csv").open()))
     assert list(rows[0]) == csv_columns()
     assert rows[0]["configuration"] == "psync" and rows[0]["total_oio"] == "1" and rows[0]["status"] == "ok"

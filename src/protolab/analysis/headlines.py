@@ -5,9 +5,9 @@ Grouping: configurations whose difference from the baseline was called in the sa
 at every load point or (a "mixed" cell called one way only) at some, form one sentence; groups with the same
 configurations, metric, direction and coverage in several workloads merge into one. A sentence gives the range of
 the effect over its configurations and called load points (each point's change in its own direction: "62–79 %
-fewer IOPS"). What held each configuration back (the bottleneck analysis's words) is one sentence per workload,
-placed after that workload's first headline. A workload where nothing was called says so, with the smallest
-difference the run could have detected there.
+fewer IOPS"). What held each configuration back (the bottleneck analysis's words) is one headline per workload,
+placed after that workload's first: a short sentence per bound, at most `HELD_MOST`. A workload where nothing was
+called says so, with the smallest difference the run could have detected there.
 
 The rule that chooses them (effect size and confidence together): differences called at every load point come
 before those called at some; then the larger *conservative* effect first — the smallest, over the group's called
@@ -27,6 +27,7 @@ from .stats import HIGHER, LOWER
 from .summary import MIXED, SAME, UNTESTED, Cell, Matrix, PointCall
 
 MOST = 10
+HELD_MOST = 3  # bounds named in a workload's sentence on what held it back
 
 
 @dataclass(frozen=True)
@@ -113,18 +114,30 @@ def _difference_headlines(ms: list[Matrix]) -> list[Headline]:
     return sorted(out, key=lambda h: (not h.every, -h.score, -len(h.configurations), order.get(h.metric, 0)))
 
 
-def _held(m: Matrix) -> Headline | None:
-    """What held each configuration of one workload back, one sentence."""
-    by: dict[str, list[str]] = {}
+def _held(m: Matrix, most: int = HELD_MOST) -> Headline | None:
+    """What held each configuration of one workload back: a short sentence per bound, the bound holding the most
+    configurations first ('a and b were held back by the wire, and c at some load points.'), at most ``most``."""
+    every: dict[str, list[str]] = {}
+    some: dict[str, list[str]] = {}
     for r in m.rows:
-        if r.held:
-            by.setdefault(" or ".join(r.held) + (" (by load point)" if len(r.held) > 1 else ""), []).append(
-                r.configuration)
-    if not by:
+        for bound in r.held:  # several: each held it at some load points, not all
+            (every if len(r.held) == 1 else some).setdefault(bound, []).append(r.configuration)
+    if not every and not some:
         return None
-    parts = [f"{what}: {', '.join(cs)}" for what, cs in by.items()]
-    return Headline(f"{m.workload}: held back by " + "; by ".join(parts) + ".", "held", (m.workload,),
-                    tuple(c for cs in by.values() for c in cs))
+    bounds = sorted(dict.fromkeys([*every, *some]), key=lambda b: -len(every.get(b, [])) - len(some.get(b, [])))
+    said = []
+    for bound in bounds[:most]:
+        alls, parts = every.get(bound, []), some.get(bound, [])
+        if alls:
+            text = f"{_names(alls)} {'were' if len(alls) > 1 else 'was'} held back by {bound}"
+            text += f", and {_names(parts)} at some load points" if parts else ""
+        else:
+            text = f"{_names(parts)} {'were' if len(parts) > 1 else 'was'} held back by {bound} at some load points"
+        said.append(text + ".")
+    if len(bounds) > most:
+        said.append(f"{len(bounds) - most} more bounds: see the summary's last column.")
+    return Headline(f"{m.workload}: " + " ".join(said), "held", (m.workload,),
+                    tuple(r.configuration for r in m.rows if r.held))
 
 
 def _nothing_called(m: Matrix) -> Headline:

@@ -10,6 +10,8 @@ A cell sums up one configuration and metric over the workload's load points:
 - ``not tested`` ("n.t."): not called anywhere and not tested at one load point or more (too few repeats, no
   baseline value), with why;
 - ``baseline``: the baseline's own value (median over load points of the medians, and their range);
+- ``absolute``: the baseline has no value, or only zero (a local device has no server CPU, no packets): its own
+  value, as the baseline's row gives its own, absolute and with its unit, not a % of anything;
 - ``none``: no value.
 A column with no value in any row is left out. Pure: built from the relative rows, the verdicts and the
 bottlenecks (report.tables builds them); report.sections.summary renders it.
@@ -29,6 +31,7 @@ from .relative import Row
 from .stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict
 
 BASELINE, SAME, MIXED, UNTESTED, NONE = "baseline", "same", "mixed", "not tested", "none"
+ABSOLUTE = "absolute"
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,9 @@ class PointCall:
 class Cell:
     """One configuration × metric over the workload's load points (see the module text)."""
 
-    state: str  # higher, lower, mixed, same, not tested, baseline, none
-    value: float | None  # % of baseline (median over load points); the baseline: its own median
-    low: float | None = None  # the interval spanning the load points' (%); the baseline: range over load points
+    state: str  # higher, lower, mixed, same, not tested, baseline, absolute, none
+    value: float | None  # % of baseline (median over load points); baseline and absolute: its own median
+    low: float | None = None  # the interval spanning the load points' (%); baseline, absolute: range over points
     high: float | None = None
     detectable: float | None = None  # "same": the largest smallest-detectable difference over the load points (%)
     why: str = ""  # "not tested": why; "mixed": where it was called
@@ -96,11 +99,14 @@ def _where(calls: list[PointCall], total: int) -> str:
     return f"at {len(calls)} of {total} load points ({', '.join(c.load for c in calls)})"
 
 
-def cell(metric: str, calls: list[PointCall], measured: bool = False) -> Cell:
+def cell(metric: str, calls: list[PointCall], measured: bool = False, own: list[float] | None = None) -> Cell:
     """A non-baseline cell from its load points' calls (see the module text); ``measured``: the configuration has
-    values of its own (so no % of the baseline means the baseline has none, or zero)."""
+    values of its own (so no % of the baseline means the baseline has none, or zero); ``own``: those values, shown
+    absolute when the baseline has none."""
     rels = [c.relative for c in calls if c.relative is not None]
     if not rels:
+        if own:
+            return _own_cell(ABSOLUTE, own, calls)
         if measured:
             return Cell(UNTESTED, None, why="the baseline has no value (or zero) to compare with", points=tuple(calls))
         return Cell(NONE, None, points=tuple(calls))
@@ -130,12 +136,20 @@ def cell(metric: str, calls: list[PointCall], measured: bool = False) -> Cell:
     return Cell(UNTESTED, value, why=why, points=tuple(calls))
 
 
-def _baseline_cell(metric: str, rows: list[Row]) -> Cell:
-    vals = [r.values.get(metric) for r in rows if r.values.get(metric) is not None]
-    if not vals:
-        return Cell(NONE, None)
+def _own_cell(state: str, vals: list[float], calls: list[PointCall] | None = None) -> Cell:
+    """A row's own values: their median over load points and, when they differ, their range."""
     spread = min(vals) != max(vals)
-    return Cell(BASELINE, median(vals), min(vals) if spread else None, max(vals) if spread else None)
+    return Cell(state, median(vals), min(vals) if spread else None, max(vals) if spread else None,
+                points=tuple(calls or ()))
+
+
+def _own(metric: str, rows: list[Row]) -> list[float]:
+    return [v for r in rows if (v := r.values.get(metric)) is not None]
+
+
+def _baseline_cell(metric: str, rows: list[Row]) -> Cell:
+    vals = _own(metric, rows)
+    return _own_cell(BASELINE, vals) if vals else Cell(NONE, None)
 
 
 def _bottleneck(found: dict[tuple[str, Point, str], Any], workload: str, configuration: str,
@@ -175,7 +189,9 @@ def matrix(workload: str, rows: list[Row], verdicts: dict, bottlenecks: dict, ba
                 continue
             calls = [_point_call(verdicts.get((m, workload, p, c)), by[(c, p)], by.get((baseline, p)), m)
                      for p in points if (c, p) in by]
-            cells[m] = cell(m, calls, any(by[(c, p)].values.get(m) is not None for p in points if (c, p) in by))
+            base_has = any(_own(m, [by[(baseline, p)] for p in points if (baseline, p) in by]))  # 0 is none too
+            own = _own(m, [by[(c, p)] for p in points if (c, p) in by])
+            cells[m] = cell(m, calls, bool(own), None if base_has else own)
         words, held = _bottleneck(bottlenecks, workload, c, loads)
         out.append(MatrixRow(c, c == baseline, cells, words, held))
     return Matrix(workload, baseline, cols, out, [loads[p] for p in points])

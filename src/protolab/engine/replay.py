@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..conventions import fio_unescaped
 from ..errors import PlanError
 from ..plan.expand import Cell
 from ..safepath import inside
@@ -14,7 +15,7 @@ from .jobfile import Stream
 def iolog_name(stream: Stream) -> str:
     """The file name a stream's iolog names: the job's filename as fio's engine takes it (unescaped)."""
     a = stream.access
-    return (a.filename or f"stream-{stream.index}").replace("\\:", ":")
+    return fio_unescaped(a.filename or f"stream-{stream.index}")
 
 
 def replay_files(cell: Cell, streams: list[Stream], folder: Path, stem: str) -> dict[int, str]:

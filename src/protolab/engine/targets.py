@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..conventions import DATA_FILE
+from ..conventions import DATA_FILE, fio_escaped, fio_unescaped
 from ..errors import TargetError
 from ..plan.protocols import PROTOCOLS
 from ..plan.targets import parse_target
@@ -39,14 +39,10 @@ class Access:
 
     def describe(self) -> str:
         """One line for logs and manifests."""
-        where = self.filename or self.options.get("uri") or self.options.get("nfs_url") or "?"
+        where = (fio_unescaped(self.filename) if self.filename  # a URL as people write it, not fio's '\\:'
+                 else self.options.get("uri") or self.options.get("nfs_url") or "?")
         ns = f" in netns {self.netns}" if self.netns else ""
         return f"{self.kind} via {self.ioengine}: {where}{ns}"
-
-
-def _escape(s: str) -> str:
-    """fio job files treat ':' in filename as a separator; the libiscsi engine wants it escaped."""
-    return s.replace(":", "\\:")
 
 
 def resolve(
@@ -68,8 +64,8 @@ def resolve(
     engine = PROTOCOLS[ref.kind].engine if ref.kind in PROTOCOLS else None
     if engine is not None:  # how fio's engine for the protocol is told where to go
         if ref.iqn is not None:  # libiscsi: the URL as filename, its default port written out
-            return Access(ref.kind, engine, {}, _escape(f"{ref.kind}://{ref.host}:{ref.port}/{ref.iqn}/{ref.lun}"),
-                          size, netns, None, owned)
+            url = f"{ref.kind}://{ref.host}:{ref.port}/{ref.iqn}/{ref.lun}"
+            return Access(ref.kind, engine, {}, fio_escaped(url), size, netns, None, owned)
         if ref.export is not None and ref.kind == "nfs":  # libnfs: the export URL, protolab's file in it
             return Access(ref.kind, engine, {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
         return Access(ref.kind, engine, {"uri": url}, None, size, netns, None, owned)  # libnbd: the URI

@@ -100,7 +100,6 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     """The report as data: where it is, the findings, every row's medians and % of the baseline, and the verdict of
     each seed claim."""
     from ..plan.sweep import chosen as sweep_chosen
-    from .sections.seed import seed_verdicts
 
     data = getattr(rundir, "report_data", None)
     if data is None:
@@ -131,7 +130,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
                                "verdict": p.outcome, "why": p.why, "decisive": p in v.parts, "mdd_pct": p.mdd,
                                "repeats_to_decide": p.repeats}
                               for p in (*v.parts, *v.others)]}
-                   for v in seed_verdicts(data)],
+                   for v in data.claims],
     }
 
 

@@ -50,12 +50,11 @@ def verdicts_of(rundir: RunDir, manifest: Manifest, records: list[CellRecord]) -
     """The run's seed-claim verdicts, as its report computes them, from its ``manifest`` and ``records`` as the
     compare read them ([] when its plan has no seed findings)."""
     from . import tables
-    from .sections.seed import seed_verdicts
 
     plan = tables.plan_of(manifest)
     if plan is None or not plan.seed_findings:
         return []
-    return seed_verdicts(tables.build(manifest, records, intervals=rundir.intervals))
+    return tables.build(manifest, records, intervals=rundir.intervals).claims
 
 
 def claim_pairs(a: list[ClaimVerdict], b: list[ClaimVerdict]) -> list[ClaimPair]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ..analysis.latency import merged_percentiles
+from ..analysis.relative import Row
+from ..plan.coordinates import Point
 from ..results.records import CellRecord
 from .chart import Chart, Series
-from .model import DETAIL_LOADS, PCT_KEYS, ReportData, is_closed_loop, slug
+from .model import DETAIL_LOADS, PCT_KEYS, RunData, is_closed_loop, slug
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
@@ -13,7 +15,7 @@ def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None]
     return {k: (v / 1000 if v is not None else None) for k, v in pct.items()}, n
 
 
-def percentile_charts(data: ReportData, workload: str) -> list[Chart]:
+def percentile_charts(data: RunData, workload: str) -> list[Chart]:
     """Latency percentiles merged from fio's histograms: a chart per load point, or p99 at every load point."""
     closed = is_closed_loop(data.plan, workload)
     word = "service time" if closed else "latency"
@@ -49,18 +51,18 @@ def percentile_charts(data: ReportData, workload: str) -> list[Chart]:
     return out
 
 
-def series_loads(data: ReportData, workload: str) -> list[int]:
+def series_loads(rows: list[Row], workload: str) -> list[Point]:
     """The load points whose per-second series are drawn: all, or a long ladder's highest."""
-    loads = sorted({r.point for r in data.rows if r.workload == workload})
+    loads = sorted({r.point for r in rows if r.workload == workload})
     return loads if len(loads) <= DETAIL_LOADS else loads[-1:]
 
 
-def series_charts(data: ReportData, workload: str) -> list[Chart]:
+def series_charts(data: RunData, workload: str) -> list[Chart]:
     """IOPS per second of every repeat at the load points `series_loads` picks."""
     out = []
     step = data.plan.method.interval if data.plan else 1
     loads = sorted({(r.point, r.load_label) for r in data.rows if r.workload == workload})
-    wanted = set(series_loads(data, workload))
+    wanted = set(series_loads(data.rows, workload))
     shown = [(li, label) for li, label in loads if li in wanted]
     for li, label in shown:
         # an aging sequence's steps are drawn as one series by report.longrun

@@ -16,7 +16,7 @@ from markupsafe import Markup
 from .chart import Chart
 from .htmlkit import HTML_ROWS, STATIC, TEMPLATES, environment, read, script_safe
 from .model import ReportData
-from .sections import Page, report_html
+from .sections import Page, report_html, run_line
 
 #: Column names of a chart's table that hold numbers (right-aligned).
 _NUMERIC_WORDS = ("median", "%", "IOPS", "MB/s", "(µs)", "I/Os", "repeats", "repeat", "seconds", "ceiling",
@@ -59,7 +59,7 @@ def page(data: ReportData, sections: list | None = None) -> Callable[[dict], str
     headings, blocks = report_html(data, Page(chart_block, env), sections)
     plan_name = data.plan.name if data.plan else (data.manifest.plan or {}).get("name", data.run_id)
     text = env.from_string(read(TEMPLATES, "report.html.j2")).render(
-        data=data, manifest=data.manifest, plan_name=plan_name,
+        data=data, manifest=data.manifest, run_line=run_line(data), plan_name=plan_name,
         description=data.plan.description if data.plan else "",
         nav=[h for h in headings if h.nav], blocks=blocks,
         errors_js=script_safe(read(STATIC, "errors.js")), css=Markup(read(STATIC, "report.css")),

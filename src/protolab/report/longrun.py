@@ -13,7 +13,7 @@ Runs of an hour or more get a log-scaled time axis in hours.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..analysis.claimpower import trend_mdd
@@ -22,7 +22,7 @@ from ..analysis.trend import SloShare, Trend, onset_s, pooled_trend, slo_share, 
 from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
 from .chart import Chart, Series
-from .model import ReportData, slug
+from .model import RunData, slug
 
 #: A window with at least this many intervals, lasting at least LONG_WINDOW_S, is drawn and read as a long run.
 MIN_INTERVALS = 20
@@ -148,7 +148,7 @@ def _span(s: float, like: float | None = None) -> str:
     return f"{s:.0f} s" if ref >= 10 else f"{s:.1f} s"  # the jobs' I/O time: 19.999 s reads as 20 s
 
 
-def long_runs(data: ReportData, read: Intervals) -> list[LongRun]:
+def long_runs(data: RunData, read: Intervals) -> list[LongRun]:
     """Every long run of the report's records, in the order the plan names them."""
     plan = data.plan
     interval = plan.method.interval if plan else 1
@@ -208,12 +208,23 @@ def _chart(runs: list[LongRun], workload: str, label: str, metric: str, limit: f
                  xlabel="hours (log scale)" if hours else "seconds", hline=limit if metric != "iops" else None)
 
 
-def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
+@dataclass(frozen=True)
+class LongRunParts:
+    """What the long runs give the report: their charts, their sentences and notes, and each (workload,
+    configuration)'s trends (for the seed's time claims)."""
+
+    charts: list[Chart] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    trends: dict[tuple[str, str], list[Trend | None]] = field(default_factory=dict)
+
+
+def long_run_parts(data: RunData, read: Intervals) -> LongRunParts:
     """IOPS and latency over time per workload and load point (p95, or the metric of ``method.slo`` with its
-    limit dashed), and one finding per workload, load point and configuration (its repeats pooled)."""
+    limit dashed), one finding per workload, load point and configuration (its repeats pooled), and the trends."""
     runs = long_runs(data, read)
+    trends: dict[tuple[str, str], list[Trend | None]] = {}
     for r in runs:
-        data.trends.setdefault((r.workload, r.configuration), []).append(r.trend)
+        trends.setdefault((r.workload, r.configuration), []).append(r.trend)
     plan = data.plan
     window = plan.method.steady_window if plan else 5
     slo = plan.method.slo if plan else None
@@ -228,22 +239,28 @@ def long_run_charts(data: ReportData, read: Intervals) -> list[Chart]:
     cells: dict[tuple, list[LongRun]] = {}
     for r in runs:
         cells.setdefault((r.workload, r.load, r.configuration, r.aging), []).append(r)
-    data.findings += [Finding("long run", pooled_sentence(group, window), "iops", group[0].workload,
-                              (group[0].configuration,)) for group in cells.values()]
+    found = [Finding("long run", pooled_sentence(group, window), "iops", group[0].workload,
+                     (group[0].configuration,)) for group in cells.values()]
     if any(r.aging for r in runs):  # until the tables know stages, say what their numbers pool
-        data.findings.append(Finding("note", "the tables pool the steps of each aging sequence as windows of its cell "
-                                     "(steps of one aging are not independent repeats): read the aging from its "
-                                     "change per hour above"))
+        found.append(Finding("note", "the tables pool the steps of each aging sequence as windows of its cell "
+                             "(steps of one aging are not independent repeats): read the aging from its "
+                             "change per hour above"))
+    return LongRunParts(charts, found + _interrupted(data, read), trends)
+
+
+def _interrupted(data: RunData, read: Intervals) -> list[Finding]:
+    """A note per interrupted window whose intervals are kept in series.csv."""
     measured = {r.seq for r in data.records}
     m = data.manifest
     windows = {w.seq: w for w in [*m.interrupted_windows, *([m.measuring] if m.measuring else [])]
                if w.seq not in measured}
     kept = read(set(windows)) if windows else {}
+    out = []
     for seq, w in sorted(windows.items()):
         if kept.get(seq):
             again = any(r.cell_id == w.cell_id and r.seq > seq for r in data.records)
-            data.findings.append(Finding("note", f"the window of {w.cell_id} in session {w.session} "
-                                         f"was interrupted; its {len(kept[seq])} intervals are kept in series.csv "
-                                         f"(seq {seq}); " + ("it was measured again whole in a later session"
-                                                             if again else "'protolab resume' measures it again")))
-    return charts
+            out.append(Finding("note", f"the window of {w.cell_id} in session {w.session} "
+                               f"was interrupted; its {len(kept[seq])} intervals are kept in series.csv "
+                               f"(seq {seq}); " + ("it was measured again whole in a later session"
+                                                   if again else "'protolab resume' measures it again")))
+    return out

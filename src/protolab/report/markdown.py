@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from ..analysis.compare import CompareRow, Difference
-from ..analysis.paths import path_share
 from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
 from ..metrics import METRICS as REGISTRY
 from .htmlkit import fmt_number
@@ -57,8 +56,7 @@ def summary_table(data: ReportData, workload: str,
     rows = []
     shown, total = shown_loads(data, workload, most_loads)
     mine = [r for r in data.rows if r.workload == workload and r.point in shown]
-    paths = {(r.point, r.configuration): path_share(data.cells.get((workload, r.point, r.configuration), []))
-             for r in mine}
+    paths = {(r.point, r.configuration): data.paths.get((workload, r.point, r.configuration)) for r in mine}
     multipath = any(p is not None and p.paths > 1 for p in paths.values())
     if multipath:  # a configuration spread its traffic over several storage ports: how evenly
         headers.append("paths")

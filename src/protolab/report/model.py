@@ -1,14 +1,17 @@
 """The report's data model: charts, their series, and `ReportData` (everything a report shows about one run).
 
-Every section module (report.sections) and chart builder builds on these types; `tables.build` assembles them.
-Nothing here imports another report module but report.chart (a chart and its series). Pure data, no files.
+Every section module (report.sections) and chart builder builds on these types; `tables.build` assembles them in
+one pass: first the run as read (`RunData`: the records grouped, their rows and metrics, which the chart builders
+take), then the statistics, charts and sentences from it, and `ReportData` is made once from all the parts. Both
+are frozen: a section is a function of the model, never a step that changes it. Nothing here imports another
+report module but report.chart (a chart and its series). Pure data, no files.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Iterable
 
 from pydantic import ValidationError
 
@@ -23,12 +26,46 @@ from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from .chart import Chart
 
+if TYPE_CHECKING:
+    from ..analysis.bottleneck import Bottleneck
+    from ..analysis.claims import ClaimVerdict
+    from ..analysis.crossover import Added, AtPoint
+    from ..analysis.headlines import Headline
+    from ..analysis.paths import PathShare
+    from ..analysis.summary import Matrix
+    from ..analysis.trend import Trend
+
 PCT_KEYS = [f"p{p:g}" for p in PERCENTILES]
 
+#: (workload, load point, configuration): a cell of the report, its repeats pooled
+CellKey = tuple[str, Point, str]
 
-@dataclass
-class ReportData:
-    """Everything a report shows about one run."""
+
+def by_cell(records: Iterable[CellRecord]) -> dict[CellKey, list[CellRecord]]:
+    """The records grouped by workload, load point and configuration (read once, used by every chart)."""
+    out: dict[CellKey, list[CellRecord]] = {}
+    for r in records:
+        out.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
+    return out
+
+
+@dataclass(frozen=True)
+class CrossoverData:
+    """What the crossover and added-time sections say of one run."""
+
+    swept: str | None  # "service_time" / "link_rate", None without a sweep
+    band: float  # a fraction (0.09)
+    band_source: str  # where the band comes from (analysis.crossover.band_of)
+    both: bool = False  # both coordinates swept: no crossover is stated
+    added: dict[tuple[str, str], Added] = field(default_factory=dict)  # (workload, configuration) → o
+    points: list[AtPoint] = field(default_factory=list)  # every configuration at every swept point
+    parallelism: int | None = None  # the array's servers (None: a RAM pool, or no lab)
+    ram: bool = False  # the lab's pool answers from RAM (no device model)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunData:
+    """One run as the report reads it, before any statistics: what the chart builders take."""
 
     run_id: str
     manifest: Manifest
@@ -37,27 +74,35 @@ class ReportData:
     workloads: list[str]
     configurations: list[str]
     rows: list[Row]
-    verdicts: dict[Key, Verdict]
     metrics: list[str]  # relative metrics measured in this run
     absent: list[str]  # metrics not measured in this run
-    findings: list[Finding]
-    charts: list[Chart] = field(default_factory=list)
-    notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
     records: list[CellRecord] = field(default_factory=list)
     series: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # record seq → host/'all' → IOPS
-    cells: dict[tuple[str, Point, str], list[CellRecord]] = field(default_factory=dict)  # (w, load, config) → repeats
-    bottlenecks: dict[tuple[str, Point, str], Any] = field(default_factory=dict)  # cell → bottleneck.Bottleneck
-    trends: dict[tuple[str, str], list[Any]] = field(default_factory=dict)  # (w, config) → each long run's Trend
-    matrices: list[Any] = field(default_factory=list)  # analysis.summary.Matrix per workload
-    headlines: list[Any] = field(default_factory=list)  # analysis.headlines.Headline, best first
+    cells: dict[CellKey, list[CellRecord]] = field(default_factory=dict)  # `by_cell(records)`: the repeats
     alpha: float = 0.05  # the significance level and noise band the verdicts were called with
     noise: float = 0.02
 
-    def index(self) -> None:
-        """Group the records by workload, load point and configuration (read once, used by every chart)."""
-        self.cells = {}
-        for r in self.records:
-            self.cells.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
+    def parts(self) -> dict[str, object]:
+        """Its fields by name, to make a `ReportData` of this run with the rest."""
+        return {f.name: getattr(self, f.name) for f in fields(RunData)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportData(RunData):
+    """Everything a report shows about one run: the run as read and what the analysis made of it."""
+
+    verdicts: dict[Key, Verdict]
+    findings: list[Finding]
+    charts: list[Chart] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)  # section → "not measured in this run" etc.
+    bottlenecks: dict[CellKey, Bottleneck] = field(default_factory=dict)
+    paths: dict[CellKey, PathShare] = field(default_factory=dict)  # a cell's bytes per storage port (when it has)
+    trends: dict[tuple[str, str], list[Trend | None]] = field(default_factory=dict)  # (w, config) → long runs'
+    matrices: list[Matrix] = field(default_factory=list)  # the summary's, one per workload
+    headlines: list[Headline] = field(default_factory=list)  # best first
+    claims: list[ClaimVerdict] = field(default_factory=list)  # the seed's claims, judged on this run
+    reach: list[tuple[dict[str, int], list[ClaimVerdict]]] = field(default_factory=list)  # … at each swept point
+    crossover: CrossoverData | None = None  # the sweep's crossover and each configuration's added time per I/O
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one

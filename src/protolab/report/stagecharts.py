@@ -16,19 +16,19 @@ from ..analysis.findings import Finding, pct
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 from ..plan.coordinates import AXES, outer_steps, value_label
 from .chart import Chart, Series
-from .model import ReportData, is_closed_loop, slug
+from .model import RunData, is_closed_loop, slug
 
 _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
             "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}
 
 
-def _steps(data: ReportData) -> dict[tuple, str]:
+def _steps(data: RunData) -> dict[tuple, str]:
     """The points' outer coordinates (stage steps), in order → their label ('fill 25 %'); {} without any."""
     steps = [s for s in outer_steps(data.records) if s]
     return {s: " · ".join(value_label(k, v) for k, v in s) for s in steps}
 
 
-def _lines(data: ReportData, workload: str) -> dict[tuple[str, object], dict[tuple, object]]:
+def _lines(data: RunData, workload: str) -> dict[tuple[str, object], dict[tuple, object]]:
     """(configuration, load point) → stage step → the report row there."""
     out: dict[tuple[str, object], dict[tuple, object]] = {}
     for r in data.rows:
@@ -41,7 +41,7 @@ def _plain(label: str) -> str:
     return label.split(" · ")[-1]
 
 
-def stage_charts(data: ReportData) -> list[Chart]:
+def stage_charts(data: RunData) -> list[Chart]:
     """Per workload: IOPS and average latency against the stage's steps; [] when the run has no stage."""
     steps = _steps(data)
     if not steps:
@@ -79,7 +79,7 @@ def stage_charts(data: ReportData) -> list[Chart]:
     return charts
 
 
-def stage_findings(data: ReportData, *, alpha: float = 0.05, noise: float = 0.02) -> list[Finding]:
+def stage_findings(data: RunData, *, alpha: float = 0.05, noise: float = 0.02) -> list[Finding]:
     """Per workload, configuration and load point: IOPS at the last stage step against the first, tested."""
     steps = _steps(data)
     if len(steps) < 2:

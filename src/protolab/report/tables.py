@@ -13,10 +13,13 @@ from typing import Any, Callable
 
 from ..analysis.bottleneck import bottlenecks
 from ..analysis.bottleneck_words import bottleneck_findings
+from ..analysis.claims import claim_reach, claim_verdicts
 from ..analysis.derived import busy_note, figures
-from ..analysis.findings import METRICS, TABLE_ONLY, findings, measured_metrics, study_rows, verdicts
+from ..analysis.findings import METRICS, TABLE_ONLY, Key, findings, measured_metrics, study_rows, verdicts
 from ..analysis.headlines import headlines
 from ..analysis.pairs import pair_findings
+from ..analysis.paths import path_share
+from ..analysis.stats import Verdict
 from ..analysis.summary import matrices
 from ..analysis.wire import ceiling
 from ..errors import ProtolabError
@@ -28,9 +31,10 @@ from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
 from .chart import Chart, Series
+from .crossoverdata import crossover_data
 from .detail import percentile_charts, series_charts, series_loads
-from .longrun import long_run_charts
-from .model import DETAIL_LOADS, PCT_KEYS, ReportData, is_closed_loop, plan_of, slug  # noqa: F401
+from .longrun import Intervals, LongRunParts, long_run_parts
+from .model import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
 from .stagecharts import stage_charts, stage_findings
 
 
@@ -40,7 +44,7 @@ def metric_title(metric: str, closed_loop: bool) -> str:
     return t if closed_loop else t.replace("service time", "latency")
 
 
-def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
+def _relative_chart(data: RunData, vs: dict[Key, Verdict], workload: str, metric: str) -> Chart:
     m = METRICS[metric]
     closed = is_closed_loop(data.plan, workload)
     rows = [r for r in data.rows if r.workload == workload]
@@ -52,7 +56,7 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
         vals, lo, hi = [], [], []
         for li, label in loads:
             r = by.get((c, li))
-            v = data.verdicts.get((metric, workload, li, c)) if ref == data.baseline else None
+            v = vs.get((metric, workload, li, c)) if ref == data.baseline else None
             rel = r.relative.get(metric) if r else None
             if ref != data.baseline:
                 x = by.get((ref, li))
@@ -82,7 +86,7 @@ def _relative_chart(data: ReportData, workload: str, metric: str) -> Chart:
                  f"% of {data.baseline}", [label for _, label in loads], series, table)
 
 
-def _reference(data: ReportData, rows: list, metric: str) -> str:
+def _reference(data: RunData, rows: list, metric: str) -> str:
     """The baseline when it has the metric somewhere, else the first configuration (plan order) that has it."""
     have = {r.configuration for r in rows if r.values.get(metric)}
     return next((c for c in [data.baseline, *data.configurations] if c in have), data.baseline)
@@ -111,7 +115,7 @@ def link_of(plan: Plan, configuration: str) -> dict[str, Any]:
     return {**_as_dict(lab.get("link")), **plan.configuration(configuration).link}
 
 
-def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
+def ceiling_charts(data: RunData) -> tuple[list[Chart], str]:
     """Measured IOPS as % of the wire model's ceiling, per workload; and a note on what has no link model."""
     plan = data.plan
     if plan is None:
@@ -174,7 +178,7 @@ def ceiling_charts(data: ReportData) -> tuple[list[Chart], str]:
     return charts, "; ".join(notes)
 
 
-def wire_ceilings(data: ReportData) -> tuple[dict[tuple[str, str], float | None], dict[str, bool]]:
+def wire_ceilings(data: RunData) -> tuple[dict[tuple[str, str], float | None], dict[str, bool]]:
     """The wire model's ceiling IOPS per (workload, configuration), and whether a wire lies in each
     configuration's path (for analysis.bottleneck; without a readable plan: unknown, so True)."""
     plan, ceilings = data.plan, {}
@@ -192,7 +196,7 @@ def wire_ceilings(data: ReportData) -> tuple[dict[tuple[str, str], float | None]
     return ceilings, {c: protocols.get(c) is not None for c in data.configurations if c in protocols}
 
 
-def device_saturation(data: ReportData) -> dict[tuple[str, str], float]:
+def device_saturation(data: RunData) -> dict[tuple[str, str], float]:
     """The device model's saturation IOPS per (workload, configuration) for configurations on the lab's pool
     (plan.storage; none with the ram pool or without a readable plan)."""
     plan = data.plan
@@ -209,11 +213,51 @@ def device_saturation(data: ReportData) -> dict[tuple[str, str], float]:
             if c.name in data.configurations and is_lab_target(plan.target_of(c).url)}
 
 
+def _run(manifest: Manifest, records: list[CellRecord], series: dict[int, dict[str, list[float]]] | Callable | None,
+         alpha: float, noise: float) -> RunData:
+    """The run as read: the plan's order of workloads and configurations, the rows, the records grouped and the
+    series the charts draw (``series`` as in `build`)."""
+    plan = plan_of(manifest)
+    baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
+    rows = study_rows(records, baseline)
+    present, absent = measured_metrics(rows=rows)
+    seen_w = list(dict.fromkeys(r.workload for r in records))
+    seen_c = list(dict.fromkeys(r.configuration for r in records))
+    workloads = [w.name for w in plan.workloads if w.name in seen_w] if plan else seen_w
+    configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
+    workloads += [w for w in seen_w if w not in workloads]
+    configurations += [c for c in seen_c if c not in configurations]
+    cells = by_cell(records)
+    if callable(series):  # only the series the charts draw
+        series = series("measure", {r.seq for w in workloads for li in series_loads(rows, w)
+                                    for c in configurations for r in cells.get((w, li, c), [])})
+    return RunData(run_id=manifest.run_id or "", manifest=manifest, plan=plan, baseline=baseline,
+                   workloads=workloads, configurations=configurations, rows=rows,
+                   metrics=[m for m in METRICS if m in present], absent=absent, records=records,
+                   series=series or {}, cells=cells, alpha=alpha, noise=noise)
+
+
+def _notes(run: RunData, charts: list[Chart], ceiling_note: str) -> dict[str, str]:
+    """Per section, what this run did not measure (and the machine's other work, when it was busy)."""
+    notes = {m: "not measured in this run" for m in run.absent}
+    if not any(c.section == "series" for c in charts):
+        notes["series"] = "per-second series not measured in this run"
+    if not any(c.section == "percentiles" for c in charts):
+        notes["percentiles"] = "latency histograms not stored in this run"
+    if ceiling_note:
+        notes["ceiling"] = ceiling_note
+    busy = busy_note([figures(r) for r in run.records])
+    if busy:
+        notes["busy"] = busy
+    return notes
+
+
 def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
           method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None,
-          intervals: Callable | None = None, drawing: Callable[[list[Chart], list[str]], Any] | None = None
+          intervals: Intervals | None = None, drawing: Callable[[list[Chart], list[str]], object] | None = None
           ) -> ReportData:
-    """Assemble the whole report's data from a manifest, its records and their per-interval series.
+    """Assemble the whole report's data from a manifest, its records and their per-interval series, in one pass:
+    the run as read, then each part from it, then the model, once.
 
     ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
     (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
@@ -221,60 +265,32 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     ``drawing``: called with charts and the configurations as soon as those charts are made (those that need no
     statistics, then the relative charts), so that they are drawn while the rest is built.
     """
-    plan = plan_of(manifest)
-    baseline = plan.baseline if plan else next((r.configuration for r in records if r.baseline), "")
-    rows = study_rows(records, baseline)
-    present, absent = measured_metrics(rows=rows)
-    rel_metrics = [m for m in METRICS if m in present]
-    seen_w = list(dict.fromkeys(r.workload for r in records))
-    seen_c = list(dict.fromkeys(r.configuration for r in records))
-    workloads = [w.name for w in plan.workloads if w.name in seen_w] if plan else seen_w
-    configurations = [c.name for c in plan.configurations if c.name in seen_c] if plan else seen_c
-    data = ReportData(manifest.run_id or "", manifest, plan, baseline, workloads + [w for w in seen_w
-                      if w not in workloads], configurations + [c for c in seen_c if c not in configurations],
-                      rows, {}, rel_metrics, absent, [], records=records,
-                      series={} if callable(series) else (series or {}), alpha=alpha, noise=noise)
-    data.index()
+    run = _run(manifest, records, series, alpha, noise)
+    plan, rows, baseline, metrics = run.plan, run.rows, run.baseline, run.metrics
     # the charts that need no statistics first, drawn while the statistics are computed
-    if callable(series):
-        data.series = series("measure", {r.seq for w in data.workloads for li in series_loads(data, w)
-                                         for c in data.configurations for r in data.cells.get((w, li, c), [])})
-    detail = [c for w in data.workloads for c in percentile_charts(data, w)]
-    detail += [c for w in data.workloads for c in series_charts(data, w)]
-    ceilings, note = ceiling_charts(data)
+    detail = [c for w in run.workloads for c in percentile_charts(run, w)]
+    detail += [c for w in run.workloads for c in series_charts(run, w)]
+    ceilings, ceiling_note = ceiling_charts(run)
     if drawing is not None:
-        drawing(detail + ceilings, data.configurations)
-    data.verdicts = vs = verdicts(rows, baseline, rel_metrics, alpha=alpha, noise=noise, method=method)
-    for w in data.workloads:
-        data.charts.extend(_relative_chart(data, w, m) for m in rel_metrics)
+        drawing(detail + ceilings, run.configurations)
+    vs = verdicts(rows, baseline, metrics, alpha=alpha, noise=noise, method=method)
+    relative = [_relative_chart(run, vs, w, m) for w in run.workloads for m in metrics]
     if drawing is not None:
-        drawing(list(data.charts), data.configurations)
-    data.findings = (findings(rows, vs, baseline, rel_metrics, alpha=alpha, noise=noise)
-                     + pair_findings(rows, plan, alpha=alpha, noise=noise))
-    data.charts.extend(detail)
-    data.charts.extend(stage_charts(data))
-    data.findings += stage_findings(data, alpha=alpha, noise=noise)
-    if intervals is not None:
-        data.charts.extend(long_run_charts(data, intervals))
-    data.charts.extend(ceilings)
-    for m in absent:
-        data.notes[m] = "not measured in this run"
-    if not any(c.section == "series" for c in data.charts):
-        data.notes["series"] = "per-second series not measured in this run"
-    if not any(c.section == "percentiles" for c in data.charts):
-        data.notes["percentiles"] = "latency histograms not stored in this run"
-    if note:
-        data.notes["ceiling"] = note
-    data.bottlenecks = bottlenecks(records, *wire_ceilings(data), device_saturation(data))
-    data.findings += bottleneck_findings(data.bottlenecks, {(r.workload, r.point): r.load_label
-                                                            for r in data.rows}, data.configurations)
-    data.matrices = matrices(data.workloads, data.rows, data.verdicts, data.bottlenecks, baseline,
-                             data.configurations, rel_metrics)
-    data.headlines = headlines(data.matrices)
-    busy = busy_note([figures(r) for r in records])
-    if busy:
-        data.notes["busy"] = busy
-    return data
+        drawing(list(relative), run.configurations)
+    found = (findings(rows, vs, baseline, metrics, alpha=alpha, noise=noise)
+             + pair_findings(rows, plan, alpha=alpha, noise=noise) + stage_findings(run, alpha=alpha, noise=noise))
+    long = long_run_parts(run, intervals) if intervals is not None else LongRunParts()
+    found += long.findings
+    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ceilings]
+    held = bottlenecks(records, *wire_ceilings(run), device_saturation(run))
+    found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
+    ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)
+    claims = claim_verdicts(plan, records, held, long.trends, alpha=alpha, noise=noise)
+    reach = claim_reach(plan, records, alpha=alpha, noise=noise)
+    paths = {k: p for k, recs in run.cells.items() if (p := path_share(recs)) is not None}
+    return ReportData(**run.parts(), verdicts=vs, findings=found, charts=charts,
+                      notes=_notes(run, charts, ceiling_note), bottlenecks=held, paths=paths, trends=long.trends,
+                      matrices=ms, headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run))
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:

@@ -284,13 +284,21 @@ class Events:
         """Adaptive repeats: why each cell's repeating ended (kept across sessions)."""
         self._write(repeats_stopped={**self.read().repeats_stopped, **stops})
 
-    def measured_all(self) -> None:
-        """Every cell is measured and the report is being written (the run is complete unless that fails)."""
-        self._write(phase="report", status="complete")
-
-    def session_ended(self, session: int, how: How, error: str | None = None, measured: int | None = None) -> None:
-        """The session ``session`` ended ``how`` (with ``error``), after measuring ``measured`` cells."""
+    def measured_all(self) -> str:
+        """Every cell is measured, the testbed is down and the report is being written: the run is complete and
+        ended now (unless the report fails), so the report shows its end. Returns that instant."""
         m, at = self.read(), self.clock()
+        sessions = list(m.sessions)
+        if sessions:
+            sessions[-1] = sessions[-1].model_copy(update={"ended": at, "how": "complete"})
+        self._write(phase="report", status="complete", ended=at, sessions=tuple(sessions))
+        return at
+
+    def session_ended(self, session: int, how: How, error: str | None = None, measured: int | None = None,
+                      at: str | None = None) -> None:
+        """The session ``session`` ended ``how`` (with ``error``), after measuring ``measured`` cells, at ``at``
+        (now when not given)."""
+        m, at = self.read(), at or self.clock()
         sessions = list(m.sessions)
         if sessions and sessions[-1].session == session:
             update: dict[str, Any] = {"ended": at, "how": how}

@@ -181,8 +181,9 @@ class Study:
 
     def _finished(self, rundir: RunDir, number: int, measured: int) -> RunDir:
         """Every cell measured: the caller's last step (the report), then the session is complete."""
+        ended = None
         if self.finish is not None:
-            rundir.events.measured_all()  # every cell is measured; the report says so
+            ended = rundir.events.measured_all()  # the run's end, before the report that shows it
             try:
                 self.finish(rundir)
             except KeyboardInterrupt:
@@ -191,13 +192,14 @@ class Study:
             except ProtolabError as e:
                 self._end(rundir, number, "failed", str(e), measured)
                 raise
-        self._end(rundir, number, "complete", None, measured)
+        self._end(rundir, number, "complete", None, measured, ended)
         return rundir
 
-    def _end(self, rundir: RunDir, number: int, how: How, error: str | None, measured: int | None) -> None:
+    def _end(self, rundir: RunDir, number: int, how: How, error: str | None, measured: int | None,
+             at: str | None = None) -> None:
         """Write how the session ended (when the disk lets us)."""
         try:
-            rundir.events.session_ended(number, how, error, measured)
+            rundir.events.session_ended(number, how, error, measured, at)
         except ProtolabError:
             pass  # the disk refused; the error that brought us here names the path
 

@@ -7,7 +7,7 @@ import math
 from protolab.analysis.headlines import MOST, headlines
 from protolab.analysis.relative import Row
 from protolab.analysis.stats import HIGHER, LOWER, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict
-from protolab.analysis.summary import BASELINE, MIXED, SAME, UNTESTED, matrix
+from protolab.analysis.summary import ABSOLUTE, BASELINE, MIXED, NONE, SAME, UNTESTED, Matrix, MatrixRow, matrix
 from protolab.plan.coordinates import Point
 
 LOADS = [Point((("load", i),), f"L{i}") for i in range(3)]
@@ -101,3 +101,42 @@ def test_a_workload_where_nothing_could_be_tested_never_reads_as_no_difference()
     rs, vs = study("w", {"a": [v(NOT_TESTED, 0.5, 0.4, 0.6)] * 3})
     [h] = headlines([matrix("w", rs, vs, {}, "base", ["base", "a"], ["iops"])])
     assert h.text == "w: no comparison with base could be tested (2 repeats; 3 needed)."
+
+
+def test_a_metric_the_baseline_has_none_of_shows_each_configurations_own_value_absolute():
+    rs = []
+    for p, (base_iops, a_iops, a_cpu) in zip(LOADS, [(1000, 900, 4.2), (1000, 900, 6.4), (1000, 900, 5.1)]):
+        rs.append(Row("w", p, "base", True, 5, {"iops": base_iops, "cpu_us_per_io_server": None,
+                                                "packets_per_io": 0.0}, {}, {"iops": 100.0}))
+        rs.append(Row("w", p, "a", False, 5, {"iops": a_iops, "cpu_us_per_io_server": a_cpu, "packets_per_io": 4.06},
+                      {}, {"iops": 90.0, "cpu_us_per_io_server": None, "packets_per_io": None}))
+    m = matrix("w", rs, {}, {}, "base", ["base", "a"], ["iops", "cpu_us_per_io_server", "packets_per_io"])
+    base, a = (r.cells["cpu_us_per_io_server"] for r in m.rows)
+    assert base.state == NONE and a.state == ABSOLUTE
+    assert (a.value, a.low, a.high) == (5.1, 4.2, 6.4)  # its own median over load points and their range
+    assert m.rows[1].cells["packets_per_io"].state == ABSOLUTE  # a baseline of zero packets has none to compare
+    assert m.rows[1].cells["iops"].state == UNTESTED  # a % of the baseline where there is one (here no test)
+
+    from protolab.report.sections.summary import _table
+    t = _table(m)
+    assert t.headers == ["configuration", "IOPS", "srv CPU µs/IO (absolute)", "pkts/IO (absolute)", "held back by"]
+    assert t.rows[1][2].text == "5.1 (4.2–6.4) CPU µs/I/O" and t.rows[0][2].text == "–"
+    assert [r[3].text for r in t.rows] == ["0", "4.06 packets/I/O"]
+    assert t.notes == ["not tested: no test"]  # the absolute cell is not an n.t.
+
+
+def test_what_held_a_workload_back_is_a_short_sentence_per_bound_at_most_three():
+    def row(c: str, *held: str) -> MatrixRow:
+        return MatrixRow(c, c == "base", {}, "", held)
+
+    m = Matrix("w", "base", [], [row("base", "the wire"), row("a", "the wire"), row("b", "tgtd's CPU", "the wire"),
+                                 row("c", "tgtd's CPU")])
+    [h] = [h for h in headlines([m, Matrix("x", "base", [], [row("base")])]) if h.kind == "held"]  # none for x
+    assert h.kind == "held" and h.configurations == ("base", "a", "b", "c")
+    assert h.text == ("w: base and a were held back by the wire, and b at some load points. "
+                      "c was held back by tgtd's CPU, and b at some load points.")
+    many = Matrix("w", "base", [], [row(f"c{i}", f"bound {i}") for i in range(5)])
+    [h] = [h for h in headlines([many]) if h.kind == "held"]
+    assert h.text == ("w: c0 was held back by bound 0. c1 was held back by bound 1. c2 was held back by bound 2. "
+                      "2 more bounds: see the summary's last column.")
+    assert max(len(s.split()) for s in h.text.split(". ")) <= 12  # one bound per sentence, each short

@@ -129,3 +129,9 @@ def test_bad_urls(url, msg):
 
     with pytest.raises(TargetError, match=msg.replace("[", r"\[").replace("]", r"\]")):
         resolve(url, size=2**20, ioengine=None, direct=True)
+
+
+def test_a_targets_description_reads_its_url_as_people_write_it():
+    a = resolve("iscsi://198.18.0.1/iqn.2026-11.org.protolab:t1/1", size=2**20, ioengine=None, direct=True)
+    assert a.filename == "iscsi\\://198.18.0.1\\:3260/iqn.2026-11.org.protolab\\:t1/1"  # fio's, in the job file
+    assert a.describe() == "iscsi via libiscsi: iscsi://198.18.0.1:3260/iqn.2026-11.org.protolab:t1/1"

@@ -1,6 +1,7 @@
 """The report written into a run directory: HTML, Markdown, figures and CSV tables, from synthetic records."""
 
 import csv
+import dataclasses
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -207,7 +208,7 @@ def test_the_page_puts_each_drawn_chart_at_its_figure_and_the_runs_text_cannot_a
     from protolab.report.figures import Drawn
 
     data = build(local_run.manifest(), local_run.records(), series=local_run.series())
-    data.plan = data.plan.model_copy(update={"description": "see <!--feed:0--> here"})
+    data = dataclasses.replace(data, plan=data.plan.model_copy(update={"description": "see <!--feed:0--> here"}))
     monkeypatch.setattr(html.secrets, "token_hex", lambda n: "feed")  # the token the plan's text guessed
     fill = html.page(data)
     text = fill({c.id: Drawn(c.id, f'<?xml version="1.0"?>\n<svg id="drawn-{c.id}"></svg>', []) for c in data.charts})

@@ -262,3 +262,12 @@ def test_windows_whose_fio_statuses_fell_out_of_step_are_named_in_the_method_in_
     assert model.out_of_step == said and said in section.markdown(model)
     assert said in _text(section.html(model, _page()))
     assert section.build(tables.build(rd.manifest(), rd.records())).out_of_step == ""  # none out of step: silent
+
+
+def test_the_plan_shows_a_targets_url_not_fios_escaped_file_name(built_data):
+    section = next(s for s in SECTIONS if s.name == "plan")
+    model = section.build(built_data["sweep-lab"])  # its manifest holds fio's 'iscsi\://…\:3260/…'
+    line = next(c for c in model.configurations if c.name == "iscsi")
+    assert line.description == ("iscsi via libiscsi: iscsi://198.18.0.1:3260/iqn.2024-01.org.protolab:pswpw.iscsi/1 "
+                                "in netns pswpw-h0")
+    assert "\\:" not in "\n".join(section.markdown(model)) and "\\:" not in str(section.html(model, _page()))

@@ -49,9 +49,11 @@ def test_a_session_from_start_to_end_in_events(rd):
     assert (s.session, s.how, s.cells_planned, s.cells_measured) == (1, "interrupted", 12, 1) and s.ended
     assert ev.session_started(11, Provenance()) == 2  # resume: a second session, the run running again
     ev.window_interrupted(Window(seq=2, cell_id="x", session=1))
-    ev.measured_all()
-    ev.session_ended(2, "complete", None, 11)
+    ended = ev.measured_all()  # the end, recorded before the report is written
+    assert rd.manifest().ended == ended and rd.manifest().sessions[-1].ended == ended
+    ev.session_ended(2, "complete", None, 11, ended)
     m = rd.manifest()
+    assert m.ended == ended and m.sessions[-1].ended == ended  # the report's end is the manifest's
     assert (m.status, m.phase, [s.how for s in m.sessions]) == ("complete", "done", ["interrupted", "complete"])
     assert m.interrupted_windows == (Window(seq=2, cell_id="x", session=1),) and m.ended
 
@@ -191,7 +193,8 @@ EVENTS = [
      {"interrupted_windows": [{"seq": 3, "cell_id": "w__a__r2", "session": 1}]}),
     (lambda f: f.cell_measured(9), {"cells_done": 1, "last_seq": 9}),
     (lambda f: f.repeats_stopped({"w__a": "stopped after 2"}), {"repeats_stopped": {"w__a": "stopped after 2"}}),
-    (lambda f: f.measured_all(), {"phase": "report", "status": "complete"}),
+    (lambda f: f.measured_all(), {"phase": "report", "status": "complete", "ended": "t3",
+                                  "sessions": [{**SESSION1, "ended": "t3", "how": "complete"}]}),
     (lambda f: f.session_ended(1, "complete", None, 3),
      {"status": "complete", "ended": "t3", "phase": "done",
       "sessions": [{**SESSION1, "ended": "t3", "how": "complete", "cells_measured": 3}]}),

@@ -53,10 +53,18 @@ def built(data: ReportData) -> list[tuple[Section[Any], Any]]:
     return out
 
 
+def run_line(data: ReportData) -> str:
+    """Both pages' line under the title: 'status complete · started … · ended … · 8 measured windows'."""
+    m = data.manifest
+    return (f"status {m.status or 'unknown'} · started {m.started or '–'} · ended {m.ended or '–'} · "
+            f"{len(data.records)} measured windows")
+
+
 def report_markdown(data: ReportData, sections: list[tuple[Section[Any], Any]] | None = None) -> str:
-    """report.md: its title, then every section's lines (``sections``: `built(data)`, when already made)."""
+    """report.md: its title and run line, then every section's lines (``sections``: `built(data)`, when already
+    made)."""
     name = data.plan.name if data.plan else data.run_id
-    lines = [f"# protolab: {name} — run {data.run_id}"]
+    lines = [f"# protolab: {name} — run {data.run_id}", "", run_line(data)]
     for s, m in built(data) if sections is None else sections:
         lines += s.markdown(m)
     return "\n".join([*lines, ""])

@@ -14,23 +14,10 @@ from dataclasses import dataclass, field
 from markupsafe import Markup, escape
 
 from ...analysis.claims import judged_at
-from ...analysis.crossover import (
-    Added,
-    AtPoint,
-    Obs,
-    added_times,
-    band_of,
-    cost_at,
-    crossover,
-    matters_below_us,
-    sentence,
-    value_text,
-)
-from ...plan.coordinates import point_of
+from ...analysis.crossover import Added, AtPoint, cost_at, matters_below_us, sentence, value_text
 from ...plan.storage import PRESETS, parse_time_us
-from ...plan.topology import LabSpec
 from ..markdown import md_table
-from ..model import ReportData, is_closed_loop
+from ..model import CrossoverData, ReportData
 from .base import Page, Section
 
 #: The slow array the RAM pool's reader is pointed at: TR-3808's (plan.storage's hdd-array preset and its source).
@@ -70,11 +57,6 @@ class CrossoverModel:
     note: str = ""  # what the section does not state, and why (a link-rate sweep's model; two swept coordinates)
 
 
-def _lab(plan) -> LabSpec | None:
-    lab = getattr(plan, "lab", None)
-    return LabSpec.model_validate(lab) if isinstance(lab, dict) else lab  # a manifest's plan keeps [lab] as data
-
-
 def _ratio(p: AtPoint) -> str:
     return f"{p.ratio:.2f} ({p.ci_low:.2f}–{p.ci_high:.2f})"
 
@@ -106,32 +88,19 @@ class CrossoverSection(Section[CrossoverModel]):
             "Each configuration's added time per I/O"
 
     def build(self, data: ReportData) -> CrossoverModel | None:
-        plan = data.plan
-        sweep = getattr(plan, "sweep", None) if plan is not None else None
-        axes = sweep.axes() if sweep is not None else []
-        swept = axes[0].name if axes else None
-        if self.first != (swept is not None) or plan is None:
+        c, plan = data.crossover, data.plan
+        if c is None or plan is None or self.first != (c.swept is not None):
             return None
-        band, source = band_of(plan)
-        if len(axes) > 1:  # one crossover per swept coordinate, the other held: not with both in one run
+        swept, band, source = c.swept, c.band, c.band_source
+        if c.both:
             return CrossoverModel(swept, data.baseline, band, source, note=BOTH)
-        recs = [r for r in data.records if not r.failed and is_closed_loop(plan, r.workload)]
-        if any(k != swept for r in recs for k, _ in point_of(r).outer):
-            return None  # a fill level or another point coordinate beside the sweep: not modelled here
-        obs = [Obs.of_record(r, swept or "service_time") for r in recs]
-        # the model's o and d are times at a service time: a swept link rate gets the measurement only
-        added = added_times(obs, data.baseline) if swept in (None, "service_time") else {}
         if swept is None:
-            return self._unswept(data, band, source, added)
-        lab = _lab(plan)
-        P = lab.device.servers if lab is not None and not lab.device.is_ram else None
-        pts = crossover(obs, data.baseline, band, parallelism=P if swept == "service_time" else None,
-                        added=added if swept == "service_time" else None)
+            return self._unswept(data, c)
         m = CrossoverModel(swept, data.baseline, band, source, zero=swept == "service_time" and any(
-            p.axis == 0 for p in pts), judged=judged_at(plan) if source.startswith("the seed's") else "",
+            p.axis == 0 for p in c.points), judged=judged_at(plan) if source.startswith("the seed's") else "",
             note="" if swept == "service_time" else LINK)
         groups: dict[tuple[str, int, str, str], list[AtPoint]] = {}
-        for p in pts:
+        for p in c.points:
             groups.setdefault((p.workload, p.total_oio, p.load, p.configuration), []).append(p)
         for (w, _, load, _), ps in sorted(groups.items()):
             m.sentences.append((w, load, sentence(ps, data.baseline, band, swept)))
@@ -139,24 +108,25 @@ class CrossoverSection(Section[CrossoverModel]):
                 pred = "–" if p.predicted is None else f"{p.predicted:.2f}"
                 m.rows.append([w, load, p.configuration, value_text(swept, p.axis), _ratio(p), pred,
                                p.outcome + (" (array saturated)" if p.saturated else "")])
-        sat = sorted({(p.workload, p.load, p.axis) for p in pts if p.saturated})
+        sat = sorted({(p.workload, p.load, p.axis) for p in c.points if p.saturated})
+        P = c.parallelism
         m.saturated.extend(f"{w} at {load}, {value_text(swept, s)}: {data.baseline} at ≥ 90 % "
                            f"of the array's P/s = {P} × 1e6 / {s} = {P * 1e6 / s:,.0f} IOPS" for w, load, s in sat)
-        if added:
-            a0 = next(iter(added.values()))
+        if c.added:
+            a0 = next(iter(c.added.values()))
             ref = value_text("service_time", a0.at_us or 0)
             m.added.extend(_added_sentence(a, data.baseline, band, f" ({a.workload}, at {ref})")
-                           for a in added.values())
+                           for a in c.added.values())
             m.model = MODEL.format(baseline=data.baseline, ref=ref)
         return m
 
-    def _unswept(self, data: ReportData, band: float, source: str, added: dict) -> CrossoverModel | None:
-        if not added:
+    def _unswept(self, data: ReportData, c: CrossoverData) -> CrossoverModel | None:
+        if not c.added:
             return None
-        lab = _lab(data.plan)
-        m = CrossoverModel(None, data.baseline, band, source)
+        band, added = c.band, c.added
+        m = CrossoverModel(None, data.baseline, band, c.band_source)
         m.added.extend(_added_sentence(a, data.baseline, band, f" ({a.workload})") for a in added.values())
-        if lab is not None and lab.device.is_ram:
+        if c.ram:
             slow_us = parse_time_us(PRESETS[SLOW].service_time, "service_time")
             costs = "; ".join(f"{a.configuration}'s added {a.o_us:.0f} µs would cost "
                               f"~{100 * cost_at(a.o_us, slow_us + a.d_us):.0f} %" for a in added.values() if a.o_us > 0)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from ...conventions import fio_unescaped
 from ..markdown import md_table
 from ..model import ReportData
 from .base import Page, Section
@@ -40,7 +41,8 @@ class PlanModel:
 
 
 def _configurations(data: ReportData) -> list[ConfigurationLine]:
-    plan, targets = data.plan, data.manifest.targets
+    plan = data.plan
+    targets = {k: fio_unescaped(str(v)) for k, v in data.manifest.targets.items()}  # older runs stored fio's '\\:'
     out = []
     for name in data.configurations:
         c = plan.configuration(name) if plan and any(x.name == name for x in plan.configurations) else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ...analysis.claims import ClaimVerdict, claim_reach, claim_verdicts, judged_at
+from ...analysis.claims import ClaimVerdict, judged_at
 from ...analysis.crossover import value_text
 from ...plan.sweep import chosen
 from ..markdown import md_table
@@ -35,11 +35,6 @@ def row_of(v: ClaimVerdict) -> tuple[str, str, str, str, str, str, str]:
     """(number, section, the seed said, claim tested, verdict, figures, MDD) of one claim."""
     fig = "; ".join(x for x in (v.figures, v.decide) if x)
     return (str(v.finding + 1), v.section or "", v.said, v.claim, v.verdict, fig, v.mdd)
-
-
-def seed_verdicts(data: ReportData) -> list[ClaimVerdict]:
-    """Every claim of the plan's seed findings, judged on this run."""
-    return claim_verdicts(data.plan, data.records, data.bottlenecks, data.trends, alpha=data.alpha, noise=data.noise)
 
 
 def machine_line(data: ReportData) -> str:
@@ -71,8 +66,8 @@ REACH = ("How far each verdict reaches: the same claims judged at every swept po
 
 def reach(data: ReportData) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """A swept plan's reach table: its head (#, §, claim tested, each swept point) and one row per claim with its
-    verdict at each point (analysis.claims.claim_reach); empty without a sweep."""
-    points = claim_reach(data.plan, data.records, alpha=data.alpha, noise=data.noise)
+    verdict at each point (`ReportData.reach`); empty without a sweep."""
+    points = data.reach
     if not points:
         return (), ()
     own = chosen(data.plan)
@@ -115,7 +110,7 @@ class SeedSection(Section[SeedModel]):
         quoted = [(i, f.section or "", f.said) for i, f in enumerate(data.plan.seed_findings)
                   if not f.claims and not f.untestable]
         head, rows = reach(data)
-        return SeedModel(data.plan.seed, seed_verdicts(data), quoted, machine_line(data), judged_at(data.plan),
+        return SeedModel(data.plan.seed, data.claims, quoted, machine_line(data), judged_at(data.plan),
                          head, rows)
 
     def markdown(self, m: SeedModel) -> list[str]:

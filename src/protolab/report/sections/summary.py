@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ...analysis.headlines import Headline
-from ...analysis.summary import BASELINE, HIGHER, LOWER, MIXED, SAME, UNTESTED, Cell, Matrix
+from ...analysis.summary import ABSOLUTE, BASELINE, HIGHER, LOWER, MIXED, SAME, UNTESTED, Cell, Matrix
 from ...metrics import METRICS
 from ..htmlkit import fmt_number
 from ..markdown import md_table
@@ -21,7 +21,9 @@ LEGEND = ("{baseline} = 100 (its row: its own values, median over load points an
           "↑ ↓ (coloured: green better, red worse): a difference called at every load point; mixed: called at some; "
           "≈: no clear difference at any load point, with MDD, the smallest difference this run could have detected "
           "(80 % power, Welch's test on log values at the α it was tested at after the Holm correction); n.t.: not "
-          "tested (why in the notes).")
+          "tested (why in the notes). A column marked (absolute) is one where {baseline} has no value or zero (a local "
+          "device has no server and no network): its cells are each configuration's own value with its unit, not a %.")
+ABSOLUTE_MARK = " (absolute)"
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,11 @@ class Shown:
 def shown(c: Cell, metric: str) -> Shown:
     """The cell's text: '38 (30–46) ↓', '≈ 101 (97–105); MDD 6 %', 'mixed 85 (70–104)', 'n.t.', '12,345'."""
     interval = f" ({c.low:.0f}–{c.high:.0f})" if c.low is not None and c.high is not None else ""
-    if c.state == BASELINE:
+    if c.state in (BASELINE, ABSOLUTE):
         rng = f" ({fmt_number(c.low)}–{fmt_number(c.high)})" if c.low is not None else ""
+        if c.state == ABSOLUTE:
+            return Shown(f"{fmt_number(c.value)}{rng} {METRICS[metric].unit}", "abs",
+                         f"{METRICS[metric].unit}, absolute: the baseline has no value to compare with")
         return Shown(f"{fmt_number(c.value)}{rng}", "base", METRICS[metric].unit)
     if c.state in (HIGHER, LOWER):
         return Shown(f"{c.value:.0f}{interval} {ARROW[c.state]}", f"called {'good' if c.better else 'bad'}",
@@ -69,7 +74,9 @@ class SummaryModel:
 
 
 def _table(m: Matrix) -> Table:
-    headers = ["configuration", *(METRICS[k].short for k in m.metrics), "held back by"]
+    absolute = {k for k in m.metrics if any(r.cells[k].state == ABSOLUTE for r in m.rows)}
+    headers = ["configuration", *(METRICS[k].short + ABSOLUTE_MARK * (k in absolute) for k in m.metrics),
+               "held back by"]
     notes: list[str] = []
     rows = []
     for r in m.rows:
