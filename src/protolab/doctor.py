@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +53,9 @@ def lab_checks(runner: Runner) -> list[Check]:
     checks = [Check("root", root, "running as root" if root else f"running as uid {os.geteuid()}",
                     "run as root (sudo): the lab creates namespaces, links and loop devices")]
     if root:
-        probe = "pl-doctor-probe"
+        # a name of this probe's own: two checks at once (two validates) must not meet on one name, nor delete
+        # each other's namespace
+        probe = f"pl-probe-{os.getpid()}-{secrets.token_hex(4)}"
         made = runner.run(["ip", "netns", "add", probe], check=False)
         ok = made.returncode == 0
         if ok:

@@ -118,23 +118,20 @@ class CellsCsv:
         if (os.cpu_count() or 1) < 2:
             return
         import multiprocessing as mp
-        import signal
 
         from ..analysis.derived import figures
-        from .drawer import STOP_SIGNALS
+        from .drawer import held_stops
 
         for r in records:  # derived here, where the report needs them too: the writer inherits them (cached)
             figures(r)
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # as the drawer's forks: see report.drawer
         try:
-            p = mp.get_context("fork").Process(target=_child, args=(*self.args, list(ends or []), held), daemon=True,
-                                               name="protolab-cells-csv")
-            p.start()
-            self.process = p
+            with held_stops() as held:  # as the drawer's forks: see report.drawer
+                p = mp.get_context("fork").Process(target=_child, args=(*self.args, list(ends or []), held),
+                                                   daemon=True, name="protolab-cells-csv")
+                p.start()
+                self.process = p
         except (OSError, ValueError):
             self.process = None
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def finish(self) -> None:
         """Wait for cells.csv; write it here if the forked process did not."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,38 @@ def _warm() -> None:
 STOP_SIGNALS = {2, 15, 1}  # SIGINT, SIGTERM, SIGHUP
 
 
+@contextmanager
+def held_stops():
+    """The stop signals wait while this process forks; yields the signal mask to restore in the child.
+
+    A signal must not reach the run's handler inside os.fork's at-fork callbacks, where Python ignores the
+    handler's KeyboardInterrupt (printing its traceback). Blocking it in this thread is not enough when the
+    process has other threads (a pytest-xdist worker's; a run's readers): the kernel hands it to one of them and
+    Python runs the handler here all the same. So on the main thread each Python handler is also swapped for
+    one that only notes the signal, and a noted signal is raised again once the fork is done. The mask stays:
+    the child starts with the signals blocked and sets its own handlers."""
+    import signal
+    import threading
+
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    noted: list[int] = []
+    before = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            handler = signal.getsignal(sig)
+            if callable(handler):  # a Python handler (the run's Stopper, Python's own for SIGINT)
+                before[sig] = handler
+                signal.signal(sig, lambda signum, frame: noted.append(signum))
+    try:
+        yield held
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal blocked meanwhile is handled here
+        for sig in dict.fromkeys(noted):
+            signal.raise_signal(sig)
+
+
 class Drawer:
     """Two worker processes for drawing, forked before the report's data is read (so they are small and
     need not import protolab again); `start` hands them the charts. The first is this process's child, and forks
@@ -62,25 +95,21 @@ class Drawer:
         self.gone: list[bool] = []  # per worker, whether its pipe has closed (its later batches are drawn here)
         if (os.cpu_count() or 1) > 1:
             import multiprocessing as mp
-            import signal
 
             ctx = mp.get_context("fork")
-            # a signal must not land in os.fork's at-fork callbacks, where Python ignores the handler's
-            # KeyboardInterrupt (printing its traceback): it waits, blocked, until the first worker exists
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            pipes = []
             try:
-                pipes = []
-                try:
-                    for _ in range(2):
-                        pipes.append(ctx.Pipe())
-                    ours, theirs = [o for o, _ in pipes], [t for _, t in pipes]
-                    p = ctx.Process(target=_first, args=(theirs, ours, held), daemon=True, name="protolab-draw")
-                    p.start()
-                    self.workers = [(p, ours[0]), (None, ours[1])]
-                finally:
-                    for _, theirs_end in pipes:
-                        theirs_end.close()
-                    signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a signal held meanwhile is handled here
+                with held_stops() as held:  # a signal waits until the first worker exists; handled on leaving
+                    try:
+                        for _ in range(2):
+                            pipes.append(ctx.Pipe())
+                        ours, theirs = [o for o, _ in pipes], [t for _, t in pipes]
+                        p = ctx.Process(target=_first, args=(theirs, ours, held), daemon=True, name="protolab-draw")
+                        p.start()
+                        self.workers = [(p, ours[0]), (None, ours[1])]
+                    finally:
+                        for _, theirs_end in pipes:
+                            theirs_end.close()
             except (OSError, ValueError):  # no processes (or no fork) to be had here: draw in this process
                 for ours_end, _ in pipes:
                     ours_end.close()
