@@ -18,7 +18,7 @@ from .errors import ProtolabError
 #: The private base: holders, default lab work directories, fio server sockets.
 PRIVATE_BASE = Path("/run/protolab")
 #: Where the lab's work directories (record, pool, logs, server configs) live by default: not under /run,
-#: which NFS-Ganesha and rpcbind get as a private, empty tmpfs (lab.ganesha.private_run).
+#: which NFS-Ganesha and rpcbind get as a private, empty tmpfs (lab.servers.ganesha.private_run).
 LAB_BASE = Path("/var/lib/protolab")
 
 

@@ -234,8 +234,9 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         "the guest image has no initiator tools: run scripts/install-deps.sh again"
     # every packet a frame, as captured; knfsd exports the pool's knfsd volume (server_guest takes it from this host)
     lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp", "iscsi"}, knfsd=True)
-    server = server_guest(lab, image, nvme_hosts=[HOSTNQN], iscsi_initiators=[INITIATOR], mtu=lab.link.mtu,
-                          fio_port=free_port(), nfs_clients=[lab.names.load_guest_address(0, 0)])
+    server = server_guest(lab, image, {"nvmet": [HOSTNQN], "lio": [INITIATOR],
+                                       "knfsd": [lab.names.load_guest_address(0, 0)]},
+                          mtu=lab.link.mtu, fio_port=free_port())
     keys = tmp_path / "ssh"
     keys.mkdir(mode=0o700)
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id")], check=True, timeout=30)

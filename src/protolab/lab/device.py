@@ -52,35 +52,10 @@ FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_NOCOW_FL = 0x80086601, 0x40086602, 0x008000
 CALIBRATE_MAX_US = 20_000.0  # a longer service time calibrates at this one: ~50 reads in a round of a second
 
 
-#: What sits between each server and the device model: a page cache above the model hides it from that path.
-SERVER_CACHE: dict[str | None, str] = {
-    None: "none: fio opens the pool's file with direct I/O (a configuration's direct = true, the default)",
-    "tgt": "none: tgt opens the LUN with O_DIRECT (bsoflags=direct)",
-    "nbdkit": "page cache dropped after each access (nbdkit file plugin, cache=none)",
-    "ganesha": "none for whole 4 KiB blocks: NFS-Ganesha's VFS FSAL has no direct-I/O option, so protolab-direct.so "
-               "(preloaded) sends its block-aligned reads and writes to an O_DIRECT twin of the file; other sizes "
-               "go through the host's page cache",
-}
-
-
-#: With a write-back cache in the model (an array's NVRAM), a stable NFS write is acknowledged once the data is
-#: written, as such an array does: NFS-Ganesha's fsync calls are no-ops (libeatmydata, which reaches its VFS module
-#: because protolab-direct.so loads that module without RTLD_DEEPBIND); else each stable write would cost a btrfs
-#: log commit — several device writes one after the other, the file's fsyncs serialised — where the array logged it
-#: once.
-GANESHA_WRITE_BACK = ("; its stable writes and commits are acknowledged without an fsync (libeatmydata), as the "
-                      "model's write-back cache acknowledges the block paths' writes")
 #: Where Debian's libeatmydata1 puts the library (root's, checked before use).
 EATMYDATA = Path("/usr/lib/x86_64-linux-gnu/libeatmydata.so.1")
 #: NFS-Ganesha's direct-I/O shim (src/protolab/lab/blockdev/protolab-direct.c), built beside the daemon.
 DIRECT_LIB = "protolab-direct.so"
-
-
-def path_caches(servers: dict[str, str | None], write_back: bool = False) -> dict[str, str]:
-    """The cache each path had above the device model, by protocol (``servers``: protocol → its server;
-    ``write_back``: the model acknowledges writes from a write-back cache)."""
-    return {p: SERVER_CACHE.get(server, "unknown: this server's cache is not described")
-            + (GANESHA_WRITE_BACK if write_back and server == "ganesha" else "") for p, server in servers.items()}
 
 
 def find_direct_lib() -> Path | None:
@@ -110,12 +85,13 @@ def ganesha_preload(spec: StorageSpec) -> str | None:
     return ":".join(libs)
 
 
-def describe(spec: StorageSpec, servers: dict[str, str | None], overhead_us: float | None,
+def describe(spec: StorageSpec, caches: dict[str, str], overhead_us: float | None,
              write_overhead_us: float | None = None) -> dict:
-    """The device model as the run's testbed description keeps it (the report's Environment reads it)."""
+    """The device model as the run's testbed description keeps it (the report's Environment reads it); ``caches``:
+    the cache each path had above the model, by protocol (lab.servers.path_caches)."""
     out: dict = {"model": spec.name, "figures": spec.summary(), "source": spec.source}
     if not spec.is_ram:
-        out["caches"] = path_caches(servers, spec.write_us > 0)
+        out["caches"] = caches
         out["overhead_us"] = overhead_us
         if spec.write_us:
             out["write_overhead_us"] = write_overhead_us

@@ -17,18 +17,16 @@ from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
 from ..trust import check_dir, check_workdir, secure_dir
 from . import holder
-from .device import BlockDevice, ganesha_preload
+from .device import BlockDevice
 from .device import describe as describe_device
 from .fsvolume import FsVolume
-from .ganesha import Ganesha
-from .names import ISCSI_PORT, LAB_ROOT, NBD_PORT, Names, default_workdir  # noqa: F401 (re-exported)
-from .nbdkit import Nbdkit
+from .names import LAB_ROOT, Names, default_workdir  # noqa: F401 (re-exported)
 from .netns import Net
 from .pool import DATA_FILE, Pool
 from .procs import Processes
 from .record import Record
+from .servers import ADAPTERS, Adapter, Serving, adapter, path_caches
 from .teardown import down_all, undo_record
-from .tgt import LUN, Tgt
 
 
 @dataclass(frozen=True)
@@ -140,8 +138,8 @@ class Lab:
         self._holder = None
         return removed
 
-    #: What a lab writes in its workdir besides recorded resources (logs, server configs, mount points).
-    WORKDIR_FILES = ("logs", "ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log", "vm")  # vm: guests (run/vmbed.py)
+    #: What a lab writes in its workdir besides recorded resources (logs, mount points), and its servers' own files.
+    WORKDIR_FILES = ("logs", "vm", *(f for a in ADAPTERS.values() for f in a.workdir_files))  # vm: guests (run/vmbed)
 
     def clean_workdir(self, keep_logs_in: Path | None = None) -> None:
         """Copy the servers' logs to ``keep_logs_in`` (a run directory), then remove what the lab wrote.
@@ -149,7 +147,8 @@ class Lab:
         Only the lab's own files are removed, and the workdir itself only when that leaves it empty
         (a --lab-workdir may be a directory the user keeps other things in).
         """
-        logs = [p for p in (self.workdir / "logs").glob("*.log")] + [self.workdir / "ganesha.nfsd.log"]
+        logs = [p for p in (self.workdir / "logs").glob("*.log")]
+        logs += [self.workdir / f for f in self.WORKDIR_FILES if f.endswith(".log")]  # a server's own log
         logs += list((self.workdir / "vm").glob("*.log"))  # the guests' consoles and QEMU output
         if keep_logs_in is not None:
             keep_logs_in.mkdir(parents=True, exist_ok=True)
@@ -198,6 +197,13 @@ class Lab:
                           self._mounts / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow, device)
 
     @property
+    def record(self) -> Record:
+        """The lab's record of what it made (guests add their QEMU to it); the lab must be up or reattached."""
+        if self._record is None:
+            raise ProtolabError("lab record: the lab is not up; run 'protolab lab up PLAN' first")
+        return self._record
+
+    @property
     def _mounts(self) -> Path:
         return self.workdir / self.names.mount_dir
 
@@ -225,25 +231,23 @@ class Lab:
             cg.create()
             self._procs.cgroups = cg
         self._pool.create()
-        files = {p: self._pool.add_volume(p, self.spec.export_bytes) for p in sorted(self.protocols)}
+        for p in sorted(self.protocols):
+            self._pool.add_volume(p, self.spec.export_bytes)
         if self.knfsd:
             self._fs = FsVolume(self.runner, rec, self._pool, self._mounts / names.knfsd_mount, names.knfsd_image,
                                 self.spec.export_bytes)
             self._fs.create()
-        st = names.storage_ns
-        modelled = not self.spec.device.is_ram  # servers past the page cache where they can (path_caches)
-        if "iscsi" in files:
-            Tgt(self.runner, self._procs, st, self.spec.prefix).start(
-                names.iqn, files["iscsi"], self._granted_addresses("iscsi"), direct=modelled)
-        if "nfs" in files:
-            export = self._pool.mount_volume("nfs", self._mounts / names.nfs_mount)
-            preload = ganesha_preload(self.spec.device)
-            Ganesha(self.runner, self._procs, st, self.workdir).start(export, self._granted_addresses("nfs"), preload)
-        if "nbd" in files:
-            ports = [names.storage_link(p).near.ifname for p in range(self.spec.storage_ports)]
-            Nbdkit(self.runner, self._procs, st).start(files["nbd"], self._granted_addresses("nbd"), ports,
-                                                       uncached=modelled)
+        for p in sorted(self.protocols):  # each export's own server (plan.protocols), by its adapter (lab.servers)
+            server = self._server(p)
+            if server is not None:
+                server.start(Serving(self.runner, self._procs, names, self.spec, self.workdir, self._mounts,
+                                     self._pool, p, self._granted_addresses(p)))
         rec.set_state(up=True)
+
+    @staticmethod
+    def _server(protocol: str) -> Adapter | None:
+        """The adapter of the server the lab runs for ``protocol``'s export (None: lab:local, no server)."""
+        return adapter(PROTOCOLS[protocol].server)
 
     def _granted_addresses(self, protocol: str) -> list[str]:
         access = self.spec.access(protocol)
@@ -300,20 +304,11 @@ class Lab:
         if not 0 <= nic < self.spec.nics_per_host:
             raise ProtolabError(f"lab has no NIC {nic} (lab.nics_per_host = {self.spec.nics_per_host})")
         size = self.spec.export_bytes
-        data = self._pool.volume(protocol) / DATA_FILE
-        if protocol == "nfs":
-            data = self._mounts / self.names.nfs_mount / DATA_FILE
-        if protocol == "local":
-            return Endpoint("local", str(data), self.names.storage_ns, size)
-        addr = self.names.storage_address(self.spec.port_of(host, nic))
-        url = {  # by the server that serves the protocol (plan.protocols)
-            "tgt": f"{protocol}://{addr}:{ISCSI_PORT}/{self.names.iqn}/{LUN}",
-            "ganesha": f"{protocol}://{addr}{data.parent}",
-            "nbdkit": f"{protocol}://{addr}:{NBD_PORT}",
-            # the kernel data path: the storage server guest's nvmet-tcp (vm.kernelpaths), not a URL fio reaches
-            "nvmet": f"{protocol}://{self.names.server_guest_address(self.spec.port_of(host, nic))}:"
-                     f"{PROTOCOLS[protocol].port}/{self.names.nqn}",
-        }[PROTOCOLS[protocol].server or ""]
+        server = self._server(protocol)
+        if server is None:  # lab:local: the pool's file, from the storage side
+            return Endpoint(protocol, str(self._pool.volume(protocol) / DATA_FILE), self.names.storage_ns, size)
+        data = server.data_file(self.names, self._mounts, self._pool, protocol)
+        url = server.url(self.names, protocol, self.spec.port_of(host, nic), data)
         return Endpoint(protocol, url, self.names.host_ns(host), size)
 
     def export_file(self, protocol: str) -> Path:
@@ -356,8 +351,9 @@ class Lab:
         """The pool's device model, its figures, the cache each path had above it and the stack's measured
         overhead (lab.device)."""
         state = self._record.state if self._record is not None else {}
-        return describe_device(self.spec.device, {p: PROTOCOLS[p].server for p in sorted(self.protocols)},
-                               state.get("device_overhead_us"), state.get("device_write_overhead_us"))
+        caches = path_caches({p: PROTOCOLS[p].server for p in sorted(self.protocols)}, self.spec.device.write_us > 0)
+        return describe_device(self.spec.device, caches, state.get("device_overhead_us"),
+                               state.get("device_write_overhead_us"))
 
     def interfaces(self) -> list[tuple[str, str]]:
         """(namespace, interface) of every link end."""
@@ -387,7 +383,7 @@ class Lab:
         for proto in sorted(self.protocols):
             hosts = s.access(proto).hosts
             granted = "every host" if hosts is None else ("hosts " + ", ".join(map(str, hosts)) if hosts else "no host")
-            if proto == "local":
+            if self._server(proto) is None:
                 granted = "the storage namespace"
             ep = self.endpoint(proto) if self._up else None
             where = f"{ep.url} (from {ep.netns})" if ep else "-"

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
-from ..plan.protocols import PROTOCOLS
 from ..plan.topology import LabSpec
 from ..trust import LAB_BASE
 
@@ -26,10 +25,6 @@ def default_workdir(prefix: str) -> Path:
 
 LAB_NETWORK = IPv4Network("198.18.0.0/15")
 SUBNET_PREFIXLEN = 24
-ISCSI_PORT = PROTOCOLS["iscsi"].port
-NBD_PORT = PROTOCOLS["nbd"].port
-NFS_PORT = 2049
-MOUNT_PORT = 20048
 #: Load guests' data addresses start here on each subnet (hosts' NICs at 10 + host, the server guest at 2)
 GUEST_BASE = 128
 GUEST_SLOTS = 255 - GUEST_BASE

@@ -13,10 +13,10 @@ from pathlib import Path
 from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
 from ..trust import UnsafePath, check_dir
-from . import tgt
 from .netns import Net
 from .procs import Processes, alive, terminate
 from .record import Record, Resource
+from .servers import tgt
 
 TIMEOUT = 60.0
 

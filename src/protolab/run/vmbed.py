@@ -29,13 +29,13 @@ from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, resolve
 from ..errors import ProtolabError, ToolError
-from ..plan.attach import NfsMount
+from ..lab.servers import Adapter, adapter
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.servers import Server, kernel_served, server_for
 from ..proc import Runner
 from ..telemetry.window import Window
-from ..vm.kernelpaths import NFS_LINE, NFS_MOUNT
+from ..vm.initiators import MOUNT, initiator
 from .labbed import LabTestbed, lab_protocol
 from .progress import Progress
 
@@ -125,25 +125,35 @@ class VmTestbed(LabTestbed):
         """The lab's server of the configuration's export (None for lab:local)."""
         return server_for(lab_protocol(self.plan, c), c.server)
 
-    def kernel(self, c: Configuration) -> bool:
-        """True when a kernel serves the configuration's export (its guests' kernels attach it, vm.kernelpaths)."""
+    def _adapter(self, c: Configuration) -> Adapter | None:
+        s = self._server(c)
+        return adapter(s.name if s else None)
+
+    def in_server_guest(self, c: Configuration) -> bool:
+        """True when a kernel serves the configuration's export: the storage server guest (vm.kernelpaths)."""
         return kernel_served(lab_protocol(self.plan, c), c.server)
+
+    def kernel(self, c: Configuration) -> bool:
+        """True when the guests' kernels attach the configuration's export (vm.initiators): a kernel serves it, or
+        QEMU cannot attach its protocol as a disk and a guest's kernel can."""
+        protocol = lab_protocol(self.plan, c)
+        p = PROTOCOLS.get(protocol or "")
+        return self.in_server_guest(c) or (p is not None and not p.qemu and initiator(protocol) is not None
+                                           and self._server(c) is not None)
 
     def target_label(self, c: Configuration) -> str:
         if self.kernel(c):
             protocol = lab_protocol(self.plan, c)
-            how = {"iscsi": f"{c.sessions or 1} session(s)",
-                   "nfs": f"mounted on {NFS_MOUNT} with {(c.nfs or NfsMount()).options()}"}.get(
-                protocol, f"{self.hv.vcpus} I/O queue(s)")
-            return (f"{PROTOCOLS[protocol].title} by the guest's kernel ({how}) from the storage server guest's "
-                    f"{self._server(c).title}")
+            how = initiator(protocol).label(c, self.hv.vcpus)
+            where = "the storage server guest's" if self.in_server_guest(c) else "the storage namespace's"
+            return f"{PROTOCOLS[protocol].title} by the guest's kernel ({how}) from {where} {self._server(c).title}"
         return f"{self.hv.disks_per_vm} {self.controller(c)} disk(s) per VM over {self.data_access(c).describe()}"
 
     def data_access(self, c: Configuration) -> Access:
         if self.kernel(c):  # the server guest's disk, filled from the storage side (as lab:local)
             size = min(self.plan.lab.export_bytes, self.plan.target_of(c).size or self.plan.lab.export_bytes)
             protocol = lab_protocol(self.plan, c)
-            if protocol == "nfs":  # the data file in the knfsd volume's ext4, while this host still holds it
+            if self._adapter(c).own_volume:  # the data file in the knfsd volume's ext4, while this host holds it
                 volume = self.lab.knfsd_volume
                 if not volume.held:
                     raise ProtolabError(f"configuration {c.name!r}: the knfsd volume is the storage server guest's "
@@ -157,20 +167,21 @@ class VmTestbed(LabTestbed):
         return super().access(c, 0, 0)  # protolab fills the export from host 0's namespace
 
     def _granted(self, names: Any) -> dict[str, list[str]]:
-        """Per kernel path's protocol, every load guest the plan can make for it (configuration, host, VM), by the
-        name the server guest's access list admits (host NQN, initiator IQN)."""
-        spec = self.plan.lab
+        """Per kernel server of the storage server guest, every load guest the plan can make for it (configuration,
+        host, VM), as its initiator presents itself (host NQN, initiator IQN; by address: every address an admitted
+        host's guests can have, as guests are numbered as they boot)."""
+        spec, vms = self.plan.lab, self.hv.vms_per_host
+        slots = len(self.plan.configurations) * vms
         out: dict[str, list[str]] = {}
-        for protocol, name in (("nvme-tcp", names.host_nqn), ("iscsi", names.initiator_iqn)):
-            access = spec.access(protocol)
-            out[protocol] = [name(h, vm, ci) for ci, c in enumerate(self.plan.configurations)
-                             if self.kernel(c) and lab_protocol(self.plan, c) == protocol
-                             for h in range(spec.hosts) if access.admits(h) for vm in range(self.hv.vms_per_host)]
-        # knfsd admits addresses: every load guest's an admitted host can have (guests are numbered as they boot)
-        slots = len(self.plan.configurations) * self.hv.vms_per_host
-        kernel_nfs = any(self.kernel(c) and lab_protocol(self.plan, c) == "nfs" for c in self.plan.configurations)
-        out["nfs"] = [names.load_guest_address(h, slot) for h in range(spec.hosts) if spec.access("nfs").admits(h)
-                      for slot in range(slots)] if kernel_nfs else []
+        for ci, c in enumerate(self.plan.configurations):
+            if not self.in_server_guest(c):
+                continue
+            protocol = lab_protocol(self.plan, c)
+            init, hosts = initiator(protocol), [h for h in range(spec.hosts) if spec.access(protocol).admits(h)]
+            who = [names.load_guest_address(h, slot) for h in hosts for slot in range(slots)] if init.by_address \
+                else [init.identity(names, h, vm, ci, 0) for h in hosts for vm in range(vms)]
+            known = out.setdefault(self._server(c).name, [])
+            known += [w for w in who if w not in known]
         return out
 
     def _server_mtu(self) -> int:
@@ -179,7 +190,7 @@ class VmTestbed(LabTestbed):
 
     def _check_server_guest(self) -> None:
         """Refuse, before anything is made, a server guest whose kernel command line Linux would cut short."""
-        if not any(self.kernel(c) for c in self.plan.configurations):
+        if not any(self.in_server_guest(c) for c in self.plan.configurations):
             return
         from ..lab.names import Names
         from ..vm.guestcpu import KERNEL_ARG
@@ -189,8 +200,7 @@ class VmTestbed(LabTestbed):
         names = Names(self.plan.lab)
         nic = server_nic(names, self._server_mtu())
         granted = self._granted(names)
-        words, _ = server_words(names, nic.address, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"],
-                                nfs_clients=granted["nfs"])
+        words, _ = server_words(names, nic.address, granted)
         kernel_cmdline(server_guest_name(names), [*words, *nic.kernel_args(), KERNEL_ARG])
 
     def _server_guest(self) -> None:
@@ -202,9 +212,8 @@ class VmTestbed(LabTestbed):
         from ..vm.kernelpaths import server_guest
 
         granted = self._granted(self.lab.names)
-        served = sorted(p for p, names in granted.items() if names)
-        guest = server_guest(self.lab, self.image, nvme_hosts=granted["nvme-tcp"], iscsi_initiators=granted["iscsi"],
-                             nfs_clients=granted["nfs"], mtu=self._server_mtu(), accel=self.accel.accel,
+        served = sorted(s for s, names in granted.items() if names)
+        guest = server_guest(self.lab, self.image, granted, mtu=self._server_mtu(), accel=self.accel.accel,
                              vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
                              runner=self.runner)
         self.progress.note(f"booting the storage server guest ({self.accel.accel}: {', '.join(served)})")
@@ -225,11 +234,12 @@ class VmTestbed(LabTestbed):
         if self.kernel(c):
             from ..vm.kernelpaths import load_guest
 
-            self._server_guest()
+            if self.in_server_guest(c):
+                self._server_guest()
             protocol = lab_protocol(self.plan, c)
             config = [x.name for x in self.plan.configurations].index(c.name)
-            return load_guest(self.lab, self.image, name, host, protocol, vm=vm, config=config, slot=len(self.guests),
-                              queues=self.hv.vcpus, sessions=c.sessions or 1, nfs=c.nfs, accel=self.accel.accel,
+            return load_guest(self.lab, self.image, name, host, c, protocol, self._server(c).name, vm=vm,
+                              config=config, slot=len(self.guests), queues=self.hv.vcpus, accel=self.accel.accel,
                               vcpus=self.hv.vcpus, memory_mib=self.hv.memory_mib, fio_port=free_port(),
                               runner=self.runner), \
                 f"its kernel's {protocol}"
@@ -258,10 +268,11 @@ class VmTestbed(LabTestbed):
     def access(self, c: Configuration, host: int, stream: int) -> Access:
         vms = self.hv.vms_per_host
         agent = self._guest(c, host, stream % vms)
-        if self.kernel(c) and lab_protocol(self.plan, c) == "nfs":  # the data file in the guest's NFS mount
-            if NFS_LINE not in agent.guest.console_text():
-                raise ToolError(f"guest {agent.name}: the storage server guest's knfsd export was not mounted")
-            return Access("file", c.ioengine or "libaio", {"direct": "1"}, f"{NFS_MOUNT}/{DATA_FILE}",
+        init = initiator(lab_protocol(self.plan, c)) if self.kernel(c) else None
+        if init is not None and init.mounted:  # the data file in the guest's mount of a file export
+            if init.console_line not in agent.guest.console_text():
+                raise ToolError(f"guest {agent.name}: the {self._server(c).title} export was not mounted")
+            return Access("file", c.ioengine or "libaio", {"direct": "1"}, f"{MOUNT}/{DATA_FILE}",
                           self.plan.lab.export_bytes, None, None, True)
         if not agent.devices:
             raise ToolError(f"guest {agent.name}: no data disk appeared in the guest")
@@ -323,7 +334,7 @@ class VmTestbed(LabTestbed):
 
     def foreign_fields(self, c: Configuration) -> tuple[str, ...]:
         """The server guest's own CPU belongs to the kernel data paths' cells only (it idles through the others)."""
-        return () if self.kernel(c) else ("server_guest_cpu_s",)
+        return () if self.in_server_guest(c) else ("server_guest_cpu_s",)
 
     def problems(self) -> list[str]:
         popen = self.server.popen if self.server is not None else None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..conventions import DATA_FILE
 from ..errors import ToolError
+from ..plan.protocols import PROTOCOLS
 from ..proc import Runner, SubprocessRunner
 from . import cpu
 from .image import GuestImage
@@ -25,9 +26,10 @@ if TYPE_CHECKING:
 
 
 def disk_url(lab: Lab, protocol: str, host: int = 0) -> str:
-    """The URL QEMU opens for ``protocol``'s export from ``host`` (NFS: the data file on the export)."""
+    """The URL QEMU opens for ``protocol``'s export from ``host`` (a file export, NFS: the data file in it)."""
     ep = lab.endpoint(protocol, host)
-    return f"{ep.url}/{DATA_FILE}" if protocol == "nfs" else ep.url
+    p = PROTOCOLS.get(protocol)
+    return f"{ep.url}/{DATA_FILE}" if p is not None and p.own_file else ep.url
 
 
 def lab_guest(lab: Lab, image: GuestImage, name: str, disks: Sequence[tuple[str, str]], *, host: int = 0,
@@ -39,8 +41,7 @@ def lab_guest(lab: Lab, image: GuestImage, name: str, disks: Sequence[tuple[str,
     """
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
                      disks=tuple(Disk(disk_url(lab, p, host), c) for p, c in disks), fio_port=fio_port)
-    assert lab._record is not None, "the lab must be up"
-    return Guest(spec, runner or SubprocessRunner(), lab._record, lab.names.host_ns(host),
+    return Guest(spec, runner or SubprocessRunner(), lab.record, lab.names.host_ns(host),
                  lab.workdir / "vm", lab.cgroups)
 
 

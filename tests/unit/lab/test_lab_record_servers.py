@@ -10,12 +10,12 @@ import pytest
 from protolab.errors import ProtolabError
 from protolab.lab import Lab
 from protolab.lab.cli import lab_protocols
-from protolab.lab.ganesha import ganesha_config, private_run
-from protolab.lab.nbdkit import nbdkit_argv
 from protolab.lab.procs import Processes
 from protolab.lab.record import Record
+from protolab.lab.servers.ganesha import ganesha_config, private_run
+from protolab.lab.servers.nbdkit import nbdkit_argv
+from protolab.lab.servers.tgt import choose_control_port, setup_commands
 from protolab.lab.teardown import undo_record
-from protolab.lab.tgt import choose_control_port, setup_commands
 from protolab.plan.topology import LabSpec
 from protolab.proc import Completed, FakeRunner
 

@@ -97,10 +97,10 @@ def test_a_session_stopped_by_an_unexpected_error_is_torn_down_and_marked_failed
 
 
 def test_the_default_lab_work_directory_is_outside_the_private_run_ganesha_gets():
-    """NFS-Ganesha and rpcbind run with an empty private /run (lab.ganesha.private_run): a work directory under /run
+    """NFS-Ganesha and rpcbind run with an empty private /run (lab.servers.ganesha.private_run): a work directory under /run
     hid ganesha.conf and its log from it (make demo failed at once on 2026-11-25)."""
     from protolab.lab import default_workdir
-    from protolab.lab.ganesha import private_run
+    from protolab.lab.servers.ganesha import private_run
 
     assert "/run" in " ".join(private_run(["ganesha.nfsd"]))
     assert not str(default_workdir("pl")).startswith("/run/")

@@ -81,7 +81,7 @@ def test_each_value_is_checked(table, field):
 
 def test_kernel_paths_share_the_grammar():
     from protolab.errors import ProtolabError
-    from protolab.vm.kernelpaths import check_iqn, check_nqn
+    from protolab.lab.servers.words import check_iqn, check_nqn
 
     assert check_nqn("nqn.2014-08.org.example:x") == "nqn.2014-08.org.example:x"
     with pytest.raises(ProtolabError, match="host NQN 'nqn.2014-08.org.example:a,b' is not an NVMe qualified name"):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from protolab.errors import ProtolabError
-from protolab.lab.device import daemon_argv, path_caches
+from protolab.lab.device import daemon_argv
+from protolab.lab.servers import path_caches
 from protolab.plan.load import load_plan_data
 from protolab.plan.storage import PRESETS, StorageSpec
 from protolab.plan.topology import LabSpec
@@ -85,6 +86,10 @@ def test_each_path_says_what_cache_it_had_above_the_model():
     assert caches["iscsi"].startswith("none") and caches["local"].startswith("none")
     assert caches["nfs"].startswith("none for whole 4 KiB blocks") and "protolab-direct.so" in caches["nfs"]
     assert "cache=none" in caches["nbd"]
+    assert "libeatmydata" not in caches["nfs"]
+    back = path_caches({"nfs": "ganesha", "iscsi": "tgt", "nvme-tcp": "nvmet"}, write_back=True)
+    assert "libeatmydata" in back["nfs"] and back["iscsi"] == caches["iscsi"]
+    assert back["nvme-tcp"].startswith("unknown")  # a server whose cache nobody described says so
 
 
 def test_nfs_ganesha_gets_the_direct_library_over_a_model_and_eatmydata_over_a_write_back_one(monkeypatch, tmp_path):

@@ -8,9 +8,11 @@ import pytest
 
 from protolab.errors import ProtolabError
 from protolab.lab.names import Names
+from protolab.lab.servers.nvmet import NvmeTarget
+from protolab.lab.servers.words import check_nqn
 from protolab.plan.topology import LabSpec
 from protolab.vm.guestnet import DataNic
-from protolab.vm.kernelpaths import NvmeConnect, NvmeTarget, check_nqn
+from protolab.vm.initiators.nvme import NvmeConnect
 from protolab.vm.qemu import Disk, GuestSpec
 
 
@@ -34,7 +36,7 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
     with pytest.raises(ProtolabError, match="no host may connect"):
         NvmeTarget("198.18.0.2", 4420, good["nqn"], ()).kernel_args()
     assert check_nqn("nqn.2014-08.org.nvmexpress:uuid:1b4e28ba-2fa1-11d2-883f-0016d3cca427")
-    from protolab.vm.kernelpaths import IscsiLogin
+    from protolab.vm.initiators.iscsi import IscsiLogin
 
     login = dict(address="198.18.0.2", port=3260, iqn="iqn.2024-01.org.protolab:pl.lio",
                  initiator="iqn.2024-01.org.protolab:pl.h0v0", sessions=2)
@@ -48,8 +50,10 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
 
 
 def test_knfsd_exports_the_pool_volume_and_a_load_guest_mounts_it_with_checked_words():
+    from protolab.lab.servers.knfsd import knfsd_words
     from protolab.plan.attach import NfsMount
-    from protolab.vm.kernelpaths import NfsClient, knfsd_words, server_words
+    from protolab.vm.initiators.nfs import NfsClient
+    from protolab.vm.kernelpaths import server_words
 
     assert NfsClient("198.18.0.2").kernel_args() == ["pl.nfs=198.18.0.2,4.1,1,0,0"]  # 0: the kernel's size
     assert NfsClient("198.18.0.2", NfsMount(version=3, nconnect=4, rsize=65536)).kernel_args() == [
@@ -66,13 +70,14 @@ def test_knfsd_exports_the_pool_volume_and_a_load_guest_mounts_it_with_checked_w
     with pytest.raises(ProtolabError, match="protolab's disks are pl0"):
         knfsd_words("198.18.0.2", ["198.18.0.128"], "sda,x")
     names = Names(LabSpec(prefix="pl"))
-    words, served = server_words(names, "198.18.0.2", iscsi_initiators=["iqn.2024-01.org.protolab:pl.h0v0c1"],
-                                 nfs_clients=["198.18.0.128", "198.18.0.129"])
-    assert served == ["iscsi", "nfs"] and words[-1] == "pl.knfsd=198.18.0.2,198.18.0.128+198.18.0.129,pl1"
-    words, served = server_words(names, "198.18.0.2", nfs_clients=["198.18.0.128"], knfsd_volume=False)
+    words, served = server_words(names, "198.18.0.2", {"lio": ["iqn.2024-01.org.protolab:pl.h0v0c1"],
+                                                       "knfsd": ["198.18.0.128", "198.18.0.129"]})
+    assert served == ["lio", "knfsd"] and words[-1] == "pl.knfsd=198.18.0.2,198.18.0.128+198.18.0.129,pl1"
+    assert words[0].startswith("pl.lio=198.18.0.2,3260,") and words[0].endswith(",pl0")
+    words, served = server_words(names, "198.18.0.2", {"knfsd": ["198.18.0.128"]}, own_volume=False)
     assert served == [] and words == ["pl.knfsd=198.18.0.2,198.18.0.128"]
     with pytest.raises(ProtolabError, match="serves nothing"):
-        server_words(names, "198.18.0.2")
+        server_words(names, "198.18.0.2", {"nvmet": []})
 
 
 def test_a_data_nic_is_a_tap_routed_behind_its_namespace_and_named_on_the_kernel_command_line(tmp_path):
@@ -212,14 +217,13 @@ def test_each_kernel_guest_is_granted_by_its_own_name_and_an_access_list_linux_w
     few = _vm_testbed(KERNEL_PLAN + '[[configurations]]\nname = "c"\ntarget = "lab:iscsi"\nserver = "lio"\n'
                       '[hypervisor]\naccel = "tcg"\nvms_per_host = 2\n')
     granted = few._granted(Names(few.plan.lab))
-    assert granted == {"nvme-tcp": ["nqn.2024-01.org.protolab:pl.h0v0c1", "nqn.2024-01.org.protolab:pl.h0v1c1"],
-                       "iscsi": ["iqn.2024-01.org.protolab:pl.h0v0c2", "iqn.2024-01.org.protolab:pl.h0v1c2"],
-                       "nfs": []}
+    assert granted == {"nvmet": ["nqn.2024-01.org.protolab:pl.h0v0c1", "nqn.2024-01.org.protolab:pl.h0v1c1"],
+                       "lio": ["iqn.2024-01.org.protolab:pl.h0v0c2", "iqn.2024-01.org.protolab:pl.h0v1c2"]}
     few._check_server_guest()  # fits
     # knfsd admits addresses: every load guest the plan can boot (3 configurations × 2 VMs), on the admitted host
     nfs = _vm_testbed(KERNEL_PLAN + '[[configurations]]\nname = "c"\ntarget = "lab:nfs"\nserver = "knfsd"\n'
                       '[hypervisor]\naccel = "tcg"\nvms_per_host = 2\n')
-    assert nfs._granted(Names(nfs.plan.lab))["nfs"] == [f"198.18.0.{128 + n}" for n in range(6)]
+    assert nfs._granted(Names(nfs.plan.lab))["knfsd"] == [f"198.18.0.{128 + n}" for n in range(6)]
     nfs._check_server_guest()
     # the server guest's CPU is a kernel path's figure only: it idles through the userspace paths' cells
     by = {c.name: c for c in few.plan.configurations}

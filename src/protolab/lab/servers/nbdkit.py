@@ -15,12 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..proc import Runner
-from .names import NBD_PORT
-from .netns import Net
-from .procs import Processes, listening, wait_until
-from .record import Resource
+from ...conventions import DATA_FILE
+from ...plan.protocols import PROTOCOLS
+from ...proc import Runner
+from ..names import Names
+from ..netns import Net
+from ..procs import Processes, listening, wait_until
+from ..record import Resource
+from .base import Adapter, Serving
 
+NBD_PORT = PROTOCOLS["nbd"].port
 TIMEOUT = 20.0
 
 
@@ -54,3 +58,19 @@ class Nbdkit:
     def stop(self, res: Resource) -> None:
         """Stop nbdkit (it exits on SIGTERM)."""
         self.procs.stop(res)
+
+
+@dataclass(frozen=True)
+class NbdkitAdapter(Adapter):
+    """nbdkit as the lab's server of an NBD export (lab.servers.base)."""
+
+    def start(self, s: Serving) -> None:
+        ports = [s.names.storage_link(p).near.ifname for p in range(s.spec.storage_ports)]
+        Nbdkit(s.runner, s.procs, s.names.storage_ns).start(s.volume / DATA_FILE, s.granted, ports,
+                                                            uncached=s.modelled)
+
+    def url(self, names: Names, protocol: str, port: int, data: Path) -> str:
+        return f"{protocol}://{names.storage_address(port)}:{NBD_PORT}"
+
+
+ADAPTER = NbdkitAdapter("nbdkit", cache="page cache dropped after each access (nbdkit file plugin, cache=none)")

@@ -13,12 +13,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..proc import Runner
-from ..trust import open_nofollow
-from .names import MOUNT_PORT, NFS_PORT
-from .procs import Processes, wait_until
-from .record import Resource
+from ...conventions import DATA_FILE
+from ...proc import Runner
+from ...trust import open_nofollow
+from ..device import ganesha_preload
+from ..names import Names
+from ..pool import Pool
+from ..procs import Processes, wait_until
+from ..record import Resource
+from .base import Adapter, Serving
 
+NFS_PORT = 2049
+MOUNT_PORT = 20048
 TIMEOUT = 30.0
 
 
@@ -111,3 +117,35 @@ class Ganesha:
             return self.procs.log_tail("ganesha.nfsd")
         bad = [ln for ln in lines if " CRIT " in ln or " FATAL " in ln or "MAJ" in ln]
         return " | ".join((bad or lines)[-2:])
+
+
+#: With a write-back cache in the model (an array's NVRAM), a stable NFS write is acknowledged once the data is
+#: written, as such an array does: NFS-Ganesha's fsync calls are no-ops (libeatmydata, which reaches its VFS module
+#: because protolab-direct.so loads that module without RTLD_DEEPBIND); else each stable write would cost a btrfs
+#: log commit — several device writes one after the other, the file's fsyncs serialised — where the array logged it
+#: once.
+WRITE_BACK = ("; its stable writes and commits are acknowledged without an fsync (libeatmydata), as the "
+              "model's write-back cache acknowledges the block paths' writes")
+
+
+@dataclass(frozen=True)
+class GaneshaAdapter(Adapter):
+    """NFS-Ganesha as the lab's server of an NFS export (lab.servers.base): the export's volume mounted on its
+    own mount point, served from there."""
+
+    def start(self, s: Serving) -> None:
+        export = s.pool.mount_volume(s.protocol, s.mounts / s.names.nfs_mount)
+        Ganesha(s.runner, s.procs, s.names.storage_ns, s.workdir).start(export, s.granted,
+                                                                          ganesha_preload(s.spec.device))
+
+    def data_file(self, names: Names, mounts: Path, pool: Pool, protocol: str) -> Path:
+        return mounts / names.nfs_mount / DATA_FILE
+
+    def url(self, names: Names, protocol: str, port: int, data: Path) -> str:
+        return f"{protocol}://{names.storage_address(port)}{data.parent}"
+
+ADAPTER = GaneshaAdapter(
+    "ganesha", workdir_files=("ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log"), write_back=WRITE_BACK,
+    cache="none for whole 4 KiB blocks: NFS-Ganesha's VFS FSAL has no direct-I/O option, so protolab-direct.so "
+          "(preloaded) sends its block-aligned reads and writes to an O_DIRECT twin of the file; other sizes go "
+          "through the host's page cache")

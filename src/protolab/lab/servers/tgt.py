@@ -14,12 +14,16 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ToolError
-from ..proc import Runner
-from .names import ISCSI_PORT
-from .procs import Processes, kill, listening, wait_until
-from .record import Resource
+from ...conventions import DATA_FILE
+from ...errors import ToolError
+from ...plan.protocols import PROTOCOLS
+from ...proc import Runner
+from ..names import Names
+from ..procs import Processes, kill, listening, wait_until
+from ..record import Resource
+from .base import Adapter, Serving
 
+ISCSI_PORT = PROTOCOLS["iscsi"].port
 SOCKET_DIR = Path("/var/run/tgtd")
 TID = 1
 LUN = 1  # LUN 0 is tgt's controller
@@ -107,3 +111,21 @@ def stop(runner: Runner, procs: Processes, res: Resource) -> None:
         if procs.running(res):
             kill(pid, signal.SIGKILL)
     procs.stop(res)
+
+
+@dataclass(frozen=True)
+class TgtAdapter(Adapter):
+    """tgt as the lab's server of an iSCSI export (lab.servers.base)."""
+
+    def start(self, s: Serving) -> None:
+        Tgt(s.runner, s.procs, s.names.storage_ns, s.spec.prefix).start(
+            s.names.iqn, s.volume / DATA_FILE, s.granted, direct=s.modelled)
+
+    def target(self, names: Names) -> str | None:
+        return names.iqn
+
+    def url(self, names: Names, protocol: str, port: int, data: Path) -> str:
+        return f"{protocol}://{names.storage_address(port)}:{ISCSI_PORT}/{names.iqn}/{LUN}"
+
+
+ADAPTER = TgtAdapter("tgt", cache="none: tgt opens the LUN with O_DIRECT (bsoflags=direct)")
