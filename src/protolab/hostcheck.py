@@ -16,12 +16,9 @@ from .doctor import Check
 from .errors import ProtolabError
 from .plan.model import LoadHost, Plan
 from .proc import Runner
+from .run.hostinitiators import HOST_INITIATORS
 from .run.hostshell import HostShell, Unreachable
 
-#: what attaching each protocol takes on a host: its initiator tool and kernel module
-NEEDS = {"iscsi": ("iscsiadm", "iscsi_tcp"), "nfs": ("mount.nfs", "nfs"), "nvme-tcp": ("nvme", "nvme_tcp")}
-#: the Debian package of each tool
-PACKAGES = {"iscsiadm": "open-iscsi", "mount.nfs": "nfs-common", "nvme": "nvme-cli"}
 SSH_TIMEOUT_S = 30.0
 
 
@@ -47,8 +44,8 @@ def attach_addresses(plan: Plan) -> dict[str, set[str]]:
 def script(fio: str, protocols: set[str], addresses: list[str]) -> str:
     """The shell script that prints one line per finding: 'fio VERSION', 'tool NAME PATH', 'module NAME yes|no',
     'mtu ADDRESS DEVICE MTU' ('-' for what is not there)."""
-    tools = " ".join(NEEDS[p][0] for p in sorted(protocols))
-    modules = " ".join(NEEDS[p][1] for p in sorted(protocols))
+    tools = " ".join(HOST_INITIATORS[p].tool for p in sorted(protocols))
+    modules = " ".join(HOST_INITIATORS[p].module for p in sorted(protocols))
     q = shlex.quote
     return "\n".join([
         'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"',
@@ -75,10 +72,11 @@ def checks_from(output: str, protocols: set[str], addresses: dict[str, set[str]]
     out = [Check("fio", fio not in ("", "-"), fio if fio not in ("", "-") else "not found",
                  f"install fio on {where}, or give the host's fio = \"/path/to/fio\" in the plan")]
     for p in sorted(protocols):
-        tool, module = NEEDS[p]
+        i = HOST_INITIATORS[p]
+        tool, module = i.tool, i.module
         path = seen.get(("tool", tool), "-")
         out.append(Check(f"{p}: {tool}", path not in ("", "-"), path if path not in ("", "-") else "not found",
-                         f"install {tool} on {where} (Debian: {PACKAGES[tool]})"))
+                         f"install {tool} on {where} (Debian: {i.package})"))
         has = seen.get(("module", module)) == "yes"
         out.append(Check(f"{p}: module {module}", has, "loaded or loadable" if has else "not in this kernel",
                          f"a kernel with {module} on {where} (modprobe {module})"))

@@ -104,6 +104,14 @@ class IscsiAttach(_Model):
         return _split_portal(self.portal)[0]
 
     @property
+    def reach(self) -> str:
+        """The host the attach reaches."""
+        return self.host
+
+    def describe(self) -> str:
+        return f"iSCSI {self.iqn} LUN {self.lun} at {self.host}:{self.port}, {self.sessions} session(s) per host"
+
+    @property
     def port(self) -> int:
         port = _split_portal(self.portal)[1]
         return int(port) if port is not None else PROTOCOLS["iscsi"].port
@@ -178,6 +186,14 @@ class NfsAttach(NfsMount):
             raise ValueError(f"file {v!r} is not a plain file name (letters, digits, '_', '.', '-'; no '/')")
         return v
 
+    @property
+    def reach(self) -> str:
+        """The host the attach reaches."""
+        return self.server
+
+    def describe(self) -> str:
+        return f"NFS {self.server}:{self.export} ({self.options()}), file {self.file}"
+
 
 class NvmeTcpAttach(_Model):
     """NVMe/TCP: connect to the subsystem at the address (I/O queues); namespace ``nsid``'s disk is the target."""
@@ -192,6 +208,15 @@ class NvmeTcpAttach(_Model):
     @classmethod
     def _address(cls, v: Any) -> str:
         return check_host(v, "address")
+
+    @property
+    def reach(self) -> str:
+        """The host the attach reaches."""
+        return self.address
+
+    def describe(self) -> str:
+        return (f"NVMe/TCP {self.nqn} namespace {self.nsid} at {self.address}:{self.port}"
+                + (f", {self.queues} I/O queue(s)" if self.queues else ""))
 
     @field_validator("port", mode="before")
     @classmethod
@@ -217,35 +242,33 @@ class Attach(_Model):
     def _one(self) -> "Attach":
         given = [k for k, v in self if v is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of iscsi, nfs or nvme-tcp, e.g. attach = { nfs = { server = "
+            names = _names()
+            raise ValueError(f"give exactly one of {', '.join(names[:-1])} or {names[-1]}, e.g. attach = {{ nfs = {{ server = "
                              "\"10.1.2.4\", export = \"/vol/bench\" } }")
         return self
 
     @property
     def protocol(self) -> str:
-        return "iscsi" if self.iscsi else "nfs" if self.nfs else "nvme-tcp"
+        """The protocol attached: the field given, by the name a plan writes."""
+        return next(f.alias or name for name, f in type(self).model_fields.items() if getattr(self, name) is not None)
 
     @property
     def spec(self) -> IscsiAttach | NfsAttach | NvmeTcpAttach:
-        spec = self.iscsi or self.nfs or self.nvme_tcp
-        assert spec is not None
+        spec = next(v for _, v in self if v is not None)
         return spec
 
     @property
     def address(self) -> str:
         """The host the attach reaches: the iSCSI portal's, the NFS server, the NVMe/TCP address."""
-        s = self.spec
-        return s.host if isinstance(s, IscsiAttach) else s.server if isinstance(s, NfsAttach) else s.address
+        return self.spec.reach
 
     def describe(self) -> str:
         """One line for `validate`, the report and the run directory."""
-        s = self.spec
-        if isinstance(s, IscsiAttach):
-            return f"iSCSI {s.iqn} LUN {s.lun} at {s.host}:{s.port}, {s.sessions} session(s) per host"
-        if isinstance(s, NfsAttach):
-            return f"NFS {s.server}:{s.export} ({s.options()}), file {s.file}"
-        return (f"NVMe/TCP {s.nqn} namespace {s.nsid} at {s.address}:{s.port}"
-                + (f", {s.queues} I/O queue(s)" if s.queues else ""))
+        return self.spec.describe()
+
+
+def _names() -> list[str]:
+    return [f.alias or name for name, f in Attach.model_fields.items()]
 
 
 ATTACH_PREFIX = "attach:"

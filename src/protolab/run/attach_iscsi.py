@@ -6,10 +6,13 @@ sessions and no other's: neither the host's own nor those of another run of prot
 
 from __future__ import annotations
 
+import re
 import shlex
+from dataclasses import dataclass
 
 from ..plan.attach import IscsiAttach
 from .attach_sh import BLKID, IDENT, IDENTS, PATH, WAIT
+from .hostinit import HostInitiator
 
 #: open-iscsi keeps iface names in a char[ISCSI_MAX_IFACE_LEN = 65]: this is 25 characters
 IFACE_PREFIX = "protolab-"
@@ -63,3 +66,39 @@ iscsiadm -m node -T "$T" -p "$PT" -I "$I" -o delete >/dev/null 2>&1
 [ -z "$(ours)" ] || { echo "error still logged in to $T ($(ours | tr '\\n' ' '))"; exit 6; }
 iscsiadm -m node -I "$I" 2>/dev/null | grep -q . || iscsiadm -m iface -I "$I" -o delete >/dev/null 2>&1
 exit 0"""])
+
+
+#: what a session's `iscsiadm -P 3` account is summed up by, in this order
+ISCSI_KEYS = ("Current Portal", "iSCSI Session State", "HeaderDigest", "DataDigest", "MaxRecvDataSegmentLength",
+              "MaxXmitDataSegmentLength", "FirstBurstLength", "MaxBurstLength", "ImmediateData", "InitialR2T",
+              "Attached scsi disk")
+
+
+@dataclass(frozen=True)
+class IscsiInitiator(HostInitiator):
+    def attach(self, spec: IscsiAttach, mount: str, run_key: str) -> str:
+        return attach(spec, run_key)
+
+    def detach(self, spec: IscsiAttach, mount: str, ids: tuple[str, ...] | None, run_key: str) -> str:
+        return detach(spec, run_key)
+
+    def storage(self, spec: IscsiAttach) -> tuple:
+        return (self.protocol, spec.iqn, spec.lun)
+
+    def summary(self, kernel: str) -> list[str]:
+        out = []
+        for chunk in kernel.split("iSCSI Transport Class version")[1:]:
+            seen: dict[str, str] = {}
+            for ln in chunk.splitlines():
+                disk = re.search(r"Attached scsi disk (\S+)", ln)
+                if disk:
+                    seen.setdefault("Attached scsi disk", disk.group(1))
+                key, sep, value = ln.strip().partition(":")
+                if sep and key.strip() in (*ISCSI_KEYS, "SID") and key.strip() not in seen:
+                    seen[key.strip()] = value.strip().split("\t")[0].split(" State:")[0].strip()
+            if "SID" in seen:
+                out.append(f"session {seen['SID']}: " + ", ".join(f"{k} {seen[k]}" for k in ISCSI_KEYS if k in seen))
+        return out
+
+
+INITIATOR = IscsiInitiator("iscsi", "iscsiadm", "iscsi_tcp", "open-iscsi")

@@ -9,10 +9,13 @@ recorded at attach), or absent.
 
 from __future__ import annotations
 
+import re
 import shlex
+from dataclasses import dataclass
 
 from ..plan.attach import NfsAttach
 from .attach_sh import ATTACH_DIR, CHANGED, PATH
+from .hostinit import HostInitiator
 
 #: what the mount must show in /proc/mounts: nothing on the export acts on the host, no link on it is followed
 FLAGS = ("nosuid", "nodev", "noexec", "nosymfollow")
@@ -84,3 +87,29 @@ def detach(mount: str) -> str:
     return "\n".join([PATH, f"M={shlex.quote(mount)}", """\
 if grep -q " $M " /proc/mounts; then out=$(umount "$M" 2>&1) || { echo "error umount: $out"; exit 6; }; fi
 [ ! -d "$M" ] || rmdir "$M" """])
+
+
+@dataclass(frozen=True)
+class NfsInitiator(HostInitiator):
+    def attach(self, spec: NfsAttach, mount: str, run_key: str) -> str:
+        return attach(spec, mount)
+
+    def detach(self, spec: NfsAttach, mount: str, ids: tuple[str, ...] | None, run_key: str) -> str:
+        return detach(mount)
+
+    def check(self, idents: tuple[str, ...]) -> str:
+        """The NFS data file still a plain file on this run's nosymfollow mount."""
+        path, _, dev = idents[0].partition(" dev=")
+        mount, _, file = path.rpartition("/")
+        return check(mount, file, dev)
+
+    def identities(self, lines: list[str], devices: tuple[str, ...]) -> tuple[str, ...] | str:
+        """The mount's st_dev."""
+        ok = [ln for ln in lines if re.fullmatch(r"\S+ dev=[0-9]+", ln)]
+        return tuple(ok[:1]) if ok else "no st_dev of the mount"
+
+    def storage(self, spec: NfsAttach) -> tuple:
+        return (self.protocol, spec.server, spec.export)
+
+
+INITIATOR = NfsInitiator("nfs", "mount.nfs", "nfs", "nfs-common", mounted=True)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 
 from ..plan.attach import NvmeTcpAttach
 from .attach_sh import ATTACH_DIR, BLKID, IDENT, IDENTS, PATH, WAIT
+from .hostinit import HostInitiator
 
 #: a controller as the attach recorded it: the name, then what identifies it
 CONTROLLER = re.compile(r"nvme[0-9]+ cntlid=[0-9]* ino=[0-9]+ subsysnqn=\S* hostnqn=\S* address=\S*")
@@ -72,3 +74,29 @@ connected: $want): left alone"; continue; }
 done
 IFS=$o; set +f
 [ -z "$left" ] || { echo "error still connected to $N ($left )"; exit 6; }""", 'rm -f "$IDS"'])
+
+
+@dataclass(frozen=True)
+class NvmeInitiator(HostInitiator):
+    def attach(self, spec: NvmeTcpAttach, mount: str, run_key: str) -> str:
+        return attach(spec, mount)
+
+    def detach(self, spec: NvmeTcpAttach, mount: str, ids: tuple[str, ...] | None, run_key: str) -> str:
+        return detach(spec, mount, ids)
+
+    def storage(self, spec: NvmeTcpAttach) -> tuple:
+        return (self.protocol, spec.nqn, spec.nsid)
+
+    def summary(self, kernel: str) -> list[str]:
+        return [ln for ln in kernel.splitlines() if re.match(r"nvme\d+: ", ln)]
+
+    def notes(self, spec: NvmeTcpAttach, kernel: str) -> tuple[str, ...]:
+        """The I/O queues the kernel gave when fewer than the plan asked (it gives at most one per CPU)."""
+        gave = [int(n) for n in re.findall(r"(\d+) I/O queues", kernel)]
+        if spec.queues and gave and min(gave) < spec.queues:
+            return (f"the kernel gave {min(gave)} of the {spec.queues} I/O queues asked (nvme-tcp makes at most one "
+                    "per CPU of the host)",)
+        return ()
+
+
+INITIATOR = NvmeInitiator("nvme-tcp", "nvme", "nvme_tcp", "nvme-cli")

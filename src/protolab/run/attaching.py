@@ -27,19 +27,16 @@ Its output is lines of ``device PATH``, ``kernel TEXT``, ``found TEXT``, ``id LI
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import TargetError, ToolError
-from ..plan.attach import Attach, IscsiAttach, NfsAttach, NvmeTcpAttach
+from ..plan.attach import Attach
 from ..proc import Runner
-from . import attach_iscsi, attach_nfs, attach_nvme
-from .attach_sh import ALREADY, ATTACH_DIR, check_disks, disk_identities
+from .attach_sh import ALREADY, ATTACH_DIR
+from .hostinitiators import host_initiator
 from .hostshell import HostShell, Unreachable
-
-kernel_lun = attach_iscsi.kernel_lun
 
 TIMEOUT_S = 120.0
 CHECK_TIMEOUT_S = 60.0
@@ -69,31 +66,9 @@ class Attached:
                 "identity": list(self.idents)}
 
 
-#: what a session's `iscsiadm -P 3` account is summed up by, in this order
-ISCSI_KEYS = ("Current Portal", "iSCSI Session State", "HeaderDigest", "DataDigest", "MaxRecvDataSegmentLength",
-              "MaxXmitDataSegmentLength", "FirstBurstLength", "MaxBurstLength", "ImmediateData", "InitialR2T",
-              "Attached scsi disk")
-
-
 def summary(protocol: str, kernel: str) -> list[str]:
     """The kernel's account in a line per session, controller or mount (the report's short form)."""
-    if protocol == "iscsi":
-        out = []
-        for chunk in kernel.split("iSCSI Transport Class version")[1:]:
-            seen: dict[str, str] = {}
-            for ln in chunk.splitlines():
-                disk = re.search(r"Attached scsi disk (\S+)", ln)
-                if disk:
-                    seen.setdefault("Attached scsi disk", disk.group(1))
-                key, sep, value = ln.strip().partition(":")
-                if sep and key.strip() in (*ISCSI_KEYS, "SID") and key.strip() not in seen:
-                    seen[key.strip()] = value.strip().split("\t")[0].split(" State:")[0].strip()
-            if "SID" in seen:
-                out.append(f"session {seen['SID']}: " + ", ".join(f"{k} {seen[k]}" for k in ISCSI_KEYS if k in seen))
-        return out
-    if protocol == "nvme-tcp":
-        return [ln for ln in kernel.splitlines() if re.match(r"nvme\d+: ", ln)]
-    return [ln for ln in kernel.splitlines() if ln.strip()]
+    return host_initiator(protocol).summary(kernel)
 
 
 def mount_point(run_key: str, host: str, target: str) -> str:
@@ -102,42 +77,23 @@ def mount_point(run_key: str, host: str, target: str) -> str:
 
 
 def attach_script(a: Attach, mount: str, run_key: str = "") -> str:
-    s = a.spec
-    if isinstance(s, IscsiAttach):
-        return attach_iscsi.attach(s, run_key)
-    if isinstance(s, NfsAttach):
-        return attach_nfs.attach(s, mount)
-    return attach_nvme.attach(s, mount)
+    return host_initiator(a.protocol).attach(a.spec, mount, run_key)
 
 
 def detach_script(a: Attach, mount: str, ids: tuple[str, ...] | None = None, run_key: str = "") -> str:
-    s = a.spec
-    if isinstance(s, IscsiAttach):
-        return attach_iscsi.detach(s, run_key)
-    if isinstance(s, NfsAttach):
-        return attach_nfs.detach(mount)
-    return attach_nvme.detach(s, mount, ids)
+    return host_initiator(a.protocol).detach(a.spec, mount, ids, run_key)
 
 
 def check_script(a: Attach, attached: "Attached") -> str:
-    """The check before a window: the attached devices still the disks recorded, or the NFS data file a plain
-    file on this run's nosymfollow mount."""
-    if isinstance(a.spec, NfsAttach):
-        path, _, dev = attached.idents[0].partition(" dev=")
-        mount, _, file = path.rpartition("/")
-        return attach_nfs.check(mount, file, dev)
-    return check_disks(attached.idents)
+    """The check before a window: the attached devices still the disks recorded, or a mounted target's data file a
+    plain file on this run's nosymfollow mount."""
+    return host_initiator(a.protocol).check(attached.idents)
 
 
 def storage_of(a: Attach) -> tuple:
     """The storage an attach reaches, whatever its options: one IQN (a host holds one login to it; attach refuses
     a second), one NQN, one server's export."""
-    s = a.spec
-    if isinstance(s, IscsiAttach):
-        return ("iscsi", s.iqn, s.lun)
-    if isinstance(s, NfsAttach):
-        return ("nfs", s.server, s.export)
-    return ("nvme-tcp", s.nqn, s.nsid)
+    return host_initiator(a.protocol).storage(a.spec)
 
 
 def same_storage(a: Attach | None, b: Attach | None) -> bool:
@@ -147,24 +103,6 @@ def same_storage(a: Attach | None, b: Attach | None) -> bool:
 
 class AlreadyAttached(ToolError):
     """The host has the target already (its own): nothing was attached, nothing is to be detached."""
-
-
-def _fewer_queues(a: Attach, kernel: str) -> tuple[str, ...]:
-    """NVMe/TCP: the I/O queues the kernel gave when fewer than the plan asked (it gives at most one per CPU)."""
-    asked = a.spec.queues if isinstance(a.spec, NvmeTcpAttach) else None
-    gave = [int(n) for n in re.findall(r"(\d+) I/O queues", kernel)]
-    if asked and gave and min(gave) < asked:
-        return (f"the kernel gave {min(gave)} of the {asked} I/O queues asked (nvme-tcp makes at most one per "
-                "CPU of the host)",)
-    return ()
-
-
-def _identities(a: Attach, lines: list[str], devices: tuple[str, ...]) -> tuple[str, ...] | str:
-    """What the checks before each window compare: each disk's identity, or the NFS mount's st_dev; or why not."""
-    if isinstance(a.spec, NfsAttach):
-        ok = [ln for ln in lines if re.fullmatch(r"\S+ dev=[0-9]+", ln)]
-        return tuple(ok[:1]) if ok else "no st_dev of the mount"
-    return disk_identities(lines, devices)
 
 
 def _lines(output: str, kind: str) -> list[str]:
@@ -194,7 +132,7 @@ class Attacher:
             raise AlreadyAttached(f"host {shell.name}: target {target} ({a.describe()}): {why}; protolab attaches and "
                             "detaches only its own: detach it there first, or give its device as url")
         devices, ids = tuple(_lines(done.stdout, "device")), tuple(_lines(done.stdout, "id"))
-        idents = _identities(a, _lines(done.stdout, "ident"), devices) if devices else ()
+        idents = host_initiator(a.protocol).identities(_lines(done.stdout, "ident"), devices) if devices else ()
         if isinstance(idents, str) and done.returncode == 0:  # a device with nothing to check it by is not used
             done, why = None, f"cannot tell the device's identity before each window: {idents}"
         if done is None or done.returncode != 0 or not devices:
@@ -204,8 +142,9 @@ class Attacher:
         found = tuple(_lines(done.stdout, "found"))
         kernel = "\n".join(_lines(done.stdout, "kernel"))
         attached = Attached(shell.name, target, a.protocol, a.describe(), devices, kernel,
-                            found + _fewer_queues(a, kernel), ids, idents)
-        held = [f for f in found if isinstance(a.spec, NfsAttach) or not f.endswith(" no signature")]
+                            found + host_initiator(a.protocol).notes(a.spec, kernel), ids, idents)
+        mounted = host_initiator(a.protocol).mounted
+        held = [f for f in found if mounted or not f.endswith(" no signature")]
         if held and not allow_overwrite:
             self._undo(shell, target, a, attached.ids)
             raise TargetError(f"host {shell.name}: target {target}: {held[0]}; add allow_overwrite = true to the "

@@ -325,7 +325,7 @@ def test_the_report_lists_each_hosts_attach():
 
 
 def test_a_lun_from_256_is_found_under_the_number_linux_gives_it():
-    from protolab.run.attaching import kernel_lun
+    from protolab.run.attach_iscsi import kernel_lun
 
     assert [kernel_lun(n) for n in (0, 255, 256, 16383)] == [0, 255, 16640, 32767]
     big = Attach.model_validate({"iscsi": {"portal": "10.1.2.3", "iqn": "iqn.2001-05.com.example:array", "lun": 300}})
