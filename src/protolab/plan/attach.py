@@ -243,8 +243,8 @@ class Attach(_Model):
         given = [k for k, v in self if v is not None]
         if len(given) != 1:
             names = _names()
-            raise ValueError(f"give exactly one of {', '.join(names[:-1])} or {names[-1]}, e.g. attach = {{ nfs = {{ server = "
-                             "\"10.1.2.4\", export = \"/vol/bench\" } }")
+            raise ValueError(f"give exactly one of {', '.join(names[:-1])} or {names[-1]}, e.g. "
+                             "attach = { nfs = { server = \"10.1.2.4\", export = \"/vol/bench\" } }")
         return self
 
     @property
