@@ -49,6 +49,8 @@ def fio_checks(runner: Runner) -> list[Check]:
 
 def lab_checks(runner: Runner) -> list[Check]:
     """What the embedded lab needs: root, network namespaces, loop devices, tc, btrfs and the servers."""
+    from .lab.servers import ADAPTERS
+
     root = os.geteuid() == 0
     checks = [Check("root", root, "running as root" if root else f"running as uid {os.geteuid()}",
                     "run as root (sudo): the lab creates namespaces, links and loop devices")]
@@ -70,9 +72,8 @@ def lab_checks(runner: Runner) -> list[Check]:
     for tool, pkg, what in [
         ("ip", "iproute2", "namespaces and links"), ("tc", "iproute2", "rate, delay and loss"),
         ("ethtool", "ethtool", "segmentation offloads"), ("mkfs.btrfs", "btrfs-progs", "the pool"),
-        ("losetup", "util-linux", "the pool's loop device"), ("tgtd", "tgt", "iSCSI target"),
-        ("ganesha.nfsd", "nfs-ganesha", "NFS server"), ("rpcbind", "rpcbind", "NFSv3 mount service"),
-        ("nbdkit", "nbdkit", "NBD server"),
+        ("losetup", "util-linux", "the pool's loop device"),
+        *(tool for a in ADAPTERS.values() for tool in a.tools),  # the lab's servers (lab.servers)
     ]:
         found = shutil.which(tool) or next(
             (p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}", f"/usr/bin/{tool}") if os.path.exists(p)), None)

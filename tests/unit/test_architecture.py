@@ -108,3 +108,53 @@ def test_protocol_and_metric_names_live_in_their_registries():
         if rel.startswith(("analysis/", "report/")) and "load_index" in text:
             found.append(f"{rel}: load_index")
     assert found == []
+
+
+#: Where a protocol or server the lab runs may be named: its adapters — servers (lab/servers/), the load guests'
+#: kernel initiators (vm/initiators/), the hosts' initiators (run/attach_*.py) — and the registries their entries
+#: live in: protocols, servers, the attach specs a plan writes, the wire models (analysis/wire.py's MODELS and
+#: its per-protocol frames). plan/migrate.py names plan fields of older formats (a configuration's "nfs" table).
+ADAPTER_DIRS = ("lab/servers/", "vm/initiators/")
+ADAPTER_FILES = re.compile(r"run/attach_[a-z]+\.py")
+REGISTRY_FILES = {"plan/protocols.py", "plan/servers.py", "plan/attach.py", "analysis/wire.py", "plan/migrate.py"}
+
+
+def _run_names() -> set[str]:
+    """Every protocol the lab or a host runs (not the wire model's FC and FCoE) and every server's name."""
+    from protolab.plan.protocols import PROTOCOLS
+    from protolab.plan.servers import SERVERS
+
+    return {p.name for p in PROTOCOLS.values() if not p.modelled_only and p.server} | set(SERVERS)
+
+
+def _protocol_names(rel: str, text: str, names: set[str]) -> list[str]:
+    """``rel``'s string constants (not docstrings) that are a protocol's or a server's name, unless it is an
+    adapter or a registry: 'run/session.py:12 "iscsi"'."""
+    if rel.startswith(ADAPTER_DIRS) or ADAPTER_FILES.fullmatch(rel) or rel in REGISTRY_FILES:
+        return []
+    tree = ast.parse(text)
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    hits = [n for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names and id(n) not in docs]
+    return [f'{rel}:{n.lineno} "{n.value}"' for n in sorted(hits, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def test_only_adapters_and_registries_name_a_protocol_or_a_server():
+    """A protocol is its adapters and its registry entries: no branch, key or list elsewhere names one."""
+    names = _run_names()
+    assert {"iscsi", "nfs", "nbd", "nvme-tcp", "tgt", "knfsd"} <= names and "local" not in names
+    found = [hit for p in sorted(SRC.rglob("*.py"))
+             for hit in _protocol_names(p.relative_to(SRC).as_posix(), p.read_text(), names)]
+    assert found == []
+
+
+def test_the_protocol_check_finds_a_new_branch_a_key_and_a_list():
+    names = _run_names()
+    branch = 'def f(p):\n    """Say nfs."""\n    if p == "nfs":\n        return {"tgt": 1}\n    return ["nbd"]\n'
+    assert _protocol_names("run/session.py", branch, names) == [
+        'run/session.py:3 "nfs"', 'run/session.py:4 "tgt"', 'run/session.py:5 "nbd"']
+    assert _protocol_names("lab/servers/tgt.py", branch, names) == []  # an adapter may
+    assert _protocol_names("run/attach_iscsi.py", branch, names) == []
+    assert _protocol_names("run/attaching.py", branch, names) != []  # the loop over adapters may not

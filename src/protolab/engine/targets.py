@@ -66,7 +66,7 @@ def resolve(
         if ref.iqn is not None:  # libiscsi: the URL as filename, its default port written out
             url = f"{ref.kind}://{ref.host}:{ref.port}/{ref.iqn}/{ref.lun}"
             return Access(ref.kind, engine, {}, fio_escaped(url), size, netns, None, owned)
-        if ref.export is not None and ref.kind == "nfs":  # libnfs: the export URL, protolab's file in it
+        if ref.export is not None and PROTOCOLS[ref.kind].own_file:  # libnfs: the export URL, protolab's file in it
             return Access(ref.kind, engine, {"nfs_url": url}, DATA_FILE, size, netns, None, owned)
         return Access(ref.kind, engine, {"uri": url}, None, size, netns, None, owned)  # libnbd: the URI
     engine = ioengine or "io_uring"

@@ -23,7 +23,7 @@ from ..proc import Runner
 from .pool import TIMEOUT, Pool
 from .record import Record, Resource
 
-NAME = "knfsd"  # the pool volume's name
+NAME = "ext4-volume"  # the pool volume's name
 JOURNAL_MIB = 16
 
 

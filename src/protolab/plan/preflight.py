@@ -122,7 +122,8 @@ def _attach(plan: Plan, source: str) -> None:
             raise PlanError(f"{source}: {where}: attach is for this machine or the plan's [[hosts]]; a plan with "
                             "lab: targets or [hypervisor] runs on the lab: give this configuration lab:PROTOCOL, "
                             "or move it to a plan of its own")
-        if t.attach.protocol != "nfs" and not t.allow_overwrite:  # engine.targets' rule for every block device
+        # engine.targets' rule for every block device (a file export holds protolab's own file only)
+        if not PROTOCOLS[t.attach.protocol].own_file and not t.allow_overwrite:
             raise PlanError(f"{source}: {where}: {t.attach.describe()} is a block device on each host: protolab "
                             "cannot tell whether it holds data (blkid finds no signature on dm-crypt, raw database "
                             "devices or wiped headers); add allow_overwrite = true to the target if its contents "
@@ -175,10 +176,12 @@ def _replay(plan: Plan, source: str, refs: list[TargetRef]) -> None:
         raise PlanError(f"{source}: workload {replays[0]!r}: replay runs only on load hosts that see this "
                         f"machine's files, not on {where}; use this machine or the embedded lab's hosts")
     for c, r in zip(plan.configurations, refs):
-        if r.kind == "iscsi" or r.lab == "iscsi":  # tried: fio 3.33 with --ioengine=libiscsi --read_iolog
+        p = PROTOCOLS.get(r.protocol or "")
+        if p is not None and p.no_replay:
+            can = [q.name for q in PROTOCOLS.values() if q.engine and not q.no_replay]
             raise PlanError(f"{source}: configuration {c.name!r}: workload {replays[0]!r} replays a trace, which "
-                            "fio 3.33's libiscsi engine cannot (it crashes with signal 11); replay over nbd, nfs "
-                            "or a local path, or remove this configuration")
+                            f"{p.no_replay}; replay over {', '.join(can)} or a local path, or remove this "
+                            "configuration")
 
 
 def _local_space(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:

@@ -82,6 +82,7 @@ class Protocol:
     min_mtu: int | None = None  # the smallest Ethernet MTU it fits in
     own_file: bool = False  # protolab writes only its own file there (an NFS export): no overwrite opt-in needed
     qemu_module: str | None = None  # QEMU's loadable block driver for its URLs (None: built in)
+    no_replay: str = ""  # why fio cannot replay a trace over it ('': it can)
 
 
 def _iscsi(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRef:
@@ -110,7 +111,9 @@ def _nbd(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRe
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
     Protocol("local", "local block path", lab=True),
     Protocol("iscsi", "iSCSI", "iscsi://HOST[:PORT]/IQN/LUN", 3260, _iscsi, "tgt", True, "libiscsi", True, True,
-             "iscsi", qemu_module="block-iscsi"),
+             "iscsi", qemu_module="block-iscsi",
+             # tried: fio 3.33 with --ioengine=libiscsi --read_iolog
+             no_replay="fio 3.33's libiscsi engine cannot (it crashes with signal 11)"),
     Protocol("nfs", "NFS", "nfs://HOST/EXPORT", None, _nfs, "ganesha", True, "nfs", True, True, "nfs",
              own_file=True, qemu_module="block-nfs"),
     Protocol("nbd", "NBD", "nbd://HOST[:PORT][/EXPORT]", 10809, _nbd, "nbdkit", True, "nbd", True, True, "nbd"),

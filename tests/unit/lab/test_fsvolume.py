@@ -19,7 +19,7 @@ def test_the_image_is_made_held_filled_and_let_go_with_its_records(tmp_path):
     pool = Pool(runner, rec, tmp_path / "pl-pool.img", tmp_path / "pl-mnt" / "pl-pool", 1024 * MiB)
     vol = FsVolume(runner, rec, pool, tmp_path / "pl-mnt" / "pl-pool-knfsd", "pl-knfsd.img", 128 * MiB)
     vol.create()
-    image = str(tmp_path / "pl-mnt" / "pl-pool" / "knfsd" / "pl-knfsd.img")
+    image = str(tmp_path / "pl-mnt" / "pl-pool" / "ext4-volume" / "pl-knfsd.img")
     argv = [c[0] for c in runner.calls]
     assert argv[0][:4] == ("btrfs", "-q", "subvolume", "create") and argv[1][:2] == ("chattr", "+C")
     assert argv[2] == ("fallocate", "-l", str(fs_image_bytes(128 * MiB)), image)

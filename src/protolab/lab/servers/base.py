@@ -55,6 +55,7 @@ class Adapter:
     workdir_files: tuple[str, ...] = ()  # what it writes in the lab's work directory besides its logs
     write_back: str = ""  # what it does with stable writes under a write-back device model ('': nothing special)
     own_volume: bool = False  # it serves the pool's knfsd volume (an ext4 image, lab.fsvolume), not its data file
+    tools: tuple[tuple[str, str, str], ...] = ()  # (program, Debian package, what for): `protolab doctor` checks
 
     def start(self, s: Serving) -> None:
         """Start the server in the storage namespace for ``s``'s export (a kernel server: nothing here)."""

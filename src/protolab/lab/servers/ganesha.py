@@ -146,6 +146,7 @@ class GaneshaAdapter(Adapter):
 
 ADAPTER = GaneshaAdapter(
     "ganesha", workdir_files=("ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log"), write_back=WRITE_BACK,
+    tools=(("ganesha.nfsd", "nfs-ganesha", "NFS server"), ("rpcbind", "rpcbind", "NFSv3 mount service")),
     cache="none for whole 4 KiB blocks: NFS-Ganesha's VFS FSAL has no direct-I/O option, so protolab-direct.so "
           "(preloaded) sends its block-aligned reads and writes to an O_DIRECT twin of the file; other sizes go "
           "through the host's page cache")

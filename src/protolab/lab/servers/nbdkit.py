@@ -73,4 +73,5 @@ class NbdkitAdapter(Adapter):
         return f"{protocol}://{names.storage_address(port)}:{NBD_PORT}"
 
 
-ADAPTER = NbdkitAdapter("nbdkit", cache="page cache dropped after each access (nbdkit file plugin, cache=none)")
+ADAPTER = NbdkitAdapter("nbdkit", tools=(("nbdkit", "nbdkit", "NBD server"),),
+                        cache="page cache dropped after each access (nbdkit file plugin, cache=none)")

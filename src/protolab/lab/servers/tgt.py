@@ -128,4 +128,5 @@ class TgtAdapter(Adapter):
         return f"{protocol}://{names.storage_address(port)}:{ISCSI_PORT}/{names.iqn}/{LUN}"
 
 
-ADAPTER = TgtAdapter("tgt", cache="none: tgt opens the LUN with O_DIRECT (bsoflags=direct)")
+ADAPTER = TgtAdapter("tgt", tools=(("tgtd", "tgt", "iSCSI target"),),
+                     cache="none: tgt opens the LUN with O_DIRECT (bsoflags=direct)")
