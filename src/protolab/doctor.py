@@ -167,9 +167,10 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
 
 def kernel_paths_check(runner: Runner, info: dict, accel: str | None) -> Check:
     """Where each kernel data path runs: in guests (which accelerator), and whether this host's kernel has it."""
+    from .plan.protocols import guest_kernel_only
     from .plan.servers import SERVERS
 
-    kernel = [s for s in SERVERS.values() if s.kernel]
+    kernel = [s for s in SERVERS.values() if s.kernel or guest_kernel_only(s.protocol)]
     in_image = set(info.get("kernel_paths") or [])  # by protocol (scripts/build-guest.sh)
     native = {m: runner.run(["modinfo", "-F", "filename", m], check=False, timeout=30).returncode == 0
               for s in kernel for m in s.modules}

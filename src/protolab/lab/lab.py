@@ -20,7 +20,7 @@ from . import holder
 from .device import BlockDevice
 from .device import describe as describe_device
 from .fsvolume import FsVolume
-from .names import LAB_ROOT, Names, default_workdir  # noqa: F401 (re-exported)
+from .names import GUEST_SLOTS, LAB_ROOT, Names, default_workdir  # noqa: F401 (re-exported)
 from .netns import Net
 from .pool import DATA_FILE, Pool
 from .procs import Processes
@@ -197,6 +197,16 @@ class Lab:
                           self._mounts / self.names.pool_mount, self.spec.pool_bytes, self.spec.cow, device)
 
     @property
+    def is_up(self) -> bool:
+        """True once up() built the lab (or a reattached record says it is up)."""
+        return self._up
+
+    @property
+    def fs_volume(self) -> FsVolume | None:
+        """The knfsd volume when the lab has one (knfsd_volume: the same, refused while the lab is down)."""
+        return self._fs
+
+    @property
     def record(self) -> Record:
         """The lab's record of what it made (guests add their QEMU to it); the lab must be up or reattached."""
         if self._record is None:
@@ -238,20 +248,28 @@ class Lab:
                                 self.spec.export_bytes)
             self._fs.create()
         for p in sorted(self.protocols):  # each export's own server (plan.protocols), by its adapter (lab.servers)
-            server = self._server(p)
+            server = self.server_of(p)
             if server is not None:
                 server.start(Serving(self.runner, self._procs, names, self.spec, self.workdir, self._mounts,
                                      self._pool, p, self._granted_addresses(p)))
         rec.set_state(up=True)
 
     @staticmethod
-    def _server(protocol: str) -> Adapter | None:
+    def server_of(protocol: str) -> Adapter | None:
         """The adapter of the server the lab runs for ``protocol``'s export (None: lab:local, no server)."""
         return adapter(PROTOCOLS[protocol].server)
 
     def _granted_addresses(self, protocol: str) -> list[str]:
+        """The addresses ``protocol``'s export admits: every admitted host's NICs and, when its server's clients are
+        the load guests' kernels, every address a guest on those hosts' subnets can have (numbered as they boot)."""
         access = self.spec.access(protocol)
-        return [a for h in range(self.spec.hosts) if access.admits(h) for a in self.names.host_addresses(h)]
+        hosts = [h for h in range(self.spec.hosts) if access.admits(h)]
+        out = [a for h in hosts for a in self.names.host_addresses(h)]
+        server = self.server_of(protocol)
+        if server is not None and server.guests:
+            out += [a for a in dict.fromkeys(self.names.load_guest_address(h, s) for h in hosts
+                                             for s in range(GUEST_SLOTS)) if a not in out]
+        return out
 
     def _need_up(self, what: str) -> None:
         if not self._up:
@@ -304,7 +322,7 @@ class Lab:
         if not 0 <= nic < self.spec.nics_per_host:
             raise ProtolabError(f"lab has no NIC {nic} (lab.nics_per_host = {self.spec.nics_per_host})")
         size = self.spec.export_bytes
-        server = self._server(protocol)
+        server = self.server_of(protocol)
         if server is None:  # lab:local: the pool's file, from the storage side
             return Endpoint(protocol, str(self._pool.volume(protocol) / DATA_FILE), self.names.storage_ns, size)
         data = server.data_file(self.names, self._mounts, self._pool, protocol)
@@ -360,37 +378,7 @@ class Lab:
         return [(e.netns, e.ifname) for l in self.names.links() for e in (l.near, l.switch)]
 
     def describe(self) -> str:
-        """Topology, addresses, exports and how to reach each, for people."""
-        s, n, link = self.spec, self.names, self.link
-        lines = [
-            f"lab '{s.prefix}' in {self.workdir} ({'up' if self._up else 'down'})",
-            f"  switch   {n.switch_ns}: bridge {n.bridge}",
-            f"  links    rate {link.rate or 'unshaped'}, mtu {link.mtu}, delay {link.delay or '0'} "
-            f"(each direction of each link), loss {link.loss_pct:g}%, offloads {'on' if link.offloads else 'off'}",
-        ]
-        for p in range(s.storage_ports):
-            l = n.storage_link(p)
-            lines.append(f"  storage  {n.storage_ns} port {p}: {l.near.ifname} {l.address}")
-        for h in range(s.hosts):
-            for nic in range(s.nics_per_host):
-                l = n.host_link(h, nic)
-                lines.append(f"  host {h}   {n.host_ns(h)} nic {nic}: {l.near.ifname} {l.address} "
-                             f"-> storage port {s.port_of(h, nic)}")
-        lines.append(f"  pool     btrfs {s.pool_size} at {self._mounts / n.pool_mount}, "
-                     f"exports of {s.export_size}, {'copy-on-write' if s.cow else 'no copy-on-write'}")
-        lines.append(f"  device   {s.device.name}: {s.device.summary()}")
-        pids = self.server_pids()
-        for proto in sorted(self.protocols):
-            hosts = s.access(proto).hosts
-            granted = "every host" if hosts is None else ("hosts " + ", ".join(map(str, hosts)) if hosts else "no host")
-            if self._server(proto) is None:
-                granted = "the storage namespace"
-            ep = self.endpoint(proto) if self._up else None
-            where = f"{ep.url} (from {ep.netns})" if ep else "-"
-            lines.append(f"  {proto:<8} {where}; admits {granted}")
-        if self._fs is not None:
-            whose = f"mounted here at {self._fs.mount}" if self._fs.held else "the storage server guest's disk"
-            lines.append(f"  knfsd    ext4 image {self._fs.image} ({whose})")
-        if pids:
-            lines.append("  servers  " + ", ".join(f"{k} pid {v}" for k, v in sorted(pids.items())))
-        return "\n".join(lines)
+        """Topology, addresses, exports and how to reach each, for people (lab.status)."""
+        from .status import describe
+
+        return describe(self)

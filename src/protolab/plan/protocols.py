@@ -154,6 +154,12 @@ def qemu_schemes() -> list[str]:
     return [p.name for p in PROTOCOLS.values() if p.qemu]
 
 
+def guest_kernel_only(name: str | None) -> bool:
+    """True for a lab protocol that neither fio nor QEMU reaches: only the load guests' kernels attach it."""
+    p = PROTOCOLS.get(name or "")
+    return p is not None and p.lab and p.server is not None and p.engine is None and not p.qemu
+
+
 def get(name: str) -> Protocol | None:
     """The protocol called ``name`` (None when there is none)."""
     return PROTOCOLS.get(name)

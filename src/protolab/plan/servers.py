@@ -71,15 +71,23 @@ def kernel_served(protocol: str | None, chosen: str | None) -> bool:
 
 
 def kernel_path(url: str, server: str | None = None) -> bool:
-    """True when ``url`` is a lab target served by a kernel (they run in guests only)."""
+    """True when ``url`` is a lab target the guests' kernels attach (they run in guests only): served by a kernel,
+    or of a protocol only a kernel's client reaches (plan.protocols.guest_kernel_only)."""
+    from .protocols import guest_kernel_only
     from .targets import is_lab_target, protocol_named
 
-    return is_lab_target(url) and kernel_served(protocol_named(url), server)
+    if not is_lab_target(url):
+        return False
+    protocol = protocol_named(url)
+    return kernel_served(protocol, server) or guest_kernel_only(protocol)
 
 
 def kernel_protocols() -> list[str]:
-    """The protocols some kernel server serves (reached by the guests' kernels)."""
-    return list(dict.fromkeys(s.protocol for s in SERVERS.values() if s.kernel))
+    """The protocols the guests' kernels attach: those some kernel server serves, and those only a kernel's client
+    reaches."""
+    from .protocols import guest_kernel_only
+
+    return list(dict.fromkeys(s.protocol for s in SERVERS.values() if s.kernel or guest_kernel_only(s.protocol)))
 
 
 def check_server(protocol: str | None, chosen: str | None, sessions: int | None, nfs: object = None) -> None:

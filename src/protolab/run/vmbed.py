@@ -31,7 +31,7 @@ from ..engine.targets import Access, resolve
 from ..errors import ProtolabError, ToolError
 from ..lab.servers import Adapter, adapter
 from ..plan.model import Configuration, Plan
-from ..plan.protocols import PROTOCOLS
+from ..plan.protocols import PROTOCOLS, guest_kernel_only
 from ..plan.servers import Server, kernel_served, server_for
 from ..proc import Runner
 from ..telemetry.window import Window
@@ -136,10 +136,7 @@ class VmTestbed(LabTestbed):
     def kernel(self, c: Configuration) -> bool:
         """True when the guests' kernels attach the configuration's export (vm.initiators): a kernel serves it, or
         QEMU cannot attach its protocol as a disk and a guest's kernel can."""
-        protocol = lab_protocol(self.plan, c)
-        p = PROTOCOLS.get(protocol or "")
-        return self.in_server_guest(c) or (p is not None and not p.qemu and initiator(protocol) is not None
-                                           and self._server(c) is not None)
+        return self.in_server_guest(c) or guest_kernel_only(lab_protocol(self.plan, c))
 
     def target_label(self, c: Configuration) -> str:
         if self.kernel(c):

@@ -125,7 +125,8 @@ def load_guest(lab: Lab, image: GuestImage, name: str, host: int, c: Configurati
         kernel = served in kernel_adapters()
         address = names.server_guest_address(0) if kernel else names.storage_address(0)
         target = served.target(names)
-        words = init.words(Attachment(address, target, init.identity(names, host, vm, config, slot), c, queues))
+        words = init.words(Attachment(address, target, init.identity(names, host, vm, config, slot), c, queues,
+                                      served.credentials(lab.workdir)))
     spec = GuestSpec(name, image.kernel, image.initrd, accel=accel, vcpus=vcpus, memory_mib=memory_mib,
                      fio_port=fio_port, nic=nic, append=tuple(words), ssh=ssh)
     return Guest(spec, runner or SubprocessRunner(), lab.record, names.host_ns(host), lab.workdir / "vm",

@@ -56,6 +56,7 @@ class Adapter:
     write_back: str = ""  # what it does with stable writes under a write-back device model ('': nothing special)
     own_volume: bool = False  # it serves the pool's knfsd volume (an ext4 image, lab.fsvolume), not its data file
     tools: tuple[tuple[str, str, str], ...] = ()  # (program, Debian package, what for): `protolab doctor` checks
+    guests: bool = False  # its clients are the load guests' kernels: it admits their addresses too
 
     def start(self, s: Serving) -> None:
         """Start the server in the storage namespace for ``s``'s export (a kernel server: nothing here)."""
@@ -66,6 +67,10 @@ class Adapter:
 
     def target(self, names: Names) -> str | None:
         """The export's name its initiators ask for (a subsystem NQN, a target IQN; None: a path)."""
+        return None
+
+    def credentials(self, workdir: Path) -> tuple[str, str] | None:
+        """The user and password its clients log in with (made for each lab, kept in ``workdir``); None: none."""
         return None
 
     def url(self, names: Names, protocol: str, port: int, data: Path) -> str:

@@ -18,15 +18,16 @@ MOUNT = "/mnt/pl"
 
 @dataclass(frozen=True)
 class Attachment:
-    """What one load guest attaches: the server's address, the export's name there (subsystem NQN, target IQN;
-    None for a path), how the guest presents itself (host NQN, initiator IQN, its address), and the
-    configuration's own settings (sessions, NFS mount options)."""
+    """What one load guest attaches: the server's address, the export's name there (subsystem NQN, target IQN, a
+    share; None for a path), how the guest presents itself (host NQN, initiator IQN, its address), the
+    configuration's own settings (sessions, NFS mount options), and the lab's credentials where its server asks."""
 
     address: str
     target: str | None
     identity: str
     configuration: Configuration
     queues: int = 1
+    credentials: tuple[str, str] | None = None  # the user and password the server's clients log in with
 
 
 @dataclass(frozen=True)
