@@ -15,7 +15,7 @@ from typing import Callable
 from ..errors import PlanError
 from .model import Configuration, Plan, Workload
 from .protocols import PROTOCOLS, lab_targets
-from .servers import kernel_protocols, kernel_served, pool_need, uses_knfsd
+from .servers import kernel_path, kernel_protocols, pool_need, uses_knfsd
 from .targets import TargetRef, looks_like_target, parse_target
 from .units import format_size
 
@@ -156,7 +156,7 @@ def _hypervisor(plan: Plan, source: str, refs: list[TargetRef]) -> None:
         if url not in vm_targets:
             raise PlanError(f"{source}: configuration {c.name!r}: target {url} cannot be a VM's disk; with "
                             f"[hypervisor] every target is {', '.join(vm_targets[:-1])} or {vm_targets[-1]}")
-        if c.controller is not None and kernel_served(r.lab, c.server):
+        if c.controller is not None and kernel_path(url, c.server):
             raise PlanError(f"{source}: configuration {c.name!r}: controller applies to disks QEMU attaches; the "
                             f"guest's kernel attaches {url} itself; remove controller")
         if c.controller is not None and hv.queues is not None and c.controller not in ("virtio-blk", "virtio-scsi"):

@@ -36,14 +36,14 @@ def configuration_columns(plan) -> dict[str, dict[str, str]]:
         from ..plan.hypervisor import Hypervisor
 
         hv = Hypervisor.model_validate(hv)
-    from ..plan.servers import kernel_served
+    from ..plan.servers import kernel_path
 
     default = hv.controller if hv is not None else None
     out = {}
     for c in plan.configurations:
         protocol = protocol_named(plan.target_of(c).url) or ""
         # the guest's kernel attaches it: no virtual disk
-        kernel = is_lab_target(plan.target_of(c).url) and kernel_served(protocol, getattr(c, "server", None))
+        kernel = kernel_path(plan.target_of(c).url, getattr(c, "server", None))
         out[c.name] = {"protocol": protocol,
                        "controller": (c.controller or default or "") if default is not None and not kernel else "",
                        "device_model": device if is_lab_target(plan.target_of(c).url) else ""}
