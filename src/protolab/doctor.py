@@ -73,13 +73,17 @@ def lab_checks(runner: Runner) -> list[Check]:
         ("ip", "iproute2", "namespaces and links"), ("tc", "iproute2", "rate, delay and loss"),
         ("ethtool", "ethtool", "segmentation offloads"), ("mkfs.btrfs", "btrfs-progs", "the pool"),
         ("losetup", "util-linux", "the pool's loop device"),
-        *(tool for a in ADAPTERS.values() for tool in a.tools),  # the lab's servers (lab.servers)
+        # the lab's servers (lab.servers); those only the guests' kernels reach are checked with the VMs
+        *(tool for a in ADAPTERS.values() if not a.guests for tool in a.tools),
     ]:
-        found = shutil.which(tool) or next(
-            (p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}", f"/usr/bin/{tool}") if os.path.exists(p)), None)
-        checks.append(Check(tool, bool(found), found or "not found",
-                            f"apt-get install {pkg} (or 'make deps'), needed for {what}"))
+        checks.append(_tool(tool, pkg, what, "(or 'make deps')"))
     return checks + device_checks()
+
+
+def _tool(tool: str, pkg: str, what: str, how: str) -> Check:
+    found = shutil.which(tool) or next(
+        (p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}", f"/usr/bin/{tool}") if os.path.exists(p)), None)
+    return Check(tool, bool(found), found or "not found", f"apt-get install {pkg} {how}, needed for {what}")
 
 
 def device_checks() -> list[Check]:
@@ -138,7 +142,12 @@ def vm_checks(runner: Runner, probe_timeout: float = 20.0) -> list[Check]:
                                                   "qemu-block-extra")]
     version = runner.run([qemu, "--version"], check=False, timeout=30).stdout.splitlines()
     checks = [Check("qemu", True, f"{version[0] if version else '?'} at {qemu}")]
+    from .lab.servers import ADAPTERS
     from .plan.protocols import PROTOCOLS
+
+    # the servers only the guests' kernels reach (lab.servers: guests), installed with QEMU
+    checks += [_tool(tool, pkg, what, "(or scripts/install-deps.sh guest)") for a in ADAPTERS.values() if a.guests
+               for tool, pkg, what in a.tools]
 
     drivers = {p.name: (QEMU_MODULES / f"{p.qemu_module}.so").exists() for p in PROTOCOLS.values() if p.qemu_module}
     checks.append(Check("qemu block drivers", all(drivers.values()),
