@@ -26,10 +26,13 @@ KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/b
 # under an emulated CPU costs seconds a boot). base: the disk controllers, the NIC, crc32c (iSCSI's digests and
 # ext4's checksums ask the crypto API for it; nothing modprobes in the guest). The kernel data paths: the storage
 # server guest's targets (nvmet-tcp; LIO's iSCSI with its block backstore; knfsd with the ext4 of the pool's
-# knfsd volume) and a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; the NFS client).
+# knfsd volume) and a load guest's initiators (nvme-tcp; iscsi_tcp, logged in by iscsistart; the NFS client; the
+# CIFS client, with the crypto SMB3 asks for by name at mount time -- cifs's soft dependencies, which modprobe does
+# not list: SHA-512 for 3.1.1's preauth integrity, AES-CMAC for signing, CCM and GCM for encryption).
 MODULE_GROUPS="base:virtio_pci,virtio_blk,virtio_scsi,sd_mod,sym53c8xx,megaraid_sas,vmw_pvscsi,virtio_net,crc32c_generic
         nvmet:nvmet-tcp lio:target_core_iblock,iscsi_target_mod knfsd:nfsd,ext4
-        nvme:nvme-tcp iscsi:iscsi_tcp nfs:nfsv3,nfsv4"
+        nvme:nvme-tcp iscsi:iscsi_tcp nfs:nfsv3,nfsv4
+        smb:cifs,sha512_generic,cmac,ecb,ctr,ccm,gcm,ghash-generic,nls_utf8"
 # open-iscsi's iscsistart and its library, unpacked by scripts/install-deps.sh (not installed on this host)
 EXTRA=$ROOT/.deps/guest-debs/root
 
@@ -155,6 +158,9 @@ cat > "$STAGE/init" <<'EOF'
 #                                                on the disk with that serial (the pool's knfsd volume), else a tmpfs
 #   pl.nfs=ADDR,VERS,NCONNECT,RSIZE,WSIZE        load guest: mounts ADDR:/export on /mnt/pl before fio serves (a
 #                                                size 0: the kernel's own)
+#   pl.smb=ADDR,SHARE,USER,PASS,VERS[,OPT…]      load guest: the kernel's CIFS client mounts //ADDR/SHARE on /mnt/pl
+#                                                (SMB VERS, cache=none, and the kernel's cifs options OPT) before fio
+#                                                serves; busybox's mount hands the options to the kernel (no mount.cifs)
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
 #   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
 #   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends
@@ -171,13 +177,14 @@ arg() { for a in $(cat /proc/cmdline); do case "$a" in "$1"=*) echo "${a#*=}"; r
 # a guest standing for a user's host (pl.ssh) gets every initiator: protolab attaches over ssh
 load() { for m in $(cat "/etc/modules.$1"); do insmod "/lib/modules/$m" 2>/dev/null; done; }
 load base
-for r in nvmet lio knfsd nvme iscsi nfs; do [ -n "$(arg "pl.$r")" ] && load "$r"; done
-[ -n "$(arg pl.ssh)" ] && { load nvme; load iscsi; load nfs; }
+for r in nvmet lio knfsd nvme iscsi nfs smb; do [ -n "$(arg "pl.$r")" ] && load "$r"; done
+[ -n "$(arg pl.ssh)" ] && { load nvme; load iscsi; load nfs; load smb; }
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
-echo "protolab-guest: cmdline $(cat /proc/cmdline)" > /dev/console
+# (pl.smb's password is not repeated: the console log goes into the run directory)
+echo "protolab-guest: cmdline $(sed 's/\(pl\.smb=[^, ]*,[^, ]*,[^, ]*,\)[^, ]*/\1-/' /proc/cmdline)" > /dev/console
 MAC=$(arg pl.mac)
 if [ -n "$MAC" ]; then
     for d in /sys/class/net/*; do [ "$(cat "$d/address")" = "$MAC" ] && DATA=${d##*/}; done
@@ -276,6 +283,22 @@ if [ -n "$NFS" ]; then
     done
     [ $i -lt 60 ] && echo "protolab-guest: nfs $1:/export on /mnt/pl $O" > /dev/console
 fi
+SMB=$(arg pl.smb)
+if [ -n "$SMB" ]; then
+    set -- $(echo "$SMB" | tr , ' ')
+    A=$1; S=$2; U=$3; P=$4; V=$5; shift 5
+    mkdir -p /mnt/pl
+    # cache=none: no page cache on this side, so fio's direct=1 and buffered jobs alike reach the server
+    O="vers=$V,cache=none"
+    for o in "$@"; do O="$O,$o"; done
+    i=0
+    until mount -t cifs -o "ip=$A,username=$U,password=$P,$O" "//$A/$S" /mnt/pl > /dev/console 2>&1; do
+        i=$((i + 1))
+        [ $i -lt 60 ] || { echo "protolab-guest: smb mount of //$A/$S failed" > /dev/console; break; }
+        sleep 0.5
+    done
+    [ $i -lt 60 ] && echo "protolab-guest: smb //$A/$S on /mnt/pl $O" > /dev/console
+fi
 NVME=$(arg pl.nvme)
 if [ -n "$NVME" ]; then
     set -- $(echo "$NVME" | tr , ' ')
@@ -357,6 +380,9 @@ grep -qx iscsi_target_mod.ko "$STAGE/etc/modules" && grep -qx iscsi_tcp.ko "$STA
     && [ -x "$STAGE/bin/iscsistart" ] && KPATHS="$KPATHS${KPATHS:+, }\"iscsi\""
 grep -qx nfsd.ko "$STAGE/etc/modules" && grep -qx nfsv4.ko "$STAGE/etc/modules" && grep -qx ext4.ko "$STAGE/etc/modules" \
     && [ -x "$STAGE/sbin/rpc.nfsd" ] && [ -x "$STAGE/sbin/mount.nfs" ] && KPATHS="$KPATHS${KPATHS:+, }\"nfs\""
+# smb: the load guests' CIFS client (Samba serves it from the host's storage namespace)
+grep -qx cifs.ko "$STAGE/etc/modules" && grep -qx sha512_generic.ko "$STAGE/etc/modules" \
+    && grep -qx cmac.ko "$STAGE/etc/modules" && KPATHS="$KPATHS${KPATHS:+, }\"smb\""
 SSH=false
 [ -x "$STAGE/sbin/dropbear" ] && SSH=true
 # the initiator tools a guest standing for a user's host has (protolab attaches with them over ssh)

@@ -39,10 +39,14 @@ APT_PACKAGES=(
 # package whose install builds the host an initramfs too), busybox and cpio. The demo mode leaves them to the guest
 # mode, which protolab runs the first time a study needs a guest (scripts/build-guest.sh --check says so while
 # QEMU is missing); on a bare machine they were a third of the demo's package download.
-GUEST_PACKAGES=(qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio)
+# SMB3 too: only the guests' kernel CIFS client reaches it (fio and QEMU have no SMB), so Samba's smbd and pdbedit
+# come with them; each lab runs its own smbd with everything under its workdir (lab.servers.samba), and Debian's own
+# smbd, nmbd and samba-ad-dc are left stopped and disabled when this script installs samba.
+GUEST_PACKAGES=(qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio samba)
 # Only `make test` needs these: the report is tested in a real browser (chromium); tcpdump for
-# scripts/capture-wire.py; an ssh server for the load hosts reached over ssh (tests/lab/test_ssh_agents.py).
-TEST_PACKAGES=(chromium tcpdump openssh-server)
+# scripts/capture-wire.py; an ssh server for the load hosts reached over ssh (tests/lab/test_ssh_agents.py);
+# smbclient, the SMB client of tests/lab/test_samba_lab.py.
+TEST_PACKAGES=(chromium tcpdump openssh-server smbclient)
 
 install_apt() {
   local mode=${1:-} missing=() wanted=()
@@ -65,7 +69,20 @@ install_apt() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if printf '%s\n' "${missing[@]}" | grep -qx samba; then quiet_samba; fi
   say "Debian packages: done"
+}
+
+# Debian's samba enables smbd, nmbd and samba-ad-dc (and starts them where no policy-rc.d forbids it); protolab runs
+# its own smbd in each lab, so the machine's are stopped and disabled -- only when this script installed samba: a
+# Samba the machine had before is the administrator's.
+quiet_samba() {
+  local u
+  for u in smbd nmbd samba-ad-dc; do
+    if [ -d /run/systemd/system ]; then systemctl stop "$u" >/dev/null 2>&1 || true; fi
+    systemctl disable "$u" >/dev/null 2>&1 || update-rc.d "$u" disable >/dev/null 2>&1 || true
+  done
+  say "Debian packages: Debian's smbd, nmbd and samba-ad-dc left stopped and disabled (protolab runs its own smbd)"
 }
 
 # protolab's patches to fio (patches/fio/*.patch, each explained in its header); a change to

@@ -133,3 +133,16 @@ def _kvm_probe_cache_of_this_session():
         (cache / "kvm-probe.json").unlink(missing_ok=True)
     if not had_dir and cache.is_dir() and not any(cache.iterdir()):
         cache.rmdir()
+
+
+@pytest.fixture
+def smb_wire(monkeypatch):
+    """analysis.wire with, beside SMB's own model ("smb"), Samba's slower one under a test's name ("smb-slow"): every
+    READ or WRITE with an interim response first (a server slower than 500 µs, analysis.wire_smb.interim)."""
+    from protolab.analysis import wire, wire_smb
+    from protolab.plan.protocols import PROTOCOLS, Protocol
+
+    # a server slower than Samba's interim-response time (a device model's): a test's name, not a protocol's
+    monkeypatch.setitem(PROTOCOLS, "smb-slow", Protocol("smb-slow", "SMB3", tcp=True, wire_model="smb-slow"))
+    monkeypatch.setitem(wire.MODELS, "smb-slow", wire._over_tcp(wire_smb.smb_bursts_slow))
+    return wire

@@ -86,6 +86,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from protolab.analysis import wire_smb
 from protolab.errors import ProtolabError
 from protolab.plan.protocols import PROTOCOLS as REGISTRY  # noqa: E402
 from protolab.plan.protocols import modelled
@@ -319,7 +320,8 @@ def _over_tcp(bursts, merges: bool = False):
 
 #: The wire models by name (a protocol's `wire_model` in plan.protocols): frames and bytes of one I/O.
 MODELS = {"iscsi": _over_tcp(_iscsi_bursts), "nfs": _over_tcp(_nfs_bursts), "nbd": _over_tcp(_nbd_bursts),
-          "nvme-tcp": _over_tcp(_nvme_tcp_bursts, merges=True), "fc": _fc, "fcoe": _fcoe}
+          "nvme-tcp": _over_tcp(_nvme_tcp_bursts, merges=True), "fc": _fc, "fcoe": _fcoe,
+          "smb": _over_tcp(wire_smb.smb_bursts)}
 
 
 def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux") -> _Tally:

@@ -119,6 +119,8 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
     Protocol("nbd", "NBD", "nbd://HOST[:PORT][/EXPORT]", 10809, _nbd, "nbdkit", True, "nbd", True, True, "nbd"),
     # a kernel data path: nvmet-tcp in the lab's storage server guest, the kernel's nvme-tcp in each load guest
     Protocol("nvme-tcp", "NVMe/TCP", port=4420, server="nvmet", lab=True, tcp=True, wire_model="nvme-tcp"),
+    # a file export only the load guests' kernels reach (CIFS): Samba in the storage namespace
+    Protocol("smb", "SMB3", port=445, server="samba", lab=True, tcp=True, wire_model="smb", own_file=True),
     Protocol("fc", "Fibre Channel", wire_model="fc", modelled_only=True, fc_link=True),
     Protocol("fcoe", "FCoE", wire_model="fcoe", modelled_only=True, min_mtu=2158),
 ]}

@@ -26,6 +26,7 @@ SERVERS: dict[str, Server] = {s.name: s for s in [
     Server("lio", "iscsi", "LIO", kernel=True, modules=("iscsi_target_mod", "iscsi_tcp")),
     Server("ganesha", "nfs", "NFS-Ganesha"),
     Server("nbdkit", "nbd", "nbdkit"),
+    Server("samba", "smb", "Samba"),
     Server("nvmet", "nvme-tcp", "nvmet-tcp", kernel=True, modules=("nvmet-tcp", "nvme-tcp")),
     Server("knfsd", "nfs", "knfsd", kernel=True, modules=("nfsd", "nfsv4")),
 ]}

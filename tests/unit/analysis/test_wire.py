@@ -184,8 +184,8 @@ def test_fcoe_frames_and_mtu():
 
 
 def test_links_must_fit_protocols_and_names_must_exist():
-    with pytest.raises(ProtolabError, match=r"^limits: unknown protocol 'smb'; choose one of iscsi, nfs, nbd, nvme-tcp, fc, fcoe$"):
-        wire_cost("smb", block_size=4096, read_pct=100)
+    with pytest.raises(ProtolabError, match=r"^limits: unknown protocol 'afp'; choose one of iscsi, nfs, nbd, nvme-tcp, smb, fc, fcoe$"):
+        wire_cost("afp", block_size=4096, read_pct=100)
     with pytest.raises(ProtolabError, match="needs an FC link"):
         ceiling("fc", link_bps="1GbE", block_size=4096, read_pct=100)
     with pytest.raises(ProtolabError, match="needs an Ethernet link"):

@@ -97,8 +97,8 @@ def test_server_command_lines():
 
 
 def test_lab_refuses_unknown_protocols_and_small_pools(tmp_path):
-    with pytest.raises(ProtolabError, match="unknown protocol.*smb.*lab:iscsi"):
-        Lab(LabSpec(), {"smb"}, tmp_path, FakeRunner())
+    with pytest.raises(ProtolabError, match="unknown protocol.*afp.*lab:iscsi"):
+        Lab(LabSpec(), {"afp"}, tmp_path, FakeRunner())
     lab = Lab(LabSpec(pool_size="256M", export_size="128M"), {"nbd", "nfs"}, tmp_path, FakeRunner())
     with pytest.raises(ProtolabError, match="pool_size 256M is too small for 2 export.*at least 512M"):
         lab.up()
@@ -166,5 +166,5 @@ def test_lab_protocols_of_a_plan():
     from protolab.plan.preflight import preflight
 
     assert lab_protocols(load_plan_text(_plan_text("lab:iscsi", "lab:local", "/dev/sdb"))) == {"iscsi", "local"}
-    with pytest.raises(ProtolabError, match=r"configurations\[0\] \(c0\)\.target: unknown lab target 'lab:smb'"):
-        preflight(load_plan_text(_plan_text("lab:smb")), "p.toml")
+    with pytest.raises(ProtolabError, match=r"configurations\[0\] \(c0\)\.target: unknown lab target 'lab:afp'"):
+        preflight(load_plan_text(_plan_text("lab:afp")), "p.toml")

@@ -80,7 +80,7 @@ def test_lab_defaults():
     ({"pool_size": "lots"}, "pool_size: expected a size"),
     ({"export_size": "1M"}, "export_size must be at least 16M"),
     ({"exports": {"iscsi": [3]}}, r"exports.iscsi: host 3 does not exist \(hosts are numbered 0 to 0\)"),
-    ({"exports": {"smb": [0]}}, "smb"),
+    ({"exports": {"afp": [0]}}, "afp"),
     ({"nics_per_host": 2}, "host 0: NICs 0 and 1 both reach storage port 0"),
     ({"paths": [{"nic": 1, "port": 0}]}, "paths: nic 1 does not exist"),
     ({"storage_ports": 2, "paths": [{"nic": 0, "port": 5}]}, "paths: port 5 does not exist"),

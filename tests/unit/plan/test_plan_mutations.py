@@ -55,7 +55,7 @@ HOSTILE_VALUES = st.one_of(
     st.sampled_from([0.0, -0.0, 0.5, 1e-9, 1e300, float("inf"), float("-inf"), float("nan"), 100.5, 3.0]),
     st.booleans(),
     st.sampled_from(["", "0", "3", "yes", "true", "4k", "1P", "0.5k", "100000h", "1e9", "30s", "-5s", "../x",
-                     "../../../../tmp/escape", "a/b", ".hidden", "a\nb", "w" * 65, "lab:smb", "lab:nbd",
+                     "../../../../tmp/escape", "a/b", ".hidden", "a\nb", "w" * 65, "lab:afp", "lab:nbd",
                      "iscsi://127.0.0.1:99999/iqn.2024-01.x:y/1", "iscsi://h/iqn.x", "nfs://h", "nbd://h:0",
                      "http://x/y", "nvme-typo", "./here.dat", "ssh://-oProxyCommand=id", "external:/x.so",
                      "exec", "ProxyCommand=id", "tr3808-4k", "tr3808-init", "9000", "none"]),

@@ -33,7 +33,7 @@ SEEDS = [tomllib.loads(t) for t in builtin_studies().values()] + [tomllib.loads(
 ENGINES = frozenset({"io_uring", "libaio", "psync", "sync", "libiscsi", "nfs", "nbd"})
 
 HOSTILE_STRINGS = ["", " ", "0", "-1", "1e400", "nan", "true", "4k", "1P", "100000h", "../../x", "/etc/passwd",
-                   "a\nb", "exec_prerun=touch /tmp/protolab-pwned", "\x1b[2J", "lab:", "lab:smb", "iscsi://",
+                   "a\nb", "exec_prerun=touch /tmp/protolab-pwned", "\x1b[2J", "lab:", "lab:afp", "iscsi://",
                    "nbd://h:99999", "nfs://h/", "x" * 300, "ProxyCommand=x", "-oProxyCommand=x", "é", "\u2028"]
 scalars = st.one_of(
     st.none(), st.booleans(),

@@ -159,7 +159,7 @@ def test_preflight_bounds(scratch, capsys, monkeypatch):
         ('target = "./data/t.dat"', 'target = "iscsi://198.18.0.1:99999/iqn.2024-01.org.x:y/0"',
          "the port must be a number from 1 to 65535"),
         ('target = "./data/t.dat"', 'target = "nbd://198.18.0.1:99999"', "the port must be a number from 1 to 65535"),
-        ('target = "./data/t.dat"', 'target = "lab:smb"', "unknown lab target 'lab:smb'; use one of lab:local"),
+        ('target = "./data/t.dat"', 'target = "lab:afp"', "unknown lab target 'lab:afp'; use one of lab:local"),
     ]
     for old, new, expect in cases:
         (scratch / "plan.toml").write_text(GOOD.replace(old, new))

@@ -98,7 +98,7 @@ def test_refused_ssh_options(opts):
 
 @pytest.mark.parametrize("text", ["./a:/etc/hostname", "/tmp/a:b", "a\0b", "iscsi://h:99999/iqn.2024-01.x:y/1",
                                   "iscsi://h/iqn.2024-01.x:y", "nbd://h:0", "nfs://h/", "nbd://-oProxy=x",
-                                  "lab:smb", "gopher://h/x"])
+                                  "lab:afp", "gopher://h/x"])
 def test_refused_targets(text):
     with pytest.raises(ValueError):
         parse_target(text)

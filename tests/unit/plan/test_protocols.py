@@ -32,15 +32,18 @@ def fakenet(monkeypatch):
 
 
 def test_the_registry_answers_every_list_the_code_needs():
-    assert protocols.lab_targets() == ["local", "iscsi", "nfs", "nbd", "nvme-tcp"]
-    assert protocols.exported() == ["iscsi", "nfs", "nbd", "nvme-tcp"]
+    assert protocols.lab_targets() == ["local", "iscsi", "nfs", "nbd", "nvme-tcp", "smb"]
+    assert protocols.exported() == ["iscsi", "nfs", "nbd", "nvme-tcp", "smb"]
     from protolab.plan.servers import kernel_protocols, kernel_served
 
-    assert kernel_protocols() == ["iscsi", "nvme-tcp", "nfs"] and kernel_served("nvme-tcp", None)
+    # kernels serve the first three; SMB is reached by the guests' kernels only (Samba serves it)
+    assert kernel_protocols() == ["iscsi", "smb", "nvme-tcp", "nfs"] and kernel_served("nvme-tcp", None)
+    assert not kernel_served("smb", None) and protocols.guest_kernel_only("smb")
+    assert not protocols.guest_kernel_only("nfs") and not protocols.guest_kernel_only("local")
     assert kernel_served("iscsi", "lio") and not kernel_served("iscsi", None) and not kernel_served("local", None)
     assert kernel_served("nfs", "knfsd") and not kernel_served("nfs", None)
     assert protocols.engines() == ["libiscsi", "nfs", "nbd"]
-    assert protocols.modelled() == ["iscsi", "nfs", "nbd", "nvme-tcp", "fc", "fcoe"]
+    assert protocols.modelled() == ["iscsi", "nfs", "nbd", "nvme-tcp", "smb", "fc", "fcoe"]
     ref = parse_target("iscsi://198.18.0.1/iqn.2026-11.org.protolab:x/0")
     assert (ref.protocol, ref.port, ref.wired) == ("iscsi", 3260, True)
     assert parse_target("lab:local").protocol == "local" and not parse_target("lab:local").wired

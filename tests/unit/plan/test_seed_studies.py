@@ -26,7 +26,7 @@ CELLS = {"tr3808": (7 * 2 * 2 * 3 * 2, 11 * 2 * 3 * 3), "tr3916-shared": (5 * 2 
          # fill levels 10, 50, 100 once per configuration and repeat, 25 aged in steps (quick 2, full 84)
          "emc-fill-aging": (2 * 3 * (3 + 2), 2 * 1 * (3 + 84)),
          # no seed: the literature's expectation (NVMe/TCP against iSCSI), tested; 9 paths, 1 or 2 workloads
-         "kernel-paths": (9 * 1 * 1 * 3, 9 * 2 * 1 * 3)}
+         "kernel-paths": (10 * 1 * 1 * 3, 10 * 2 * 1 * 3)}
 
 
 @pytest.mark.parametrize("name", sorted(CELLS))

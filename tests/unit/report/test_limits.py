@@ -49,11 +49,11 @@ def test_run_limits_resolves_a_builtin_workload():
 def test_options_override_the_workload_and_default_protocols_fit_the_link():
     console = Console(record=True, width=220)
     rows = run_limits(None, "10GbE", 9000, "tr3808-8k", "4k:3,64k:1", 70.0, console)
-    assert [r.protocol for r in rows] == ["iscsi", "nfs", "nbd", "nvme-tcp", "fcoe"]
+    assert [r.protocol for r in rows] == ["iscsi", "nfs", "nbd", "nvme-tcp", "smb", "fcoe"]
     assert rows[0].wire_cost.payload_bytes == 0.75 * 4096 + 0.25 * 65536
     assert rows[0].wire_cost.read_pct == 70.0
     rows = run_limits(None, "1GbE", 1500, None, None, None, console)
-    assert [r.protocol for r in rows] == ["iscsi", "nfs", "nbd", "nvme-tcp"]
+    assert [r.protocol for r in rows] == ["iscsi", "nfs", "nbd", "nvme-tcp", "smb"]
     assert "FCoE is not shown" in console.export_text()
     assert [r.protocol for r in run_limits(None, "16GFC", 1500, None, "1M", None, console)] == ["fc"]
 
@@ -61,7 +61,7 @@ def test_options_override_the_workload_and_default_protocols_fit_the_link():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("x", "1GbE", 1500, None, None, None), "limits: unknown protocol 'x'; choose one of iscsi, nfs, nbd, nvme-tcp, fc, fcoe"),
+        (("x", "1GbE", 1500, None, None, None), "limits: unknown protocol 'x'; choose one of iscsi, nfs, nbd, nvme-tcp, smb, fc, fcoe"),
         (("nbd", "1GbE", 1500, "nope", None, None), "limits: unknown workload 'nope'; choose one of"),
         (("nbd", "1GbE", 1500, None, "eight", None), "limits: --block-size 'eight' is not a size"),
         (("nbd", "1GbE", 1500, None, None, 150.0), "limits: --read-pct must be between 0 and 100"),
@@ -87,7 +87,7 @@ def test_limits_command_registers_with_typer():
     assert result.exit_code == 0, result.output
     # NFSv3 4 KiB reads: 4506.1 B to host -> 27 740 IOPS, 113.6 MB/s
     assert "4,506" in result.output and "27,740" in result.output and "113.6" in result.output
-    bad = CliRunner().invoke(app, ["limits", "--protocol", "smb"])
+    bad = CliRunner().invoke(app, ["limits", "--protocol", "afp"])
     assert isinstance(bad.exception, ProtolabError)
 
 

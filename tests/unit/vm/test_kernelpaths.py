@@ -156,8 +156,9 @@ def test_doctor_says_where_each_kernel_path_runs():
 
     no = Completed(("modinfo",), 1, "", "modinfo: ERROR: Module nvmet-tcp not found.")
     runner = FakeRunner({("modinfo", "-F", "filename"): no})
-    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp", "iscsi", "nfs"]}, "tcg")
-    assert c.ok and c.detail == ("iscsi by LIO, nvme-tcp by nvmet-tcp, nfs by knfsd in TCG guests — TCG figures "
+    c = kernel_paths_check(runner, {"kernel_paths": ["nvme-tcp", "iscsi", "nfs", "smb"]}, "tcg")
+    assert c.ok and c.detail == ("iscsi by LIO, smb by Samba, nvme-tcp by nvmet-tcp, nfs by knfsd in TCG guests — "
+                                 "TCG figures "
                                  "measure emulation: only comparisons' mechanics mean anything; this host's kernel has "
                                  "iscsi_target_mod no, iscsi_tcp no, nvmet-tcp no, nvme-tcp no, nfsd no, nfsv4 no "
                                  "(protolab runs them in guests)")
@@ -172,7 +173,7 @@ def test_doctor_says_where_each_kernel_path_runs():
     ('target = "lab:nfs"\nserver = "lio"\n', "plan: configuration 'b': server 'lio' serves iscsi, not nfs; use one of "
                                             "ganesha, knfsd"),
     ('target = "lab:iscsi"\nserver = "scst"\n', "plan: configuration 'b': server 'scst' is not a lab server; use one of "
-                                               "tgt, lio, ganesha, nbdkit, nvmet, knfsd"),
+                                               "tgt, lio, ganesha, nbdkit, samba, nvmet, knfsd"),
     ('target = "lab:iscsi"\nsessions = 4\n', "plan: configuration 'b': sessions applies to iSCSI logged in by a guest's "
                                             "kernel (server = \"lio\"); remove sessions"),
     ('target = "lab:iscsi"\nserver = "lio"\nsessions = 4\n', "plan: configurations b: lab:iscsi is served and "
@@ -185,7 +186,7 @@ def test_doctor_says_where_each_kernel_path_runs():
     # the guest's disk on the pool's file (QEMU opens it: no wire), a VM study's baseline
     ('target = "lab:local"\n[hypervisor]\naccel = "tcg"\n', None),
     ('target = "/dev/null"\n[hypervisor]\naccel = "tcg"\n', "configuration 'b': target /dev/null cannot be a VM's "
-     "disk; with [hypervisor] every target is lab:local, lab:iscsi, lab:nfs, lab:nbd or lab:nvme-tcp"),
+     "disk; with [hypervisor] every target is lab:local, lab:iscsi, lab:nfs, lab:nbd, lab:nvme-tcp or lab:smb"),
 ])
 def test_a_configuration_chooses_its_lab_server_and_kernel_iscsi_sessions(tmp_path, config, message):
     check_validate(tmp_path, KERNEL_PLAN.split('target = "lab:nvme-tcp"\n')[0] + config, message)

@@ -40,13 +40,15 @@ def test_initramfs_holds_fio_its_libraries_and_ordered_modules():
     held = cpio(image, "--to-stdout", "etc/modules").split()
     assert len(held) == len(set(held)) and all(f"lib/modules/{m}" in names for m in held)  # each module held once
     group = {g: cpio(image, "--to-stdout", f"etc/modules.{g}").split()
-             for g in ("base", "nvmet", "lio", "knfsd", "nvme", "iscsi", "nfs")}
+             for g in ("base", "nvmet", "lio", "knfsd", "nvme", "iscsi", "nfs", "smb")}
     assert set(held) == {m for g in group.values() for m in g}
     for g, leaves in {"base": ("virtio_blk.ko", "virtio_scsi.ko", "sym53c8xx.ko", "megaraid_sas.ko", "vmw_pvscsi.ko",
                                "sd_mod.ko", "virtio_net.ko", "crc32c_generic.ko"),
                       "nvmet": ("nvmet-tcp.ko",), "lio": ("target_core_iblock.ko", "iscsi_target_mod.ko"),
                       "knfsd": ("nfsd.ko", "ext4.ko"), "nvme": ("nvme-tcp.ko",), "iscsi": ("iscsi_tcp.ko",),
-                      "nfs": ("nfsv3.ko", "nfsv4.ko")}.items():
+                      "nfs": ("nfsv3.ko", "nfsv4.ko"),
+                      # the CIFS client and the crypto SMB3 asks for by name (no modprobe in the guest)
+                      "smb": ("cifs.ko", "sha512_generic.ko", "cmac.ko", "ccm.ko", "gcm.ko", "ghash-generic.ko")}.items():
         assert set(leaves) <= set(group[g]) and len(group[g]) == len(set(group[g])), g
     assert not {"nvmet-tcp.ko", "nfsd.ko", "iscsi_tcp.ko", "nvme-tcp.ko", "nfsv4.ko"} & set(group["base"])
     # dependencies (modules.dep) before what needs them, within the group that loads them
@@ -56,7 +58,8 @@ def test_initramfs_holds_fio_its_libraries_and_ordered_modules():
                          ("nvmet", "nvmet.ko", "nvmet-tcp.ko"), ("nvme", "nvme-fabrics.ko", "nvme-tcp.ko"),
                          ("lio", "target_core_mod.ko", "iscsi_target_mod.ko"), ("knfsd", "sunrpc.ko", "nfsd.ko"),
                          ("knfsd", "jbd2.ko", "ext4.ko"), ("iscsi", "libiscsi_tcp.ko", "iscsi_tcp.ko"),
-                         ("nfs", "nfs.ko", "nfsv4.ko")]:
+                         ("nfs", "nfs.ko", "nfsv4.ko"), ("smb", "netfs.ko", "cifs.ko"), ("smb", "cifs_md4.ko", "cifs.ko"),
+                         ("smb", "gf128mul.ko", "ghash-generic.ko")]:
         assert group[g].index(dep) < group[g].index(user), (g, dep, user)
     init = cpio(image, "--to-stdout", "init")
     assert "fio --server=ip:0.0.0.0,8765" in init and "protolab-guest: fio server ready" in init
@@ -64,8 +67,11 @@ def test_initramfs_holds_fio_its_libraries_and_ordered_modules():
     assert all(w in init for w in ("arg pl.mac", "/sys/kernel/config/nvmet", "> /dev/nvme-fabrics"))
     # the drivers always; a role's modules only when its word is on the command line, every initiator for ssh
     assert "load base\n" in init
-    assert 'for r in nvmet lio knfsd nvme iscsi nfs; do [ -n "$(arg "pl.$r")" ] && load "$r"; done' in init
-    assert '[ -n "$(arg pl.ssh)" ] && { load nvme; load iscsi; load nfs; }' in init
+    assert 'for r in nvmet lio knfsd nvme iscsi nfs smb; do [ -n "$(arg "pl.$r")" ] && load "$r"; done' in init
+    assert '[ -n "$(arg pl.ssh)" ] && { load nvme; load iscsi; load nfs; load smb; }' in init
+    # the SMB mount by busybox's mount and the kernel's options (vm.initiators.cifs), its password kept off the console
+    assert 'mount -t cifs -o "ip=$A,username=$U,password=$P,$O" "//$A/$S" /mnt/pl' in init
+    assert "pl\\.smb=" in init and "cat /proc/cmdline)\"" not in init
 
 
 def test_build_is_idempotent(tmp_path):

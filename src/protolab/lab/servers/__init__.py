@@ -3,14 +3,14 @@ plan.servers gives them. The lab, the storage server guest and the report's Envi
 
 from __future__ import annotations
 
-from . import ganesha, knfsd, lio, nbdkit, nvmet, tgt
+from . import ganesha, knfsd, lio, nbdkit, nvmet, samba, tgt
 from .base import UNDESCRIBED, Adapter, Serving
 from .kernel import KernelAdapter
 
 __all__ = ["ADAPTERS", "Adapter", "KernelAdapter", "Serving", "adapter", "kernel_adapters", "path_caches"]
 
 ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
-    tgt.ADAPTER, ganesha.ADAPTER, nbdkit.ADAPTER,
+    tgt.ADAPTER, ganesha.ADAPTER, nbdkit.ADAPTER, samba.ADAPTER,
     # the storage server guest's kernel servers, in the order of its disks (serials pl0, pl1, …)
     nvmet.ADAPTER, lio.ADAPTER, knfsd.ADAPTER)}
 

@@ -3,12 +3,13 @@ protocol they attach. The VM testbed and the guests ask this registry."""
 
 from __future__ import annotations
 
-from . import iscsi, nfs, nvme
+from . import cifs, iscsi, nfs, nvme
 from .base import MOUNT, Attachment, Initiator
 
 __all__ = ["INITIATORS", "MOUNT", "Attachment", "Initiator", "initiator"]
 
-INITIATORS: dict[str, Initiator] = {i.protocol: i for i in (nvme.INITIATOR, iscsi.INITIATOR, nfs.INITIATOR)}
+INITIATORS: dict[str, Initiator] = {i.protocol: i for i in (
+    nvme.INITIATOR, iscsi.INITIATOR, nfs.INITIATOR, cifs.INITIATOR)}
 
 
 def initiator(protocol: str | None) -> Initiator | None:
