@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
+from .caches import DropCachesField
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -22,18 +23,7 @@ from .stages import Fill, normalise_stages
 from .sweep import Sweep
 from .targets import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
-from .workload import (  # noqa: F401
-    MAX_DATA,
-    MAX_DURATION_S,
-    MAX_HOSTS,
-    MAX_OIO,
-    MAX_STREAMS,
-    SCHEMA_VERSION,
-    Description,
-    Workload,
-    _block,
-    _Model,
-)
+from .workload import MAX_DATA, MAX_DURATION_S, MAX_HOSTS, MAX_OIO, MAX_STREAMS, Description, Workload, _Model
 
 
 class TargetSpec(_Model):
@@ -206,6 +196,8 @@ class Method(_Model):
     interval: Interval = Field(default=1, description="seconds per series interval (fio's status interval): "
                                "the warm-up's steps, the steady window's samples and series.csv's rows")
     slo: Slo | None = Field(default=None, description="a latency objective per interval, e.g. { p95 = \"20ms\" }")
+    drop_caches: DropCachesField = Field(default=None, description="drop the page caches before each cell: true, or "
+                                         "{ hosts, servers = [{ name, ssh }] } (plan.caches)")
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -246,6 +238,7 @@ class Method(_Model):
         extra += f", series every {format_duration(self.interval)}" if self.interval != 1 else ""
         extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
         extra += ", the lab's roles at the highest CPU weight" if self.cpu_priority == "high" else ""
+        extra += f", {self.drop_caches.summary()}" if self.drop_caches is not None else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 
