@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
 from .caches import DropCachesField
+from .capacity import Capacity
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -267,6 +268,7 @@ class Plan(_Model):
     stage: Stage | None = Field(default=None, description="[stage.fill] fill levels, [stage.age] aging "
                                 "(plan.stages, plan.longrun)")
     sweep: Sweep | None = Field(default=None, description="[sweep] service_time, link_rate (plan.sweep)")
+    capacity: Capacity | None = Field(default=None, description="[capacity] a rate ladder and its SLO (plan.capacity)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
@@ -278,8 +280,8 @@ class Plan(_Model):
         return normalise_stages(data)
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler: Any) -> dict[str, Any]:  # without a sweep as before it existed: no format bump
-        return {k: v for k, v in handler(self).items() if k != "sweep" or self.sweep is not None}
+    def _dump(self, handler: Any) -> dict[str, Any]:  # without a sweep, a ladder as before they existed: no format bump
+        return {k: v for k, v in handler(self).items() if k not in ("sweep", "capacity") or getattr(self, k)}
 
     @field_validator("name", mode="before")
     @classmethod
@@ -298,7 +300,8 @@ class Plan(_Model):
     def _consistent(self) -> "Plan":
         cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
                  * (len(self.fill.levels) if self.fill is not None else 1) * self.age_steps
-                 * (self.sweep.values if self.sweep is not None else 1))
+                 * (self.sweep.values if self.sweep is not None else 1)
+                 * (len(self.capacity.ladder) + self.capacity.refine if self.capacity is not None else 1))
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats × steps × swept values); at most {MAX_CELLS} are allowed: split it in several")
@@ -365,7 +368,8 @@ class Plan(_Model):
     def method_summary(self) -> str:
         """The method in words, with the stages that change the data between cells."""
         return (self.method.summary() + (f"; {self.fill.summary()}" if self.fill is not None else "")
-                + (f"; swept: {self.sweep.summary()}" if self.sweep is not None else ""))
+                + (f"; swept: {self.sweep.summary()}" if self.sweep is not None else "")
+                + (f"; {self.capacity.summary()}" if self.capacity is not None else ""))
 
     @property
     def fill(self) -> Fill | None:
@@ -376,7 +380,8 @@ class Plan(_Model):
     def stages(self) -> list:
         """The plan's stages, outermost first (plan.stages): the swept values (plan.sweep), the fill, the aging."""
         age = self.stage.age if self.stage is not None else None
-        return [*(self.sweep.axes() if self.sweep is not None else []), *(s for s in (self.fill, age) if s is not None)]
+        return [*(self.sweep.axes() if self.sweep is not None else []),
+                *([self.capacity.axis()] if self.capacity is not None else []), *(s for s in (self.fill, age) if s)]
 
     @property
     def age_steps(self) -> int:

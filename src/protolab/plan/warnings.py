@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .caches import cache_warnings
+from .capacity import oio_warning
 from .model import Plan
 from .preflight import target_bytes
 from .targets import parse_target
@@ -49,6 +50,7 @@ def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
             out.append(f"configuration {c.name!r}: its data set ({format_size(size)}) is smaller than the "
                        f"server's memory ({format_size(memory_bytes)}): reads may be served from the page cache "
                        "and measure memory, not storage")
+    out += [w for w in [oio_warning(plan)] if w]
     size = lambda c: target_bytes(plan, c, parse_target(plan.target_of(c).url))  # noqa: E731
     return out + cache_warnings(plan, memory_bytes, size)
 
