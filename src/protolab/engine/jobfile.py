@@ -137,6 +137,10 @@ def render_streams(
     if replay and w.replay.no_stall:
         glob["replay_no_stall"] = "1"
     glob |= shape_options(w)
+    rate = cell.step("rate")  # an offered rate of the capacity ladder (plan.capacity): shared by the streams
+    shares = rate.per_stream(cell.streams) if rate is not None else []
+    if rate is not None and rate.arrivals == "poisson":
+        glob["rate_process"] = "poisson"
     if log_prefix:
         glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
     for k, v in (extra or {}).items():
@@ -153,6 +157,8 @@ def render_streams(
             if a.filename:
                 opts["filename"] = a.filename
             opts |= {"offset": str(st.offset), "size": str(st.size)}
+        if shares:
+            opts["rate_iops"] = rate_per_direction(shares[st.index], w.read_pct)
         lines += _section(f"stream-{st.index}", opts)
     return "\n".join(lines)
 

@@ -29,11 +29,12 @@ Role = Literal["workload", "configuration", "point", "replicate", "series"]
 ROLES: dict[str, Role] = {"workload": "workload", "configuration": "configuration", "load": "point",
                           "repeat": "replicate", "stage": "series", "age_s": "series"}
 #: How a point coordinate's value reads in a label: 'fill 25 %'.
-UNITS: dict[str, str] = {"fill": "%", "service_time": "µs", "link_rate": "Mbit/s"}
+UNITS: dict[str, str] = {"fill": "%", "service_time": "µs", "link_rate": "Mbit/s", "rate": "IOPS"}
 #: What a point coordinate's axis shows, in the report's words.
 AXES: dict[str, str] = {"fill": "fill level (% of each target written)",
                         "service_time": "the array's service time (µs; plan.sweep)",
-                        "link_rate": "every lab link's rate (Mbit/s; plan.sweep)"}
+                        "link_rate": "every lab link's rate (Mbit/s; plan.sweep)",
+                        "rate": "the offered rate (IOPS in all; plan.capacity)"}
 #: The load ladder's coordinate: always the innermost of a point.
 LOAD = "load"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The plan format this protolab writes (bump it, and add a migration, whenever a plan field is added).
-PLAN_FORMAT = 9
+PLAN_FORMAT = 10
 
 #: version → (the format it brings a plan to, {where: {field: value that means "not used"}}); where is
 #: "plan", "method", "workloads", "configurations" or "seed_findings" (each entry), "seed_claims" (each claim of each
@@ -36,6 +36,7 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     # a finding's section and untestable reason; a claim's band source and pool layout (plan.seed)
     8: (9, {"seed_findings": {"section": None, "untestable": None},
             "seed_claims": {"band_source": "seed", "layout": None}}),
+    9: (10, {"method": {"drop_caches": None}}),  # page caches dropped before each cell (plan.caches)
 }
 
 

@@ -13,6 +13,8 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
+from .caches import DropCachesField
+from .capacity import Capacity
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -22,18 +24,7 @@ from .stages import Fill, normalise_stages
 from .sweep import Sweep
 from .targets import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
-from .workload import (  # noqa: F401
-    MAX_DATA,
-    MAX_DURATION_S,
-    MAX_HOSTS,
-    MAX_OIO,
-    MAX_STREAMS,
-    SCHEMA_VERSION,
-    Description,
-    Workload,
-    _block,
-    _Model,
-)
+from .workload import MAX_DATA, MAX_DURATION_S, MAX_HOSTS, MAX_OIO, MAX_STREAMS, Description, Workload, _Model
 
 
 class TargetSpec(_Model):
@@ -206,6 +197,8 @@ class Method(_Model):
     interval: Interval = Field(default=1, description="seconds per series interval (fio's status interval): "
                                "the warm-up's steps, the steady window's samples and series.csv's rows")
     slo: Slo | None = Field(default=None, description="a latency objective per interval, e.g. { p95 = \"20ms\" }")
+    drop_caches: DropCachesField = Field(default=None, description="drop the page caches before each cell: true, or "
+                                         "{ hosts, servers = [{ name, ssh }] } (plan.caches)")
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -246,6 +239,7 @@ class Method(_Model):
         extra += f", series every {format_duration(self.interval)}" if self.interval != 1 else ""
         extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
         extra += ", the lab's roles at the highest CPU weight" if self.cpu_priority == "high" else ""
+        extra += f", {self.drop_caches.summary()}" if self.drop_caches is not None else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 
@@ -274,6 +268,7 @@ class Plan(_Model):
     stage: Stage | None = Field(default=None, description="[stage.fill] fill levels, [stage.age] aging "
                                 "(plan.stages, plan.longrun)")
     sweep: Sweep | None = Field(default=None, description="[sweep] service_time, link_rate (plan.sweep)")
+    capacity: Capacity | None = Field(default=None, description="[capacity] a rate ladder and its SLO (plan.capacity)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
@@ -285,8 +280,8 @@ class Plan(_Model):
         return normalise_stages(data)
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler: Any) -> dict[str, Any]:  # without a sweep as before it existed: no format bump
-        return {k: v for k, v in handler(self).items() if k != "sweep" or self.sweep is not None}
+    def _dump(self, handler: Any) -> dict[str, Any]:  # without a sweep, a ladder as before they existed: no format bump
+        return {k: v for k, v in handler(self).items() if k not in ("sweep", "capacity") or getattr(self, k)}
 
     @field_validator("name", mode="before")
     @classmethod
@@ -305,7 +300,8 @@ class Plan(_Model):
     def _consistent(self) -> "Plan":
         cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
                  * (len(self.fill.levels) if self.fill is not None else 1) * self.age_steps
-                 * (self.sweep.values if self.sweep is not None else 1))
+                 * (self.sweep.values if self.sweep is not None else 1)
+                 * (len(self.capacity.ladder) + self.capacity.refine if self.capacity is not None else 1))
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats × steps × swept values); at most {MAX_CELLS} are allowed: split it in several")
@@ -372,7 +368,8 @@ class Plan(_Model):
     def method_summary(self) -> str:
         """The method in words, with the stages that change the data between cells."""
         return (self.method.summary() + (f"; {self.fill.summary()}" if self.fill is not None else "")
-                + (f"; swept: {self.sweep.summary()}" if self.sweep is not None else ""))
+                + (f"; swept: {self.sweep.summary()}" if self.sweep is not None else "")
+                + (f"; {self.capacity.summary()}" if self.capacity is not None else ""))
 
     @property
     def fill(self) -> Fill | None:
@@ -383,7 +380,8 @@ class Plan(_Model):
     def stages(self) -> list:
         """The plan's stages, outermost first (plan.stages): the swept values (plan.sweep), the fill, the aging."""
         age = self.stage.age if self.stage is not None else None
-        return [*(self.sweep.axes() if self.sweep is not None else []), *(s for s in (self.fill, age) if s is not None)]
+        return [*(self.sweep.axes() if self.sweep is not None else []),
+                *([self.capacity.axis()] if self.capacity is not None else []), *(s for s in (self.fill, age) if s)]
 
     @property
     def age_steps(self) -> int:

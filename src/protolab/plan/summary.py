@@ -10,7 +10,8 @@ def matrix_line(p: Any, cells: int) -> str:
     m = p.method
     return (f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} load "
             f"points × {_repeats(m)}{f' × {len(p.fill.levels)} fill levels' if p.fill is not None else ''}"
-            f"{_aging(p)} = {_cells(m, cells)}, about {_minutes(m, cells, p.seconds_per_cell)} min of measurement"
+            f"{_aging(p)}{_ladder(p)} = {_cells(m, cells)}{_search(p)}, about "
+            f"{_minutes(m, cells, p.seconds_per_cell)} min of measurement"
             f"{f'; {p.fill.summary()}' if p.fill is not None else ''}")
 
 
@@ -18,6 +19,21 @@ def _aging(p) -> str:
     """' × 3 aging steps (aged 30s, measured every 10s)', or nothing."""
     age = p.stage.age if p.stage is not None else None
     return f" × {age.steps} aging steps ({age.summary()})" if age is not None else ""
+
+
+def _ladder(p) -> str:
+    """' × 3 offered rates' (plan.capacity), or nothing."""
+    cap = getattr(p, "capacity", None)
+    return f" × {len(cap.ladder)} offered rates" if cap is not None else ""
+
+
+def _search(p) -> str:
+    """' (+ up to 6 by the search)': the capacity search's cells at most, or nothing."""
+    cap = getattr(p, "capacity", None)
+    if cap is None or not cap.refine:
+        return ""
+    extra = cap.refine * len(p.configurations) * len(p.workloads) * len(p.load_points) * p.method.min_repeats
+    return f" (+ up to {extra} by the search)"
 
 
 def _repeats(m) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .caches import cache_warnings
+from .capacity import oio_warning
 from .model import Plan
 from .preflight import target_bytes
 from .targets import parse_target
@@ -42,13 +44,15 @@ def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
                                f"has {lp.hosts * lp.streams} in flight, not "
                                f"{lp.hosts * lp.streams * lp.oio_for(plan.workloads[0])}; use io_uring or libaio "
                                "for queue depths above 1")
-        cached = ref.is_lab or (ref.kind == "path" and not c.direct)
+        cached = ref.is_lab  # the lab's server; a load host's own page cache: plan.caches.cache_warnings
         size = target_bytes(plan, c, ref)
         if memory_bytes and cached and size < memory_bytes:
             out.append(f"configuration {c.name!r}: its data set ({format_size(size)}) is smaller than the "
                        f"server's memory ({format_size(memory_bytes)}): reads may be served from the page cache "
                        "and measure memory, not storage")
-    return out
+    out += [w for w in [oio_warning(plan)] if w]
+    size = lambda c: target_bytes(plan, c, parse_target(plan.target_of(c).url))  # noqa: E731
+    return out + cache_warnings(plan, memory_bytes, size)
 
 
 def machine_memory() -> int | None:

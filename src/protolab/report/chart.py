@@ -18,7 +18,7 @@ class Series:
     values: list[float | None]
     low: list[float | None] | None = None  # CI whiskers, same unit as values
     high: list[float | None] | None = None
-    x: list[float] | None = None  # a "timeseries" chart's x of each value (its own times)
+    x: list[float] | None = None  # a "timeseries" chart's x of each value (its own times); an "xy" chart's x
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Chart:
     """A chart and the table of absolute numbers beside it (also tables/<id>.csv, figures/<id>.png|svg)."""
 
     id: str
-    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries"
+    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries", "xy"
     section: str
     workload: str
     title: str

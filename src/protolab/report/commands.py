@@ -100,6 +100,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     """The report as data: where it is, the findings, every row's medians and % of the baseline, and the verdict of
     each seed claim."""
     from ..plan.sweep import chosen as sweep_chosen
+    from .capacitydata import capacity_json
 
     data = getattr(rundir, "report_data", None)
     if data is None:
@@ -119,6 +120,8 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "summary": summary_json(data),
         # a swept plan: the point its claims were judged at (the plan's own service time, link rate), None without
         "claims_judged_at": sweep_chosen(data.plan) or None,
+        # a rate ladder (plan.capacity): each configuration's knee and capacity under the objective, None without
+        "capacity": capacity_json(data.capacity, data.alpha),
         "claims": [{"finding": v.finding + 1, "section": v.section, "said": v.said, "claim": v.claim,
                     "band_source": v.band_source, "untestable": v.untestable or None, "verdict": v.verdict,
                     "figures": v.figures, "reason": v.reason,

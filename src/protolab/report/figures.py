@@ -100,7 +100,7 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
     groups = series_groups(chart)
     drawn: dict[str, int] = {}
     many = len(xs) > MAX_BAR_GROUPS
-    timed = chart.kind == "timeseries"
+    timed = chart.kind in ("timeseries", "xy")  # each series at its own x (an "xy" chart: latency against IOPS)
     for i, (s, group) in enumerate(zip(chart.series, groups)):
         nth = drawn.get(group, 0)
         drawn[group] = nth + 1

@@ -28,6 +28,7 @@ from .chart import Chart
 
 if TYPE_CHECKING:
     from ..analysis.bottleneck import Bottleneck
+    from ..analysis.capacity import Ladder
     from ..analysis.claims import ClaimVerdict
     from ..analysis.crossover import Added, AtPoint
     from ..analysis.headlines import Headline
@@ -61,6 +62,20 @@ class CrossoverData:
     points: list[AtPoint] = field(default_factory=list)  # every configuration at every swept point
     parallelism: int | None = None  # the array's servers (None: a RAM pool, or no lab)
     ram: bool = False  # the lab's pool answers from RAM (no device model)
+
+
+@dataclass(frozen=True)
+class CapacityData:
+    """What the capacity section says of a run with a rate ladder (plan.capacity, analysis.capacity)."""
+
+    objective: str  # 'p99 ≤ 2 ms'
+    limit_us: float
+    percentile: str  # 'p99'
+    arrivals: str  # 'poisson' / 'uniform'
+    refine: int  # the search's extra steps, at most, per configuration
+    ladders: list[Ladder] = field(default_factory=list)  # each configuration's, at each workload and point
+    saturation: dict[tuple[str, str], float] = field(default_factory=dict)  # the lab's device model's P/s, by
+    #                                                                          (workload, configuration)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +118,7 @@ class ReportData(RunData):
     claims: list[ClaimVerdict] = field(default_factory=list)  # the seed's claims, judged on this run
     reach: list[tuple[dict[str, int], list[ClaimVerdict]]] = field(default_factory=list)  # … at each swept point
     crossover: CrossoverData | None = None  # the sweep's crossover and each configuration's added time per I/O
+    capacity: CapacityData | None = None  # the rate ladder's knee and capacity under the objective (plan.capacity)
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one
@@ -128,5 +144,7 @@ def is_closed_loop(plan: Plan | None, workload: str) -> bool:
     """Fixed outstanding I/Os without a rate cap or a timed replay: latency is service time."""
     if plan is None:
         return True
+    if getattr(plan, "capacity", None) is not None:  # the ladder's rate paces every workload (plan.capacity)
+        return False
     w = next((w for w in plan.workloads if w.name == workload), None)
     return w is None or (w.rate_iops is None and getattr(w, "replay", None) is None)

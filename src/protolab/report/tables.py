@@ -30,6 +30,7 @@ from ..plan.targets import is_lab_target, protocol_named
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
+from .capacitydata import capacity_data
 from .chart import Chart, Series
 from .crossoverdata import crossover_data
 from .detail import percentile_charts, series_charts, series_loads
@@ -281,8 +282,10 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
              + pair_findings(rows, plan, alpha=alpha, noise=noise) + stage_findings(run, alpha=alpha, noise=noise))
     long = long_run_parts(run, intervals) if intervals is not None else LongRunParts()
     found += long.findings
-    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ceilings]
-    held = bottlenecks(records, *wire_ceilings(run), device_saturation(run))
+    saturation = device_saturation(run)
+    ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.capacity)
+    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ladder_charts, *ceilings]
+    held = bottlenecks(records, *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
     ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)
     claims = claim_verdicts(plan, records, held, long.trends, alpha=alpha, noise=noise)
@@ -290,7 +293,8 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     paths = {k: p for k, recs in run.cells.items() if (p := path_share(recs)) is not None}
     return ReportData(**run.parts(), verdicts=vs, findings=found, charts=charts,
                       notes=_notes(run, charts, ceiling_note), bottlenecks=held, paths=paths, trends=long.trends,
-                      matrices=ms, headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run))
+                      matrices=ms, headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run),
+                      capacity=ladder)
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:

@@ -134,6 +134,14 @@ class Warmup(_Record):
     verdict: Steadiness | None = None
 
 
+class CacheDrop(_Record):
+    """A page cache dropped before a window (method.drop_caches): where, and /proc/meminfo's Cached around it."""
+
+    host: str = Field(description="the load host's name ('this-machine' without [[hosts]]) or the server's")
+    cached_kib_before: int | None = Field(default=None, description="/proc/meminfo Cached right before, KiB")
+    cached_kib_after: int | None = Field(default=None, description="… right after the drop, KiB")
+
+
 class CellRecord(_Record):
     """One cell at one repeat: where it sits in the study, and what was measured."""
 
@@ -162,6 +170,8 @@ class CellRecord(_Record):
     out_of_step_s: float | None = Field(default=None, description="a client run's fio servers' statuses fell this "
                                         f"many seconds out of step (≥ {OUT_OF_STEP_S} s; None: in step): the "
                                         "window's boundaries are uncertain by as much")
+    caches_dropped: list[CacheDrop] = Field(default_factory=list, description="the page caches dropped before "
+                                            "the window (method.drop_caches)")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
 

@@ -20,6 +20,7 @@ from ..plan.model import Plan
 from ..plan.repeats import AdaptiveRepeats
 from ..plan.stages import Step
 from ..results.records import CellRecord
+from .search import searched
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ def schedule(plan: Plan, stored: Stored, stops: dict[str, str] | None = None) ->
     cells = pending(plan, stored())
     if not isinstance(rule, AdaptiveRepeats):
         yield from (Planned(c, f"repeat {c.repeat} of {rule}") for c in cells)
+        yield from (Planned(c, why) for c, why in searched(plan, stored))  # the capacity ladder's search, if any
         return
     stops = {} if stops is None else stops
     for steps in outer_steps(plan):  # adaptive repeats and aging do not go together (plan.model)

@@ -29,6 +29,7 @@ from ..plan.sweep import sweep_values
 from ..proc import Runner, SubprocessRunner
 from ..results.manifest import How, Provenance, RunStart
 from ..results.rundir import RunDir
+from .caches import drop_caches
 from .procedure import Procedure
 from .progress import Progress, Silent
 from .recording import make_record
@@ -242,13 +243,14 @@ class Study:
             testbed.set_link(cell.configuration)
             testbed.set_cpu(cell.configuration)
             hosts = proc.hosts(cell)
+            dropped = drop_caches(self.plan, cell, testbed.runner)  # method.drop_caches: the cell starts cold
             self._hook("ready", cell)
             win, warm = proc.window(cell, hosts, window, seq, session)
             self._hook("done", cell)
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,
                                     steadiness=proc.steadiness(win.measurement.series), interval_s=m.interval)
-            rec = rec.model_copy(update={"repeat_reason": item.reason})
+            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped})
             rundir.add_series(rows)
             rundir.add_record(rec, figures(rec).csv_fields())
             self.progress.done(rec)

@@ -133,6 +133,6 @@ def test_a_plan_stored_before_sections_and_band_sources_migrates_to_the_seeds_de
     from protolab.plan.migrate import PLAN_FORMAT, migrate
 
     stored = {"seed_findings": [{"said": "x", "metric": "iops", "claims": [{"within": 9}]}]}
-    assert PLAN_FORMAT == 9 and migrate(stored, 8) == {"seed_findings": [
+    assert PLAN_FORMAT == 10 and migrate(stored, 8) == {"seed_findings": [
         {"section": None, "untestable": None, "said": "x", "metric": "iops",
          "claims": [{"band_source": "seed", "layout": None, "within": 9}]}]}

@@ -38,6 +38,7 @@ FIGURE = {
     "method": lambda m: f"±{m.noise_pct} % noise band",
     "crossover": lambda m: m.sentences[0][2],  # the first configuration's crossover, in words
     "added-time": lambda m: m.added[0],  # the first configuration's added time per I/O
+    "capacity": lambda m: m.sentences[0][3],  # the first configuration's knee and capacity, in words
 }
 
 
@@ -66,7 +67,8 @@ CASES = {"exchange-quick": ("exchange-quick", None, None),
          "two-sessions": ("exchange-quick", _two_sessions, None),
          "io-errors": ("v1-run", None, _errors),
          "no-telemetry": ("v1-run", None, _no_telemetry),
-         "sweep-lab": ("sweep-lab", None, None)}
+         "sweep-lab": ("sweep-lab", None, None),
+         "capacity-lab": ("capacity-lab", None, None)}
 
 
 def _copy(tmp, name: str, edit=None):

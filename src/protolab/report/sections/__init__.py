@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from ..model import ReportData
 from .base import Heading, Page, Section
+from .capacity import CapacitySection
 from .ceiling import CeilingSection
 from .crossover import CrossoverSection
 from .environment import EnvironmentSection
@@ -36,7 +37,8 @@ from .workloads import WorkloadsSection
 #: with its crossover (how far each comparison reaches); the seed's claims follow in a built-in study's report: what
 #: the seed found, and whether this run reproduced it; without a sweep, each protocol's added time per I/O follows.
 SECTIONS: list[Section[Any]] = [
-    CrossoverSection(first=True), SummarySection(), SeedSection(), CrossoverSection(first=False), PlanSection(),
+    CrossoverSection(first=True), SummarySection(), SeedSection(), CrossoverSection(first=False), CapacitySection(),
+    PlanSection(),
     EnvironmentSection(), ErrorsSection(), FindingsSection(),
     WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
     SeriesSection(), CeilingSection(), MethodSection(),

@@ -23,6 +23,7 @@ class MethodModel:
     alpha: float
     noise_pct: str  # '2'
     out_of_step: str = ""  # the windows whose fio servers' statuses fell out of step ('' when none did)
+    caches: str = ""  # the page caches dropped before the windows (method.drop_caches; '' when none were asked)
 
     def rules(self) -> str:
         """report.md's paragraph: when a difference is called, and how to read the tables."""
@@ -44,6 +45,27 @@ def out_of_step(data: ReportData) -> str:
             f"delays fio's status timer), so their window boundaries are uncertain by as much: {cells}.")
 
 
+def caches_dropped(data: ReportData) -> str:
+    """One sentence on the page caches dropped before the windows, from the records ('' when none was asked)."""
+    asked = data.plan.method.drop_caches if data.plan is not None else None
+    dropped = [r for r in data.records if r.caches_dropped]
+    if not dropped:
+        return "" if asked is None else (f"The plan asks for {asked.summary()}, but no window records a drop "
+                                         "(measured by a protolab that did not drop them).")
+    hosts: dict[str, list[tuple[int | None, int | None]]] = {}
+    for r in dropped:
+        for d in r.caches_dropped:
+            hosts.setdefault(d.host, []).append((d.cached_kib_before, d.cached_kib_after))
+
+    def mib(values: list[int | None]) -> str:
+        known = sorted(v for v in values if v is not None)
+        return f"{known[len(known) // 2] / 1024:,.0f}" if known else "–"
+
+    each = "; ".join(f"{h}, Cached {mib([b for b, _ in v])} → {mib([a for _, a in v])} MiB" for h, v in hosts.items())
+    return (f"Page caches dropped before {len(dropped)} of {len(data.records)} windows (sync; echo 3 > "
+            f"/proc/sys/vm/drop_caches), /proc/meminfo's Cached before → after each drop, median: {each}.")
+
+
 class MethodSection(Section[MethodModel]):
     name = "method"
     title = "Method"
@@ -57,10 +79,12 @@ class MethodSection(Section[MethodModel]):
             text = (f"{len(plan.configurations)} configurations × {len(plan.workloads)} workloads × "
                     f"{len(plan.load_points)} load points; {plan.method_summary()}; configurations interleaved at "
                     "each load point so that drift of the machine does not masquerade as a difference.")
-        return MethodModel(text, data.baseline, data.alpha, f"{data.noise * 100:g}", out_of_step(data))
+        return MethodModel(text, data.baseline, data.alpha, f"{data.noise * 100:g}", out_of_step(data),
+                           caches_dropped(data))
 
     def markdown(self, m: MethodModel) -> list[str]:
-        return ["", f"## {self.title}", "", m.text, "", m.rules()] + (["", m.out_of_step] if m.out_of_step else [])
+        return (["", f"## {self.title}", "", m.text, "", m.rules()] + (["", m.caches] if m.caches else [])
+                + (["", m.out_of_step] if m.out_of_step else []))
 
     def html(self, m: MethodModel, page: Page) -> Markup:
         return page.render("method", title=self.title, m=m, limited_by=LIMITED_BY)
