@@ -45,6 +45,29 @@ def counters(netns: str, ifname: str) -> tuple[int, int]:
     return s["rx"]["packets"] + s["tx"]["packets"], s["rx"]["bytes"] + s["tx"]["bytes"]
 
 
+def capture_around(netns: str, ifname: str, pcap, port: int, work):
+    """tcpdump on ``ifname`` in ``netns`` (TCP ``port``, into ``pcap``) while ``work()`` runs, the interface's
+    counters read inside the capture: (work's result, packets, bytes). A 64 MiB buffer: TCG guests keep both CPUs
+    busy, so tcpdump reads late (a 2 MiB one lost 2-4 %); no packet may be dropped."""
+    tcpdump = subprocess.Popen(["ip", "netns", "exec", netns, "tcpdump", "-i", ifname, "-nn", "-s", "96", "-B",
+                                "65536", "-w", str(pcap), f"tcp port {port}"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert "listening on" in tcpdump.stderr.readline()  # capturing before the counters are read
+        packets0, bytes0 = counters(netns, ifname)
+        result = work()
+        packets, wire = (b - a for a, b in zip((packets0, bytes0), counters(netns, ifname)))
+        time.sleep(2)  # tcpdump drains its buffer before it is told to stop
+        tcpdump.send_signal(signal.SIGINT)
+        _, err = tcpdump.communicate(timeout=30)
+    finally:
+        if tcpdump.poll() is None:
+            tcpdump.kill()
+            tcpdump.communicate()
+    assert re.search(r"^0 packets dropped by kernel", err, re.M), err
+    return result, packets, wire
+
+
 def frames_match_the_capture_and_the_model(lab, load, tmp_path, device: str) -> None:
     """fio in ``load`` (a load guest whose kernel has the server guest's namespace as ``device``, over NVMe/TCP)
     for RUNTIME_S: the storage port's counters give the wire model's bytes per I/O (2.5 %) and frames between the
@@ -57,24 +80,7 @@ def frames_match_the_capture_and_the_model(lab, load, tmp_path, device: str) -> 
     job.write_text(f"[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=1\ntime_based=1\n"
                    f"runtime={RUNTIME_S}\nsize=32M\n[nvme]\nfilename={device}\n")
     pcap = tmp_path / "port.pcap"  # a capture on the same port, beside protolab's counters
-    # a 64 MiB buffer: TCG guests keep both CPUs busy, so tcpdump reads late (a 2 MiB one lost 2-4 %)
-    tcpdump = subprocess.Popen(["ip", "netns", "exec", st_ns, "tcpdump", "-i", st_if, "-nn", "-s", "96",
-                                "-B", "65536", "-w",
-                                str(pcap), "tcp port 4420"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    try:
-        assert "listening on" in tcpdump.stderr.readline()  # capturing before the counters are read
-        packets0, bytes0 = counters(st_ns, st_if)
-        cell = run_cell(load, job, str(FIO), timeout=120)
-        packets, wire = (b - a for a, b in zip((packets0, bytes0), counters(st_ns, st_if)))
-        time.sleep(2)  # tcpdump drains its buffer before it is told to stop
-        tcpdump.send_signal(signal.SIGINT)
-        _, err = tcpdump.communicate(timeout=30)
-    finally:
-        if tcpdump.poll() is None:
-            tcpdump.kill()
-            tcpdump.communicate()
-    assert re.search(r"^0 packets dropped by kernel", err, re.M), err
+    cell, packets, wire = capture_around(st_ns, st_if, pcap, 4420, lambda: run_cell(load, job, str(FIO), timeout=120))
     ios = sum(cell.ios.values())
     assert ios > 100, cell.ios
     model = wire_cost("nvme-tcp", block_size=4096, read_pct=100, mtu=lab.link.mtu)

@@ -26,6 +26,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .sweep import UntouchedStep
+
 MAX_RATES = 20  # a longer ladder is a study of its own
 MAX_REFINE = 10
 MAX_RATE = 10**9
@@ -167,16 +169,12 @@ class RateAxis:
 
 
 @dataclass(frozen=True)
-class RateStep:
+class RateStep(UntouchedStep):
     """One offered rate (plan.stages.Step): its own cell, the data untouched; its streams share the rate."""
 
     value: int
     arrivals: str = "poisson"
     dimension: ClassVar[str] = "rate"
-    in_key: ClassVar[bool] = True
-    changes_data: ClassVar[bool] = False
-    continues: ClassVar[bool] = False
-    seconds: ClassVar[float | None] = None
 
     @property
     def key(self) -> str:
@@ -184,9 +182,6 @@ class RateStep:
 
     def coords(self) -> dict[str, str | int]:
         return {"rate": self.value}
-
-    def region(self, size: int) -> int:
-        return size
 
     def per_stream(self, streams: int) -> list[int]:
         """Each stream's whole IOPS, adding up to the rate (the first streams take the remainder)."""

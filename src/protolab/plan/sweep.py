@@ -133,16 +133,24 @@ class Axis:
         return True
 
 
-@dataclass(frozen=True)
-class SweepStep:
-    """One value of a swept coordinate (plan.stages.Step): its own cell, the data untouched."""
+class UntouchedStep:
+    """A step (plan.stages.Step) that is its own cell with the data untouched: a swept value, an offered rate."""
 
-    dimension: str
-    value: int
     in_key: ClassVar[bool] = True
     changes_data: ClassVar[bool] = False
     continues: ClassVar[bool] = False
     seconds: ClassVar[float | None] = None
+
+    def region(self, size: int) -> int:
+        return size
+
+
+@dataclass(frozen=True)
+class SweepStep(UntouchedStep):
+    """One value of a swept coordinate (plan.stages.Step): its own cell, the data untouched."""
+
+    dimension: str
+    value: int
 
     @property
     def key(self) -> str:
@@ -151,8 +159,6 @@ class SweepStep:
     def coords(self) -> dict[str, str | int]:
         return {self.dimension: self.value}
 
-    def region(self, size: int) -> int:
-        return size
 
 
 def sweep_values(coords: dict[str, Any]) -> dict[str, int]:
