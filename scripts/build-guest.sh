@@ -117,6 +117,9 @@ if add_tool usr/sbin/rpc.nfsd sbin/rpc.nfsd && add_tool usr/sbin/rpc.mountd sbin
     for f in services rpc protocols; do [ -f "$EXTRA/etc/$f" ] && cp "$EXTRA/etc/$f" "$STAGE/etc/$f"; done
 fi
 add_tool sbin/mount.nfs sbin/mount.nfs && [ -f "$EXTRA/etc/netconfig" ] && cp "$EXTRA/etc/netconfig" "$STAGE/etc/netconfig" || true
+# SMB3: mount.cifs for a guest that stands for a user's host (an attach reads its credentials file; a load guest's
+# lab mount needs none: busybox's mount hands its options to the kernel)
+add_tool sbin/mount.cifs sbin/mount.cifs || true
 
 # dropbear (and its libraries), so that a guest can stand for a user's host reached over ssh (vm.guestssh)
 add_tool usr/sbin/dropbear sbin/dropbear || true
@@ -387,7 +390,7 @@ SSH=false
 [ -x "$STAGE/sbin/dropbear" ] && SSH=true
 # the initiator tools a guest standing for a user's host has (protolab attaches with them over ssh)
 TOOLS=""
-for t in iscsiadm iscsid nvme mount.nfs rpc.nfsd; do [ -x "$STAGE/sbin/$t" ] && TOOLS="$TOOLS${TOOLS:+, }\"$t\""; done
+for t in iscsiadm iscsid nvme mount.nfs rpc.nfsd mount.cifs; do [ -x "$STAGE/sbin/$t" ] && TOOLS="$TOOLS${TOOLS:+, }\"$t\""; done
 cat > "$OUT/guest.json" <<EOF
 {"kernel": "$KVER", "fio": "$FIOV", "modules": $NMOD, "busybox": "$BUSYBOX", "kernel_paths": [$KPATHS], "ssh": $SSH, "tools": [$TOOLS]}
 EOF

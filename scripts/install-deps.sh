@@ -131,17 +131,18 @@ build_fio() {
 # Tools the guest image carries that this host must not install (their daemons and services are the guests'):
 # open-iscsi (iscsistart for a load guest's kernel iSCSI login; iscsiadm and iscsid for a guest that stands for a
 # user's host) with its libraries, nvme-cli, knfsd's helpers and mount.nfs (nfs-kernel-server, nfs-common, rpcbind),
+# mount.cifs (cifs-utils: a user's host's SMB3 attach with a credentials file),
 # dropbear, and OpenBSD nc (the relay to fio's Unix socket over an ssh session where dropbear cannot forward it),
 # unpacked into .deps/guest-debs/root from Debian's
 # packages, not installed. Idempotent; without them the image has no initiator tools and doctor says so.
 GUEST_DEBS=(open-iscsi libopeniscsiusr libisns0 nvme-cli libnvme1 nfs-kernel-server nfs-common rpcbind libtirpc-common
-            netbase dropbear-bin libtomcrypt1 libtommath1 netcat-openbsd libbsd0 libmd0)
+            netbase dropbear-bin libtomcrypt1 libtommath1 netcat-openbsd libbsd0 libmd0 cifs-utils)
 fetch_guest_debs() {
   local out="$DEPS/guest-debs"
   if [ -x "$out/root/sbin/iscsistart" ] && [ -x "$out/root/usr/sbin/dropbear" ] && [ -x "$out/root/usr/sbin/nvme" ] \
      && [ -x "$out/root/usr/sbin/rpc.nfsd" ] && [ -x "$out/root/sbin/mount.nfs" ] && [ -f "$out/root/etc/rpc" ] \
      && [ -f "$out/root/usr/lib/x86_64-linux-gnu/libisns.so.0" ] && [ -x "$out/root/bin/nc.openbsd" ] \
-     && [ -f "$out/debs.txt" ]; then
+     && [ -x "$out/root/sbin/mount.cifs" ] && [ -f "$out/debs.txt" ]; then
     say "guest tools: present ($(tr '\n' ' ' < "$out/debs.txt"))"; return
   fi
   rm -rf "$out"; mkdir -p "$out/root"

@@ -54,14 +54,15 @@ def lab(workdir):
 class Served:
     """smbd started by the adapter with its own record (in the lab's workdir), torn down from that record."""
 
-    def __init__(self, lab: Lab, clients: list[str], preload: str | None = None, modelled: bool = False):
+    def __init__(self, lab: Lab, clients: list[str], preload: str | None = None, modelled: bool = False,
+                 share: Path | None = None):
         self.runner = SubprocessRunner()
         self.home = lab.workdir / "samba-test"
         self.home.mkdir(mode=0o700, exist_ok=True)
         self.record = Record.create(self.home, {}, [])
         self.procs = Processes(self.runner, self.record, self.home / "logs")
         self.samba = Samba(self.runner, self.procs, lab.names.storage_ns, self.home)
-        self.share_dir = lab.export_file("local").parent
+        self.share_dir = share or lab.export_file("local").parent  # ``share``: another directory (a scratch one)
         self.resources = self.samba.start(self.share_dir, clients, preload, modelled)
         self.pid = self.resources[-1].extra["pid"]
 

@@ -1,5 +1,5 @@
-"""A target's kernel attach on the user's hosts (`attach = { iscsi | nfs | nvme-tcp = {…} }`): the one owner of
-its grammar.
+"""A target's kernel attach on the user's hosts (`attach = { iscsi | nfs | nvme-tcp | smb = {…} }`): the one owner
+of its grammar.
 
 Every value is data, checked here before anything is built from it: host names and addresses, ports, the IQN and
 NQN grammars (plan.protocols.IQN, vm.kernelpaths' NQN rule), an export path of plain characters, numbers in
@@ -15,6 +15,9 @@ an option in a command, local or over ssh.
 
     [targets.flash]
     attach = { nvme-tcp = { address = "10.1.2.5", nqn = "nqn.2014-08.org.example:flash", queues = 2 } }
+
+    [targets.share]    # the user name and password: in a root-only file on each host, never in the plan
+    attach = { smb = { server = "10.1.2.6", share = "bench", credentials = "/root/smb.cred", options = ["seal"] } }
 """
 
 from __future__ import annotations
@@ -34,6 +37,15 @@ MAX_NCONNECT = 16  # Linux's NFS client takes at most 16 connections per server
 MAX_QUEUES = 128
 RW_SIZES = tuple(2**k for k in range(12, 21))  # rsize/wsize: 4 KiB to 1 MiB, powers of two (the client rounds)
 NFS_VERSIONS = ("3", "4.0", "4.1", "4.2")
+#: SMB3 dialects as the kernel's vers= takes them ("3": the highest both sides have)
+SMB_VERSIONS = ("3.1.1", "3.02", "3.0", "3")
+#: the kernel's cifs options a plan may add (an attach's, a load guest's): flags, and options with a number; protolab
+#: sets the credentials, user, password, vers and cache itself
+CIFS_FLAGS = frozenset({"seal", "sign", "nosharesock", "nostrictsync", "nohandlecache", "multichannel", "nobrl",
+                        "hard", "soft", "noserverino"})
+CIFS_NUMBERS = frozenset({"rsize", "wsize", "bsize", "max_credits", "echo_interval", "actimeo", "max_channels",
+                          "handletimeout", "esize"})
+_SHARE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}\$?")  # "$": a hidden share
 
 
 class _Model(BaseModel):
@@ -65,6 +77,13 @@ def check_iqn(value: Any, field: str = "iqn") -> str:
     if not isinstance(value, str) or not IQN.fullmatch(value):
         raise ValueError(f"{field} {value!r} is not an iSCSI name; write iqn.YYYY-MM.reversed.domain:name "
                          "(letters, digits, '.', '-', '_', ':')")
+    return value
+
+
+def check_file_name(value: Any) -> str:
+    """A data file's plain name in a mounted share or export."""
+    if not isinstance(value, str) or not _FILE.fullmatch(value):
+        raise ValueError(f"file {value!r} is not a plain file name (letters, digits, '_', '.', '-'; no '/')")
     return value
 
 
@@ -182,9 +201,7 @@ class NfsAttach(NfsMount):
     @field_validator("file", mode="before")
     @classmethod
     def _file(cls, v: Any) -> str:
-        if not isinstance(v, str) or not _FILE.fullmatch(v):
-            raise ValueError(f"file {v!r} is not a plain file name (letters, digits, '_', '.', '-'; no '/')")
-        return v
+        return check_file_name(v)
 
     @property
     def reach(self) -> str:
@@ -229,14 +246,104 @@ class NvmeTcpAttach(_Model):
         return check_nqn(v)
 
 
+def check_cifs_option(option: Any) -> str:
+    """One cifs mount option a plan may give: a flag of CIFS_FLAGS, or NAME=NUMBER of CIFS_NUMBERS."""
+    key, eq, value = option.partition("=") if isinstance(option, str) else ("", "", "")
+    if (not eq and key in CIFS_FLAGS) or (eq and key in CIFS_NUMBERS and value.isdigit() and len(value) <= 10):
+        return option
+    raise ValueError(f"CIFS mount option {option!r}: give one of {', '.join(sorted(CIFS_FLAGS))}, or "
+                     f"{', '.join(sorted(CIFS_NUMBERS))} with a number (protolab sets ip, credentials, username, "
+                     "password, vers and cache itself)")
+
+
+class SmbAttach(_Model):
+    """SMB3: mount the share with the kernel's CIFS client (mount.cifs), logging in with the user name and password
+    of ``credentials``, a root-only file on each host; the target is ``file`` in the mount."""
+
+    server: str
+    share: str = Field(description="the share's name on the server, e.g. bench")
+    credentials: str = Field(description="a root-only file on each host (its absolute path): mount.cifs's username= "
+                                         "and password= lines")
+    version: Literal["3.1.1", "3.02", "3.0", "3"] = "3.1.1"
+    options: tuple[str, ...] = Field(default=(), description="further cifs mount options, e.g. [\"seal\"]")
+    file: str = Field(default="protolab.dat", description="the data file in the share (a plain name)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secret(cls, v: Any) -> Any:
+        given = sorted({"username", "user", "password", "pass", "domain"} & set(v)) if isinstance(v, dict) else []
+        if given:
+            raise ValueError(f"{given[0]}: a plan holds no user name or password; write username= and password= "
+                             "lines in a root-only file (mode 0600) on each host and give its path as credentials")
+        return v
+
+    @field_validator("server", mode="before")
+    @classmethod
+    def _server(cls, v: Any) -> str:
+        return check_host(v, "server")
+
+    @field_validator("share", mode="before")
+    @classmethod
+    def _share(cls, v: Any) -> str:
+        if not isinstance(v, str) or not _SHARE.fullmatch(v):
+            raise ValueError(f"share {v!r} is not a share name (letters, digits, '_', '.', '-'; a '$' at the end)")
+        return v
+
+    @field_validator("credentials", mode="before")
+    @classmethod
+    def _credentials(cls, v: Any) -> str:
+        if not isinstance(v, str) or not v.startswith("/") or v.endswith("/") or not EXPORT.fullmatch(v) \
+                or {"", ".", ".."} & set(v[1:].split("/")):
+            raise ValueError(f"credentials {v!r} is not a file's absolute path on the hosts; write /path/of/file "
+                             "(letters, digits, '_', '.', '+', '-' and '/'; no '.' or '..' step)")
+        return v
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> str:
+        if v not in SMB_VERSIONS or not isinstance(v, str):  # 3.0 and 3.02 as TOML numbers would lose their text
+            raise ValueError(f"version {v!r}: give one of {', '.join(SMB_VERSIONS)}, in quotes")
+        return v
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options(cls, v: Any) -> tuple[str, ...]:
+        if not isinstance(v, (list, tuple)):
+            raise ValueError('options must be a list of cifs mount options, e.g. ["seal", "rsize=1048576"]')
+        return tuple(check_cifs_option(o) for o in v)
+
+    @field_validator("file", mode="before")
+    @classmethod
+    def _file(cls, v: Any) -> str:
+        return check_file_name(v)
+
+    @property
+    def unc(self) -> str:
+        """//SERVER/SHARE, as mount.cifs and /proc/mounts write it."""
+        return f"//{self.server}/{self.share}"
+
+    def mount_options(self) -> str:
+        """The mount options protolab asks for besides the credentials (mount -o), in a fixed order."""
+        return ",".join([f"vers={self.version}", "cache=none", *self.options])
+
+    @property
+    def reach(self) -> str:
+        """The host the attach reaches."""
+        return self.server
+
+    def describe(self) -> str:
+        return f"SMB {self.unc} ({self.mount_options()}), credentials {self.credentials}, file {self.file}"
+
+
 class Attach(_Model):
-    """Exactly one of iscsi, nfs, nvme-tcp."""
+    """Exactly one of iscsi, nfs, nvme-tcp, smb."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
     iscsi: IscsiAttach | None = None
     nfs: NfsAttach | None = None
     nvme_tcp: NvmeTcpAttach | None = Field(default=None, alias="nvme-tcp")
+    smb: SmbAttach | None = None
 
     @model_validator(mode="after")
     def _one(self) -> "Attach":
@@ -253,13 +360,13 @@ class Attach(_Model):
         return next(f.alias or name for name, f in type(self).model_fields.items() if getattr(self, name) is not None)
 
     @property
-    def spec(self) -> IscsiAttach | NfsAttach | NvmeTcpAttach:
+    def spec(self) -> IscsiAttach | NfsAttach | NvmeTcpAttach | SmbAttach:
         spec = next(v for _, v in self if v is not None)
         return spec
 
     @property
     def address(self) -> str:
-        """The host the attach reaches: the iSCSI portal's, the NFS server, the NVMe/TCP address."""
+        """The host the attach reaches: the iSCSI portal's, the NFS or SMB server, the NVMe/TCP address."""
         return self.spec.reach
 
     def describe(self) -> str:

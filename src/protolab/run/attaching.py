@@ -1,9 +1,9 @@
-"""A target's kernel attach on a load host (plan.attach), and its detach: the adapter for iscsiadm, mount.nfs and
-nvme-cli.
+"""A target's kernel attach on a load host (plan.attach), and its detach: the adapter for iscsiadm, mount.nfs,
+nvme-cli and mount.cifs.
 
 Each attach, detach and check is one fixed shell script (one module per protocol: run.attach_iscsi, attach_nfs,
-attach_nvme) run through the host's shell (run.hostshell: this machine, or ssh). Plan values reach it as shell
-variables, quoted with shlex after plan.attach checked them. The attach script
+attach_nvme, attach_smb) run through the host's shell (run.hostshell: this machine, or ssh). Plan values reach it as
+shell variables, quoted with shlex after plan.attach checked them. The attach script
 
 - refuses (exit 3) when the host already has that target (a session to the IQN, a controller of the NQN, a
   mount of the export): protolab detaches only what it attached, so it never attaches over the user's own;
@@ -72,7 +72,7 @@ def summary(protocol: str, kernel: str) -> list[str]:
 
 
 def mount_point(run_key: str, host: str, target: str) -> str:
-    """The NFS mount point of a (run, host, target): under ATTACH_DIR, a name made of no plan text."""
+    """The mount point of a (run, host, target) for a mounted target: under ATTACH_DIR, a name of no plan text."""
     return f"{ATTACH_DIR}/{hashlib.sha256(f'{run_key}|{host}|{target}'.encode()).hexdigest()[:16]}"
 
 

@@ -1,15 +1,16 @@
 """What a host initiator adapter is: how a user's host (or a guest reached over ssh) attaches one protocol's
 target with its kernel, detaches it by identity, and what the report sums its kernel's account up by.
 
-One module per protocol (run.attach_iscsi, attach_nfs, attach_nvme), each an `HostInitiator` registered by its
-protocol in run.hostinitiators. run.attaching and `protolab doctor`'s host checks (hostcheck) loop over them."""
+One module per protocol (run.attach_iscsi, attach_nfs, attach_nvme, attach_smb), each an `HostInitiator` (a
+`MountedInitiator` for a file export or share) registered by its protocol in run.hostinitiators. run.attaching
+and `protolab doctor`'s host checks (hostcheck) loop over them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from .attach_sh import check_disks, disk_identities
+from .attach_sh import check_disks, check_mount, disk_identities, mount_identities, unmount
 
 
 @dataclass(frozen=True)
@@ -50,3 +51,22 @@ class HostInitiator:
     def notes(self, spec: Any, kernel: str) -> tuple[str, ...]:
         """What the kernel gave differently from what the plan asked (one line each)."""
         return ()
+
+
+@dataclass(frozen=True)
+class MountedInitiator(HostInitiator):
+    """A kernel client that mounts a file export or share (run.attach_sh.mounted_attach): the target is its data file,
+    its identity the mount's st_dev; detach unmounts this run's mount point alone."""
+
+    mounted: bool = True
+
+    def detach(self, spec: Any, mount: str, ids: tuple[str, ...] | None, run_key: str) -> str:
+        return unmount(mount)
+
+    def check(self, idents: tuple[str, ...]) -> str:
+        """The data file still a plain file on this run's nosymfollow mount."""
+        return check_mount(idents)
+
+    def identities(self, lines: list[str], devices: tuple[str, ...]) -> tuple[str, ...] | str:
+        """The mount's st_dev."""
+        return mount_identities(lines)

@@ -88,3 +88,63 @@ def test_kernel_paths_share_the_grammar():
         check_nqn("nqn.2014-08.org.example:a,b", "host NQN")
     with pytest.raises(ProtolabError, match="initiator IQN"):
         check_iqn("iqn.2001-05.com.example:a\nb", "initiator IQN")
+
+
+def test_smb_with_its_defaults_and_a_credentials_file_on_the_hosts():
+    t = _target('attach = { smb = { server = "filer.example", share = "bench", credentials = "/root/smb.cred", '
+                'options = ["seal", "rsize=1048576"] } }')
+    assert t.attach is not None and t.attach.protocol == "smb" and t.url == "attach:smb"
+    s = t.attach.spec
+    assert (s.version, s.file, s.unc, t.attach.address) == ("3.1.1", "protolab.dat", "//filer.example/bench",
+                                                            "filer.example")
+    assert t.attach.describe() == ("SMB //filer.example/bench (vers=3.1.1,cache=none,seal,rsize=1048576), "
+                                   "credentials /root/smb.cred, file protolab.dat")
+    # a file on the share is protolab's own, as on an NFS export: no overwrite opt-in needed
+    plan = load_plan_text(PLAN.replace("allow_overwrite = true\n", "") + 'attach = { smb = { server = "f", '
+                          'share = "s", credentials = "/etc/protolab/smb.cred", version = "3.0" } }\n')
+    assert plan.targets["t"].attach.spec.version == "3.0"
+
+
+@pytest.mark.parametrize("smb, field", [
+    ({"credentials": "root/smb.cred"}, "credentials"),  # not absolute
+    ({"credentials": "/root/../etc/shadow"}, "credentials"),
+    ({"credentials": "/root/./smb.cred"}, "credentials"),
+    ({"credentials": "/root//smb.cred"}, "credentials"),
+    ({"credentials": "/root/"}, "credentials"),
+    ({"credentials": "/"}, "credentials"),
+    ({"credentials": "/root/smb.cred,uid=1000"}, "credentials"),  # a second mount option
+    ({"credentials": "/root/smb cred"}, "credentials"),
+    ({"credentials": "/root/$HOME"}, "credentials"),
+    ({"credentials": "-o"}, "credentials"),
+    ({"credentials": 7}, "credentials"),
+    ({"share": "bench/sub"}, "share"),
+    ({"share": "-o"}, "share"),
+    ({"share": ".."}, "share"),
+    ({"server": "h;x"}, "server"),
+    ({"version": "2.1"}, "version"),
+    ({"version": 3.0}, "version"),  # TOML's 3.0 and 3.02: numbers that lost their text
+    ({"options": ["cache=loose"]}, "options"),
+    ({"options": ["credentials=/tmp/x"]}, "options"),
+    ({"options": ["rsize=1,uid=0"]}, "options"),
+    ({"options": ["seal=1"]}, "options"),
+    ({"options": "seal"}, "options"),
+    ({"file": "../protolab.dat"}, "file"),
+])
+def test_each_smb_value_is_checked(smb, field):
+    with pytest.raises(ValidationError) as e:
+        Attach.model_validate({"smb": {"server": "filer", "share": "bench", "credentials": "/root/smb.cred", **smb}})
+    err = e.value.errors()[0]
+    assert err["loc"][-1] == field, err
+
+
+@pytest.mark.parametrize("key", ["password", "username", "user", "domain"])
+def test_a_plan_holds_no_smb_user_or_password(key):
+    secret = "hunter2hunter2"
+    with pytest.raises(ValidationError) as e:
+        Attach.model_validate({"smb": {"server": "filer", "share": "bench", "credentials": "/root/smb.cred",
+                                       key: secret}})
+    msg = e.value.errors()[0]["msg"]
+    assert f"{key}: a plan holds no user name or password" in msg and "root-only file" in msg
+    assert secret not in msg
+    with pytest.raises(ValidationError, match="credentials"):  # and the file's path is needed
+        Attach.model_validate({"smb": {"server": "filer", "share": "bench"}})

@@ -18,9 +18,9 @@ from protolab.plan.load import load_plan_text
 from protolab.proc import Completed, FakeRunner
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.rundir import RunDir
-from protolab.run import attach_iscsi, attach_nfs, attach_nvme
+from protolab.run import attach_iscsi, attach_nvme
 from protolab.run import attachments as attachments_mod
-from protolab.run.attach_sh import CHANGED, IDENT, check_disks
+from protolab.run.attach_sh import CHANGED, IDENT, check_disks, check_mount
 from protolab.run.attaching import Attached, Attacher, attach_script, detach_script
 from protolab.run.attachments import Attachments, run_key
 from protolab.run.hostshell import HostShell
@@ -159,7 +159,7 @@ def test_the_nfs_data_file_is_checked_on_its_nosymfollow_mount_before_every_wind
     flags = "rw,nosuid,nodev,noexec,nosymfollow,relatime,vers=4.1"
     _mounts(tmp_path, m, flags)
     dev = str(m.stat().st_dev)
-    check = attach_nfs.check(str(m), "protolab.dat", dev)
+    check = check_mount((f"{m}/protolab.dat dev={dev}",))
     assert _sh(check, tmp_path).returncode == 0  # not there yet: fio makes it
     (m / "protolab.dat").write_bytes(b"x" * 4096)
     assert _sh(check, tmp_path).returncode == 0
@@ -177,7 +177,7 @@ def test_the_nfs_data_file_is_checked_on_its_nosymfollow_mount_before_every_wind
     _mounts(tmp_path, m, flags.replace("nosymfollow,", ""))
     assert "no longer mounted nosuid,nodev,noexec,nosymfollow" in _sh(check, tmp_path).stdout
     _mounts(tmp_path, m, flags)
-    assert "no longer the file system" in _sh(attach_nfs.check(str(m), "protolab.dat", "1"), tmp_path).stdout
+    assert "no longer the file system" in _sh(check_mount((f"{m}/protolab.dat dev=1",)), tmp_path).stdout
     with (tmp_path / "proc" / "mounts").open("a") as f:
         f.write(f"tmpfs {m} tmpfs rw 0 0\n")  # something mounted over it
     assert "not this run's mount alone" in _sh(check, tmp_path).stdout

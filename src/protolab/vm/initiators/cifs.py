@@ -21,6 +21,7 @@ from ipaddress import IPv4Address
 from ...conventions import DATA_FILE
 from ...errors import ProtolabError
 from ...lab.names import check_in_lab_range
+from ...plan.attach import SMB_VERSIONS, check_cifs_option
 from ...plan.model import Configuration
 from .base import MOUNT, Attachment, Initiator
 
@@ -29,23 +30,16 @@ LINE = "protolab-guest: smb "
 FAILED = "protolab-guest: smb mount of "
 #: SMB dialects the kernel's vers= takes that Samba's lab share serves (lab.servers.samba: SMB 3.0 to 3.1.1); "3": the
 #: highest both sides have
-VERSIONS = ("3.1.1", "3.02", "3.0", "3")
-#: the kernel's cifs options a plan may add: flags, and options with a number
-FLAGS = frozenset({"seal", "sign", "nosharesock", "nostrictsync", "nohandlecache", "multichannel", "nobrl", "hard",
-                   "soft", "noserverino"})
-NUMBERS = frozenset({"rsize", "wsize", "bsize", "max_credits", "echo_interval", "actimeo", "max_channels",
-                     "handletimeout", "esize"})
+VERSIONS = SMB_VERSIONS
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PASSWORD = re.compile(r"[A-Za-z0-9]{8,128}")
 
 
 def _check_option(option: str) -> str:
-    key, eq, value = option.partition("=")
-    if (not eq and key in FLAGS) or (eq and key in NUMBERS and value.isdigit() and len(value) <= 10):
-        return option
-    raise ProtolabError(f"CIFS mount option {option!r}: give one of {', '.join(sorted(FLAGS))}, or "
-                        f"{', '.join(sorted(NUMBERS))} with a number (protolab sets ip, username, password, vers "
-                        "and cache itself)")
+    try:
+        return check_cifs_option(option)  # the options an attach on a user's host takes (plan.attach)
+    except ValueError as e:
+        raise ProtolabError(str(e)) from None
 
 
 @dataclass(frozen=True)
