@@ -158,3 +158,56 @@ def test_the_protocol_check_finds_a_new_branch_a_key_and_a_list():
     assert _protocol_names("lab/servers/tgt.py", branch, names) == []  # an adapter may
     assert _protocol_names("run/attach_iscsi.py", branch, names) == []
     assert _protocol_names("run/attaching.py", branch, names) != []  # the loop over adapters may not
+
+
+def _analysis_calls(rel: str, text: str) -> list[str]:
+    """The functions (and modules, whose functions they reach) of protolab.analysis that the module ``rel`` (a path
+    under src/protolab) imports: 'report/sections/vms.py:15 protolab.analysis.derived.figures'. Its types, data
+    classes and constants may be imported."""
+    import importlib
+    import inspect
+
+    package = ["protolab", *Path(rel).parts[:-1]]
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            if target != "protolab.analysis" and not target.startswith("protolab.analysis."):
+                continue
+            module = importlib.import_module(target)
+            for a in node.names:
+                value = getattr(module, a.name, None)
+                if value is None:  # a submodule not imported by its package yet
+                    value = importlib.import_module(f"{target}.{a.name}")
+                if inspect.isfunction(value) or inspect.ismodule(value):
+                    found.append(f"{rel}:{node.lineno} {target}.{a.name}")
+        elif isinstance(node, ast.Import):
+            found += [f"{rel}:{node.lineno} {a.name}" for a in node.names
+                      if a.name == "protolab.analysis" or a.name.startswith("protolab.analysis.")]
+    return found
+
+
+def test_report_sections_call_no_analysis_function():
+    """A section is a function of the report's model (`tables.build` runs the analysis once): it may name the
+    analysis's types, never call it while rendering."""
+    found = [hit for p in sorted((SRC / "report" / "sections").rglob("*.py"))
+             for hit in _analysis_calls(p.relative_to(SRC).as_posix(), p.read_text())]
+    assert found == []
+
+
+def test_the_section_check_finds_an_analysis_function_imported():
+    section = ("from ...analysis.crossover import AtPoint, sentence\n"  # a data class and a function
+               "from ...analysis.findings import METRICS, Finding\n"  # a constant and a data class
+               "from ...plan.coordinates import value_text\n"  # a formatting function of plan/: not a climb
+               "from protolab.analysis.claims import judged_at\n"
+               "from ...analysis import derived\n"
+               "def build(data):\n"
+               "    import protolab.analysis.derived\n"
+               "    return derived.figures(data.records[0])\n")
+    assert _analysis_calls("report/sections/example.py", section) == [
+        "report/sections/example.py:1 protolab.analysis.crossover.sentence",
+        "report/sections/example.py:4 protolab.analysis.claims.judged_at",
+        "report/sections/example.py:5 protolab.analysis.derived",
+        "report/sections/example.py:7 protolab.analysis.derived"]
+    assert _analysis_calls("report/sections/example.py", "from ...analysis.capacity import Knee, Ladder\n") == []

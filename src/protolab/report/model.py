@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..analysis.capacity import Ladder
     from ..analysis.claims import ClaimVerdict
     from ..analysis.crossover import Added, AtPoint
+    from ..analysis.derived import Figures
     from ..analysis.headlines import Headline
     from ..analysis.paths import PathShare
     from ..analysis.summary import Matrix
@@ -62,6 +63,14 @@ class CrossoverData:
     points: list[AtPoint] = field(default_factory=list)  # every configuration at every swept point
     parallelism: int | None = None  # the array's servers (None: a RAM pool, or no lab)
     ram: bool = False  # the lab's pool answers from RAM (no device model)
+    # each configuration's crossover at one workload and load point, in words (analysis.crossover.sentence), by
+    # (workload, total OIO, load point, configuration), as `points` group
+    sentences: dict[tuple[str, int, str, str], str] = field(default_factory=dict)
+    below_us: dict[tuple[str, str], float] = field(default_factory=dict)  # as `added`: the baseline's latency per
+    #                                                                        I/O below which o costs more than the band
+    slow: str = ""  # a RAM pool: the plan.storage preset its reader is pointed at ('hdd-array')
+    slow_cost: dict[tuple[str, str], float] = field(default_factory=dict)  # as `added`: the share of IOPS o costs
+    #                                                                         at that preset's service time
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,8 @@ class ReportData(RunData):
     reach: list[tuple[dict[str, int], list[ClaimVerdict]]] = field(default_factory=list)  # … at each swept point
     crossover: CrossoverData | None = None  # the sweep's crossover and each configuration's added time per I/O
     capacity: CapacityData | None = None  # the rate ladder's knee and capacity under the objective (plan.capacity)
+    judged: str = ""  # a swept plan: where its seed's claims are judged, in one sentence (analysis.claims.judged_at)
+    figures: dict[str, list[Figures]] = field(default_factory=dict)  # configuration → its records' derived figures
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one

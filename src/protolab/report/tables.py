@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 from ..analysis.bottleneck import bottlenecks
 from ..analysis.bottleneck_words import bottleneck_findings
-from ..analysis.claims import claim_reach, claim_verdicts
-from ..analysis.derived import busy_note, figures
+from ..analysis.claims import claim_reach, claim_verdicts, judged_at
+from ..analysis.derived import Figures, busy_note, figures
 from ..analysis.findings import METRICS, TABLE_ONLY, Key, findings, measured_metrics, study_rows, verdicts
 from ..analysis.headlines import headlines
 from ..analysis.pairs import pair_findings
@@ -238,7 +238,7 @@ def _run(manifest: Manifest, records: list[CellRecord], series: dict[int, dict[s
                    series=series or {}, cells=cells, alpha=alpha, noise=noise)
 
 
-def _notes(run: RunData, charts: list[Chart], ceiling_note: str) -> dict[str, str]:
+def _notes(run: RunData, charts: list[Chart], ceiling_note: str, figs: list[Figures]) -> dict[str, str]:
     """Per section, what this run did not measure (and the machine's other work, when it was busy)."""
     notes = {m: "not measured in this run" for m in run.absent}
     if not any(c.section == "series" for c in charts):
@@ -247,7 +247,7 @@ def _notes(run: RunData, charts: list[Chart], ceiling_note: str) -> dict[str, st
         notes["percentiles"] = "latency histograms not stored in this run"
     if ceiling_note:
         notes["ceiling"] = ceiling_note
-    busy = busy_note([figures(r) for r in run.records])
+    busy = busy_note(figs)
     if busy:
         notes["busy"] = busy
     return notes
@@ -291,10 +291,15 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     claims = claim_verdicts(plan, records, held, long.trends, alpha=alpha, noise=noise)
     reach = claim_reach(plan, records, alpha=alpha, noise=noise)
     paths = {k: p for k, recs in run.cells.items() if (p := path_share(recs)) is not None}
+    figs = [figures(r) for r in run.records]
+    by_config: dict[str, list[Figures]] = {}
+    for r, f in zip(run.records, figs):
+        by_config.setdefault(r.configuration, []).append(f)
     return ReportData(**run.parts(), verdicts=vs, findings=found, charts=charts,
-                      notes=_notes(run, charts, ceiling_note), bottlenecks=held, paths=paths, trends=long.trends,
-                      matrices=ms, headlines=headlines(ms), claims=claims, reach=reach, crossover=crossover_data(run),
-                      capacity=ladder)
+                      notes=_notes(run, charts, ceiling_note, figs), bottlenecks=held, paths=paths,
+                      trends=long.trends, matrices=ms, headlines=headlines(ms), claims=claims, reach=reach,
+                      crossover=crossover_data(run), capacity=ladder,
+                      judged=judged_at(plan) if plan is not None else "", figures=by_config)
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:

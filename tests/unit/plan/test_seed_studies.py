@@ -148,7 +148,7 @@ def test_the_report_opens_the_seeds_claims_with_computed_verdicts_in_both_format
     from markupsafe import Markup
 
     from protolab.analysis.bottleneck import Bottleneck
-    from protolab.analysis.claims import claim_verdicts
+    from protolab.analysis.claims import claim_verdicts, judged_at
     from protolab.plan.coordinates import point_of
     from protolab.report.sections import Page
     from protolab.report.sections.seed import SeedSection
@@ -166,6 +166,7 @@ def test_the_report_opens_the_seeds_claims_with_computed_verdicts_in_both_format
         d.bottlenecks = {(r.workload, point_of(r), r.configuration): Bottleneck(bottleneck, "tgtd", None, None, None)
                          for r in d.records}
         d.claims, d.reach = claim_verdicts(plan, d.records, d.bottlenecks, d.trends), []  # as report.tables builds
+        d.judged = judged_at(plan)
         s = SeedSection()
         m = s.build(d)
         return m, "\n".join(s.markdown(m)), str(s.html(m, Page(chart=lambda c: Markup(""))))

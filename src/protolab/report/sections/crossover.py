@@ -13,15 +13,13 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
-from ...analysis.claims import judged_at
-from ...analysis.crossover import Added, AtPoint, cost_at, matters_below_us, sentence, value_text
+from ...analysis.crossover import Added, AtPoint
+from ...plan.coordinates import value_text
 from ...plan.storage import PRESETS, parse_time_us
 from ..markdown import md_table
 from ..model import CrossoverData, ReportData
 from .base import Page, Section
 
-#: The slow array the RAM pool's reader is pointed at: TR-3808's (plan.storage's hdd-array preset and its source).
-SLOW = "hdd-array"
 ZERO = ("0 µs is the device model's daemon answering each request at once: the fastest array the model gives (FUSE, "
         "the loop device and btrfs still in every path alike; the RAM pool without the model is faster still), not an "
         "array anyone sells.")
@@ -53,7 +51,7 @@ class CrossoverModel:
     saturated: list[str] = field(default_factory=list)
     ram: str = ""  # what the RAM pool means (no sweep, RAM pool)
     zero: bool = False
-    judged: str = ""  # the band is a seed claim's: where that claim is judged (analysis.claims.judged_at)
+    judged: str = ""  # the band is a seed claim's: where that claim is judged (`ReportData.judged`)
     note: str = ""  # what the section does not state, and why (a link-rate sweep's model; two swept coordinates)
 
 
@@ -61,13 +59,12 @@ def _ratio(p: AtPoint) -> str:
     return f"{p.ratio:.2f} ({p.ci_low:.2f}–{p.ci_high:.2f})"
 
 
-def _added_sentence(a: Added, baseline: str, band: float, where: str) -> str:
+def _added_sentence(a: Added, baseline: str, band: float, where: str, below: float) -> str:
     depth = "" if a.oio_per_stream == 1 else (f" (at {a.total_oio} outstanding I/Os: the run has no point at 1 per "
                                               "stream, so this includes their queueing)")
     ci = f" (95 % CI {a.lo_us:,.0f} to {a.hi_us:,.0f} µs)" if a.lo_us == a.lo_us else ""
     if a.o_us <= 0:
         return f"{a.configuration} adds no time per I/O over {baseline}{where}: {a.o_us:+.0f} µs{ci}{depth}."
-    below = matters_below_us(a.o_us, band)
     return (f"{a.configuration} adds {a.o_us:.0f} µs{ci} per I/O over {baseline}{where}{depth}; by the model it "
             f"costs more than {100 * band:g} % of IOPS wherever {baseline}'s own latency per I/O is below "
             f"{value_text('service_time', _two_digits(below))} (o·(1 − b)/b).")
@@ -97,13 +94,14 @@ class CrossoverSection(Section[CrossoverModel]):
         if swept is None:
             return self._unswept(data, c)
         m = CrossoverModel(swept, data.baseline, band, source, zero=swept == "service_time" and any(
-            p.axis == 0 for p in c.points), judged=judged_at(plan) if source.startswith("the seed's") else "",
+            p.axis == 0 for p in c.points), judged=data.judged if source.startswith("the seed's") else "",
             note="" if swept == "service_time" else LINK)
         groups: dict[tuple[str, int, str, str], list[AtPoint]] = {}
         for p in c.points:
             groups.setdefault((p.workload, p.total_oio, p.load, p.configuration), []).append(p)
-        for (w, _, load, _), ps in sorted(groups.items()):
-            m.sentences.append((w, load, sentence(ps, data.baseline, band, swept)))
+        for key, ps in sorted(groups.items()):
+            w, _, load, _ = key
+            m.sentences.append((w, load, c.sentences[key]))
             for p in sorted(ps, key=lambda p: p.axis):
                 pred = "–" if p.predicted is None else f"{p.predicted:.2f}"
                 m.rows.append([w, load, p.configuration, value_text(swept, p.axis), _ratio(p), pred,
@@ -115,8 +113,8 @@ class CrossoverSection(Section[CrossoverModel]):
         if c.added:
             a0 = next(iter(c.added.values()))
             ref = value_text("service_time", a0.at_us or 0)
-            m.added.extend(_added_sentence(a, data.baseline, band, f" ({a.workload}, at {ref})")
-                           for a in c.added.values())
+            m.added.extend(_added_sentence(a, data.baseline, band, f" ({a.workload}, at {ref})", c.below_us.get(k, 0.0))
+                           for k, a in c.added.items())
             m.model = MODEL.format(baseline=data.baseline, ref=ref)
         return m
 
@@ -125,17 +123,19 @@ class CrossoverSection(Section[CrossoverModel]):
             return None
         band, added = c.band, c.added
         m = CrossoverModel(None, data.baseline, band, c.band_source)
-        m.added.extend(_added_sentence(a, data.baseline, band, f" ({a.workload})") for a in added.values())
+        m.added.extend(_added_sentence(a, data.baseline, band, f" ({a.workload})", c.below_us.get(k, 0.0))
+                       for k, a in added.items())
         if c.ram:
-            slow_us = parse_time_us(PRESETS[SLOW].service_time, "service_time")
+            slow = c.slow
+            slow_us = parse_time_us(PRESETS[slow].service_time, "service_time")
             costs = "; ".join(f"{a.configuration}'s added {a.o_us:.0f} µs would cost "
-                              f"~{100 * cost_at(a.o_us, slow_us + a.d_us):.0f} %" for a in added.values() if a.o_us > 0)
+                              f"~{100 * c.slow_cost[k]:.0f} %" for k, a in added.items() if a.o_us > 0)
             m.ram = (f"This run's pool answers from RAM (no device model): these are the protocols' own costs at the "
                      f"fastest array this lab has, where an I/O's time is almost all protocol and stack — a property "
                      f"of this RAM pool, not of the protocols alone. An array's service time dilutes them: by the "
-                     f"model (a closed loop below saturation loses o/(s + d + o)), at {SLOW}'s "
+                     f"model (a closed loop below saturation loses o/(s + d + o)), at {slow}'s "
                      f"{value_text('service_time', slow_us)} "
-                     f"({PRESETS[SLOW].source.split(':')[0]}) {costs or 'no configuration adds time'} of IOPS — "
+                     f"({PRESETS[slow].source.split(':')[0]}) {costs or 'no configuration adds time'} of IOPS — "
                      f"predicted, not measured here. `protolab run --builtin array-speed` measures where each "
                      f"protocol crosses ±{100 * band:g} % of the direct path.")
         return m

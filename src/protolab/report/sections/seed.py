@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ...analysis.claims import ClaimVerdict, judged_at
-from ...analysis.crossover import value_text
+from ...analysis.claims import ClaimVerdict
+from ...plan.coordinates import value_text
 from ...plan.sweep import chosen
 from ..markdown import md_table
 from ..model import ReportData
@@ -88,7 +88,7 @@ class SeedModel:
     verdicts: list[ClaimVerdict]
     quoted: list[tuple[int, str, str]]  # findings without a claim or a reason: (index, section, words)
     machine: str
-    judged: str = ""  # a swept plan: where its claims are judged (analysis.claims.judged_at)
+    judged: str = ""  # a swept plan: where its claims are judged (`ReportData.judged`)
     reach_head: tuple[str, ...] = ()  # a swept plan: #, §, claim tested, then each swept point
     reach_rows: tuple[tuple[str, ...], ...] = ()  # each claim's verdict at every swept point
 
@@ -110,7 +110,7 @@ class SeedSection(Section[SeedModel]):
         quoted = [(i, f.section or "", f.said) for i, f in enumerate(data.plan.seed_findings)
                   if not f.claims and not f.untestable]
         head, rows = reach(data)
-        return SeedModel(data.plan.seed, data.claims, quoted, machine_line(data), judged_at(data.plan),
+        return SeedModel(data.plan.seed, data.claims, quoted, machine_line(data), data.judged,
                          head, rows)
 
     def markdown(self, m: SeedModel) -> list[str]:

@@ -12,7 +12,6 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from ...analysis.derived import figures
 from ..model import ReportData
 from .base import Page, Section
 
@@ -55,7 +54,7 @@ class VmSection(Section[VmModel]):
                        "its disk; its QEMU's CPU counts as the storage server's).")
         rows = []
         for c in data.configurations:
-            f = [figures(r) for r in data.records if r.configuration == c]
+            f = data.figures.get(c, [])
             vals = [(x.cpu_us_per_io_hv_vcpu, x.cpu_us_per_io_hv_io, x.cpu_us_per_io_guest) for x in f
                     if x.cpu_us_per_io_hv_vcpu is not None]
             if vals:
