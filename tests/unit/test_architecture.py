@@ -162,7 +162,7 @@ def test_the_protocol_check_finds_a_new_branch_a_key_and_a_list():
 
 def _analysis_calls(rel: str, text: str) -> list[str]:
     """The functions (and modules, whose functions they reach) of protolab.analysis that the module ``rel`` (a path
-    under src/protolab) imports: 'report/sections/vms.py:15 protolab.analysis.derived.figures'. Its types, data
+    under src/protolab) imports: 'report/sections/vm_section.py:15 protolab.analysis.derived.figures'. Its types, data
     classes and constants may be imported."""
     import importlib
     import inspect

@@ -1,6 +1,6 @@
 """The capacity ladder's figures (analysis.capacity, `model.CapacityData`), computed once when the report's data is
 built, and its charts: per workload and point, the objective's latency percentile and the mean latency against the
-achieved IOPS, one line per configuration, each point a step's median over its repeats. report.sections.capacity
+achieved IOPS, one line per configuration, each point a step's median over its repeats. report.sections.capacity_section
 puts them in words."""
 
 from __future__ import annotations

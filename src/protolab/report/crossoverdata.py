@@ -1,8 +1,8 @@
 """The crossover's figures (analysis.crossover, `model.CrossoverData`), computed once when the report's data is
 built: with a swept service time or link rate, every configuration against the baseline at every swept point and
 the model's prediction; with or without a sweep, each configuration's added time per I/O, where it starts to cost
-more than the band and, over a RAM pool, what it would cost on a slow array. report.sections.crossover puts them in
-words, with each configuration's crossover sentence made here."""
+more than the band and, over a RAM pool, what it would cost on a slow array. report.sections.crossover_section puts
+them in words, with each configuration's crossover sentence made here."""
 
 from __future__ import annotations
 

@@ -249,7 +249,7 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
 
 
 def test_windows_whose_fio_statuses_fell_out_of_step_are_named_in_the_method_in_both_formats(tmp_path):
-    from protolab.report.sections.method import MethodSection
+    from protolab.report.sections.method_section import MethodSection
 
     rd = RunDir.open(_copy(tmp_path, "v1-run"), write=False)
     records = [r.model_copy(update={"out_of_step_s": 0.8 if r.seq == 1 else 1.6 if r.seq == 2 else None})

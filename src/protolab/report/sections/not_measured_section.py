@@ -7,7 +7,7 @@ from markupsafe import Markup
 
 from ...analysis.findings import METRICS
 from ..model import ReportData
-from .base import Page, Section
+from .section import Page, Section
 
 
 class NotMeasuredSection(Section[list[str]]):

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from ..chart import Chart
 from ..model import ReportData
-from .base import Page, Section, chart_lines
+from .section import Page, Section, chart_lines
 
 
 @dataclass(frozen=True)

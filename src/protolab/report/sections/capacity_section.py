@@ -15,7 +15,7 @@ from ...analysis.capacity import CapacityFigure, Knee, Ladder
 from ..chart import Chart
 from ..markdown import md_table
 from ..model import CapacityData, ReportData
-from .base import Page, Section, chart_lines
+from .section import Page, Section, chart_lines
 
 HOW = ("Open loop: each step offers its rate whatever the storage does ({arrivals} arrivals, fio's rate_iops shared "
        "by the streams), so latency shows the queue. A step meets the objective in a repeat when it kept up there "

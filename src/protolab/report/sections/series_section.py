@@ -3,7 +3,7 @@ per-interval IOPS and latency (report.longrun); without series, the note says so
 
 from __future__ import annotations
 
-from .charts import ChartSection
+from .chart_section import ChartSection
 
 
 class SeriesSection(ChartSection):

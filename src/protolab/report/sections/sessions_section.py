@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from ..model import ReportData
-from .base import Page, Section
+from .section import Page, Section
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ...metrics import METRICS
 from ..htmlkit import fmt_number
 from ..markdown import md_table
 from ..model import ReportData
-from .base import Page, Section
+from .section import Page, Section
 
 ARROW = {HIGHER: "↑", LOWER: "↓"}
 LEGEND = ("{baseline} = 100 (its row: its own values, median over load points and their range); a cell: the median "

@@ -11,7 +11,7 @@ from ..chart import Chart
 from ..htmlkit import HTML_ROWS
 from ..markdown import md_table, summary_table
 from ..model import ReportData
-from .base import Heading, Page, Section
+from .section import Heading, Page, Section
 
 #: Summary columns that hold words, not numbers (left-aligned on the page).
 WORDS = ("load point", "configuration", "limited by", "paths")
