@@ -80,7 +80,7 @@ def claims_table(claims: list[dict]) -> str:
 
 def claims_of(run: Path) -> list[dict]:
     """A stored run's seed-claim verdicts, as `report --json` gives them (computed here; nothing is written)."""
-    from protolab.report.commands import report_json
+    from protolab.report.report_cli import report_json
     from protolab.results.rundir import RunDir
 
     return report_json(RunDir.open(run, write=False), run / "report.html").get("claims", [])

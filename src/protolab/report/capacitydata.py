@@ -9,7 +9,7 @@ from statistics import median
 
 from ..analysis.capacity import Ladder, Step, floor_share, kept_up, ladders, meets
 from .chart import Chart, Series
-from .model import CapacityData, RunData, slug
+from .report_data import CapacityData, RunData, slug
 
 
 def capacity_data(run: RunData, saturation: dict[tuple[str, str], float] | None = None

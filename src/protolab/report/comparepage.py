@@ -18,7 +18,7 @@ from ..metrics import title as metric_title
 from .chart import Chart, Series
 from .htmlkit import HTML_ROWS, STATIC, TEMPLATES, environment, read, script_safe
 from .markdown import compare_rows, verdict_tally
-from .model import slug
+from .report_data import slug
 
 #: The comparison table's columns that hold words (left-aligned on the page).
 WORDS = ("workload", "load point", "configuration", "metric", "verdict")

@@ -11,7 +11,7 @@ from ..plan.coordinates import point_of
 from ..plan.model import Plan
 from ..plan.storage import PRESETS, parse_time_us
 from ..plan.topology import LabSpec
-from .model import CrossoverData, RunData, is_closed_loop
+from .report_data import CrossoverData, RunData, is_closed_loop
 
 #: The slow array the RAM pool's reader is pointed at: TR-3808's (plan.storage's hdd-array preset and its source).
 SLOW = "hdd-array"

@@ -1,4 +1,4 @@
-"""`[capacity]` in a plan (plan.capacity): its forms, one-line errors naming the field, the plans it refuses, the
+"""`[capacity]` in a plan (plan.rate_ladder): its forms, one-line errors naming the field, the plans it refuses, the
 offered rate as a coordinate of the expansion, the job file's per-stream rates and validate's Little's-law warning."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from protolab.errors import PlanError
 from protolab.plan.coordinates import point_of
 from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text
-from protolab.plan.summary import matrix_line
+from protolab.plan.matrix_line import matrix_line
 from protolab.plan.warnings import plan_warnings
 from protolab.run.recording import coords
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..model import ReportData
+from ..report_data import ReportData
 from .capacity_section import CapacitySection
 from .ceiling_section import CeilingSection
 from .crossover_section import CrossoverSection

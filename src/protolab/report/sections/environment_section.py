@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 #: The provenance report.md names in one line (by its field names), and the rows of report.html's table.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 #: At most this many windows with errors are named one by one (the count covers them all).

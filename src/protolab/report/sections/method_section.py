@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 LIMITED_BY = ("\"Limited by\": the wire at ≥ 90 % of its modelled ceiling, else the array at ≥ 90 % of its device "

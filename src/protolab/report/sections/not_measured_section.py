@@ -6,7 +6,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from ...analysis.findings import METRICS
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 

@@ -9,7 +9,7 @@ from markupsafe import Markup
 
 from ...conventions import fio_unescaped
 from ..markdown import md_table
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 CONFIG_HEADERS = ["configuration", "target", "engine", "link", "description"]

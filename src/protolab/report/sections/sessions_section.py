@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 

@@ -12,7 +12,7 @@ from ...analysis.summary import ABSOLUTE, BASELINE, HIGHER, LOWER, MIXED, SAME, 
 from ...metrics import METRICS
 from ..htmlkit import fmt_number
 from ..markdown import md_table
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 ARROW = {HIGHER: "↑", LOWER: "↓"}

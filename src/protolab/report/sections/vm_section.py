@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from ..model import ReportData
+from ..report_data import ReportData
 from .section import Page, Section
 
 TCG_MEANING = (
