@@ -27,11 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from protolab.plan.coordinates import load_label
+
 STUDIES = ["tr3808", "tr3916-shared", "tr3916-vm", "exchange", "jumbo-vmtn", "emc-fill-aging", "kernel-paths"]
 
 
 def _point(row: dict) -> str:
-    return f"{row['hosts']}×{row['streams_per_host']}×{row['oio_per_stream']}={row['total_oio']}"
+    return load_label(*(int(row[k]) for k in ("hosts", "streams_per_host", "oio_per_stream", "total_oio")))
 
 
 def check_claims(rows: list[dict], claims: list[dict]) -> tuple[int, list[str]]:

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
+from .coordinates import load_label
 from .drop_caches import DropCachesField
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
@@ -151,9 +152,8 @@ class LoadPoint(_Model):
         return self.oio if self.oio is not None else workload.oio
 
     def label(self, workload: Workload) -> str:
-        """'1×4×4 (16 OIO)': hosts × streams × OIO per stream."""
-        o = self.oio_for(workload)
-        return f"{self.hosts}×{self.streams}×{o} ({self.hosts * self.streams * o} OIO)"
+        """'1×4×4=16' at ``workload``'s OIO per stream (plan.coordinates.load_label)."""
+        return load_label(self.hosts, self.streams, self.oio_for(workload))
 
 
 class Initialise(_Model):

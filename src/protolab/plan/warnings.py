@@ -40,7 +40,7 @@ def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
                 if deep:
                     lp = deep[0]
                     out.append(f"configuration {c.name!r}: {engine} is synchronous — one I/O in flight per "
-                               f"stream, so a load point of {lp.hosts}×{lp.streams}×{lp.oio_for(plan.workloads[0])} "
+                               f"stream, so a load point of {lp.label(plan.workloads[0])} "
                                f"has {lp.hosts * lp.streams} in flight, not "
                                f"{lp.hosts * lp.streams * lp.oio_for(plan.workloads[0])}; use io_uring or libaio "
                                "for queue depths above 1")
