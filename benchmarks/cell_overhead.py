@@ -97,8 +97,8 @@ def _runtime(job: Path) -> float:
 def floor(plan: Path, run: Path, work: Path) -> dict[str, list[float]]:
     """Plain fio over each cell's own job files on a fresh lab of the same plan: {configuration: [wall − runtime]}."""
     from protolab.engine.fio import Fio
-    from protolab.lab.cli import lab_protocols
     from protolab.lab.lab import Lab
+    from protolab.lab.lab_cli import lab_protocols
     from protolab.lab.names import default_workdir
     from protolab.plan.load import load_plan
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from protolab.plan.migrate import PLAN_FORMAT
 from protolab.report import drawer, html, sections, tables
-from protolab.report.commands import write_report
+from protolab.report.report_cli import write_report
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness
 from protolab.results.rundir import RunDir

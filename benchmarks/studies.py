@@ -27,11 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from protolab.plan.coordinates import load_label
+
 STUDIES = ["tr3808", "tr3916-shared", "tr3916-vm", "exchange", "jumbo-vmtn", "emc-fill-aging", "kernel-paths"]
 
 
 def _point(row: dict) -> str:
-    return f"{row['hosts']}×{row['streams_per_host']}×{row['oio_per_stream']}={row['total_oio']}"
+    return load_label(*(int(row[k]) for k in ("hosts", "streams_per_host", "oio_per_stream", "total_oio")))
 
 
 def check_claims(rows: list[dict], claims: list[dict]) -> tuple[int, list[str]]:
@@ -80,7 +82,7 @@ def claims_table(claims: list[dict]) -> str:
 
 def claims_of(run: Path) -> list[dict]:
     """A stored run's seed-claim verdicts, as `report --json` gives them (computed here; nothing is written)."""
-    from protolab.report.commands import report_json
+    from protolab.report.report_cli import report_json
     from protolab.results.rundir import RunDir
 
     return report_json(RunDir.open(run, write=False), run / "report.html").get("claims", [])

@@ -28,7 +28,7 @@ err = Console(stderr=True)
 
 
 def _progress():
-    from .progress import RichProgress  # rich.progress only for `run` and `resume`
+    from .progress_line import RichProgress  # rich.progress only for `run` and `resume`
 
     return RichProgress(out)
 
@@ -100,7 +100,7 @@ def _measure(study, go) -> None:
     progress = study.progress
 
     def finish(rundir) -> None:
-        from .report.commands import print_summary, write_report
+        from .report.report_cli import print_summary, write_report
 
         progress.stop()
         html = write_report(rundir)
@@ -220,8 +220,8 @@ def validate(
 ):
     """Check a plan as `run` would before it creates anything, and show the matrix it expands to."""
     from .plan.expand import expand
+    from .plan.matrix_line import matrix_line
     from .plan.preflight import preflight
-    from .plan.summary import matrix_line
     from .plan.warnings import machine_memory, plan_warnings
 
     p, _text, source = _load(plan, builtin, scale)
@@ -329,10 +329,10 @@ def _root(version: bool = typer.Option(False, "--version", help="Print protolab'
 
 def _register_subcommands() -> None:
     """Commands whose bodies live in their own packages."""
-    from .catalogue.cli import check_command, history_command
-    from .lab.cli import lab_app
+    from .catalogue.catalogue_cli import check_command, history_command
+    from .lab.lab_cli import lab_app
     from .limits_cli import limits_command
-    from .report.commands import compare_command, report_command
+    from .report.report_cli import compare_command, report_command
 
     app.add_typer(lab_app, name="lab", help=SUMMARY["lab"], short_help=SUMMARY["lab"])
     for name, command in (("limits", limits_command), ("report", report_command), ("compare", compare_command),

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .analysis.limits import _count, _describe, _resolve_workload, choose_protocols, limits_rows
+from .analysis.limits import choose_protocols, describe_access, limits_rows, resolve_workload
 from .analysis.wire import LINKS, Ceiling, modelled_only, parse_link
 from .plan.protocols import PROTOCOLS as REGISTRY
 from .plan.protocols import modelled
@@ -25,7 +25,7 @@ def limits_table(
 
 
 def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float], read_pct: float) -> Table:
-    table = Table(title=f"Wire ceilings on {parse_link(link).name}: {_describe(block_size, read_pct)}")
+    table = Table(title=f"Wire ceilings on {parse_link(link).name}: {describe_access(block_size, read_pct)}")
     for name in ("protocol", "link", "MTU"):
         table.add_column(name)
     for name in ("frames → storage", "frames → host", "frames/I/O range", "bytes → storage", "bytes → host",
@@ -55,6 +55,11 @@ def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float]
     return table
 
 
+def _count(x: float) -> str:
+    """Frames and bytes: whole numbers plainly, expectations of mixes with two decimals."""
+    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.2f}"
+
+
 def _titles(protocols: list[str]) -> str:
     """'A, B and C' of the protocols' titles."""
     titles = [REGISTRY[p].title for p in protocols]
@@ -77,21 +82,21 @@ def run_limits(
     FC link; iSCSI, NFS, NBD and (when the MTU allows) FCoE on Ethernet.
     """
     parse_link(link)  # an unknown link is refused before anything else
-    size, reads, label = _resolve_workload(workload, block_size, read_pct)
+    size, reads, label = resolve_workload(workload, block_size, read_pct)
     protocols, notes = choose_protocols(protocol, link, mtu)
     rows = limits_rows(protocols, link, mtu, size, reads)
     if as_json:
         import dataclasses
         import json
 
-        doc = {"link": str(link), "mtu": mtu, "access_spec": _describe(size, reads), "notes": notes,
+        doc = {"link": str(link), "mtu": mtu, "access_spec": describe_access(size, reads), "notes": notes,
                "ceilings": [dataclasses.asdict(r) for r in rows]}
         print(json.dumps(doc, indent=2, default=str))
         return rows
     from .report.terminal import print_table
 
     print_table(console, _table(rows, link, size, reads))
-    console.print(" ".join([f"Access spec: {label} ({_describe(size, reads)})."] + notes))
+    console.print(" ".join([f"Access spec: {label} ({describe_access(size, reads)})."] + notes))
     return rows
 
 

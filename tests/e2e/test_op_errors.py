@@ -7,7 +7,7 @@ import stat
 
 from protolab.engine.fio import Fio
 from protolab.plan.load import load_plan_text
-from protolab.report.commands import write_report
+from protolab.report.report_cli import write_report
 from protolab.run import Study
 
 PLAN = """name = "ops"

@@ -218,7 +218,7 @@ def _start():
 
 def test_a_symlink_planted_at_compare_out_in_the_race_is_refused_and_nothing_is_written_through_it(
         run, shared, tmp_path, monkeypatch):
-    from protolab.report.commands import run_compare
+    from protolab.report.report_cli import run_compare
     from protolab.trust import UnsafePath
 
     elsewhere = tmp_path / "elsewhere"  # root's: where the link points
@@ -230,7 +230,7 @@ def test_a_symlink_planted_at_compare_out_in_the_race_is_refused_and_nothing_is_
 
 
 def test_a_directory_planted_at_compare_out_in_the_race_is_refused_and_left_empty(run, shared, monkeypatch):
-    from protolab.report.commands import run_compare
+    from protolab.report.report_cli import run_compare
     from protolab.trust import UnsafePath
 
     ran = _race(monkeypatch, "out", "mkdir", "-m", "777", shared / "out")

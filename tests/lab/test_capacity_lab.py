@@ -1,4 +1,4 @@
-"""The capacity ladder through a whole real run (plan.capacity): real fio at offered rates (Poisson arrivals) over the
+"""The capacity ladder through a whole real run (plan.rate_ladder): real fio at offered rates (Poisson arrivals) over the
 lab's device model, the bounded search adding steps between the last passing and the first failing rate, and the
 knee and the capacity under the objective within 10 % of what the model predicts — its parallelism over its service
 time — in `report --json`; cells.csv carries the offered rate and the report draws latency against achieved IOPS.

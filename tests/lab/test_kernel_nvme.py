@@ -217,7 +217,7 @@ def test_a_vm_plan_measures_nvme_tcp_and_lio_by_the_guests_kernels(tmp_path):
     later = len(recs) - 1
     assert server.count("knfsd let go of /export (restore)") == server.count("knfsd took /export back") == later, \
         (later, server[-1500:])
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
 
     write_report(rundir, figures=False)
     md = (rundir.path / "report.md").read_text()

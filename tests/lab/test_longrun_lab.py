@@ -48,7 +48,7 @@ def workdir(request):
 
 
 def test_aging_on_a_cow_export_is_one_time_axis_with_a_slope(workdir, tmp_path):
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
 
     study = Study(load_plan_text(PLAN), PLAN, "test", results_root=tmp_path / "results", lab_workdir=workdir)
     rd = study.run()

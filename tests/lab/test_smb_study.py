@@ -56,7 +56,7 @@ def test_a_vm_plan_measures_smb_by_the_guests_cifs_client_over_the_device_model(
     assert "SMB3 by the guest's kernel" in m.targets["smb"] and "Samba" in m.targets["smb"], m.targets
     console = (rundir.path / "lab-logs" / f"{PREFIX}-smb-h1-vm1.console.log").read_text()
     assert "protolab-guest: smb //198.18.0.1/protolab on /mnt/pl vers=3.1.1,cache=none" in console, console[-1500:]
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
 
     write_report(rundir, figures=False)  # cells.csv's place columns come from the plan
     [row] = list(csv.DictReader((rundir.path / "cells.csv").open()))

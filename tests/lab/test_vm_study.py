@@ -84,7 +84,7 @@ def test_a_vm_plan_measures_every_protocol_with_hypervisor_cpu(workdir, tmp_path
     assert len(m.agents) == 3 and all(a.startswith("guest ") for a in m.agents)
     assert qemus() == [] and leftovers(PREFIX) == []
     # the report names the guests' accelerator (the built-in tr3916-vm at quick scale: benchmarks/studies.py)
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
 
     write_report(rundir, figures=False)
     md = (rundir.path / "report.md").read_text()

@@ -1,5 +1,6 @@
 """The house rules of DESIGN.md, checked on the source: one-way package imports, no import circle, no module
-over 400 lines, and every protocol and metric named in its registry only."""
+over 400 lines, no two modules with one file name, no private name used across packages, and every protocol and
+metric named in its registry only."""
 
 from __future__ import annotations
 
@@ -91,6 +92,81 @@ def test_no_module_over_400_lines():
             if (n := len(p.read_text().splitlines())) > 400] == []
 
 
+#: Pending: engine/ and run/ are being reworked on another branch, so their modules keep their names until that work
+#: lands (engine/targets.py and engine/window.py share plan's and telemetry's), and so does analysis/repeats.py, which
+#: run/schedule.py imports beside plan/repeats.py. Rename them then and drop them from here.
+PENDING_DIRS = ("engine/", "run/")
+PENDING_FILES = {"analysis/repeats.py"}
+
+
+def _shared_names(rels: list[str]) -> dict[str, list[str]]:
+    """File names that more than one module has (``__init__.py`` aside): {'summary.py': ['analysis/summary.py', …]}."""
+    by: dict[str, list[str]] = defaultdict(list)
+    for rel in rels:
+        if not rel.endswith("/__init__.py") and rel != "__init__.py":
+            by[rel.rpartition("/")[2]].append(rel)
+    return {name: sorted(rels) for name, rels in by.items() if len(rels) > 1}
+
+
+def test_no_two_modules_share_a_file_name():
+    """A file name says which module it is without its folder: 'summary.py' three times told a reader nothing."""
+    rels = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")]
+    checked = [r for r in rels if not r.startswith(PENDING_DIRS) and r not in PENDING_FILES]
+    assert _shared_names(checked) == {}
+    assert _shared_names(["plan/summary.py", "report/summary.py", "lab/__init__.py", "vm/__init__.py"]) == {
+        "summary.py": ["plan/summary.py", "report/summary.py"]}
+
+
+def _package(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _private_reaches(name: str, path: Path, text: str, mods: dict[str, Path]) -> list[str]:
+    """Where module ``name`` imports a private name (``_x``; a dunder is public) from a module of another package,
+    or reaches one through a module it imported: 'protolab.limits_cli:14 _count from protolab.analysis.limits'."""
+    package = _package(name, path)
+    found, aliases = [], {}
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            for a in node.names:
+                if f"{target}.{a.name}" in mods:
+                    aliases[a.asname or a.name] = f"{target}.{a.name}"
+                elif target in mods and a.name.startswith("_") and not a.name.endswith("__") \
+                        and _package(target, mods[target]) != package:
+                    found.append(f"{name}:{node.lineno} {a.name} from {target}")
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname or a.name: a.name for a in node.names if a.asname and a.name in mods})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and node.attr.startswith("_") and not node.attr.endswith("__"):
+            target = aliases[node.value.id]
+            if _package(target, mods[target]) != package:
+                found.append(f"{name}:{node.lineno} {node.attr} from {target}")
+    return found
+
+
+def test_no_private_name_is_used_across_packages():
+    """A leading underscore means 'this package's own': another package asks for a public, documented name."""
+    mods = _modules()
+    assert [hit for name, path in sorted(mods.items())
+            for hit in _private_reaches(name, path, path.read_text(), mods)] == []
+
+
+def test_the_private_check_finds_an_import_and_an_attribute():
+    mods = _modules()
+    code = ("from .analysis.limits import _count, limits_rows\nfrom .analysis import wire\nfrom . import __version__\n"
+            "from .analysis.stats import _as_array\nx = wire._frames\n")
+    assert _private_reaches("protolab.doctor", SRC / "doctor.py", code, mods) == [
+        "protolab.doctor:1 _count from protolab.analysis.limits",
+        "protolab.doctor:4 _as_array from protolab.analysis.stats",
+        "protolab.doctor:5 _frames from protolab.analysis.wire"]
+    own = "from .stats import _as_array\nfrom . import stats\nx = stats._t_sf\n"
+    assert _private_reaches("protolab.analysis.batch", SRC / "analysis" / "batch.py", own, mods) == []  # its own
+
+
 def test_protocol_and_metric_names_live_in_their_registries():
     """No tuple or list of protocol names outside plan/protocols.py; no `lab:` test outside plan/; no
     `load_index` in analysis/ or report/ (they group by coordinates)."""
@@ -162,7 +238,7 @@ def test_the_protocol_check_finds_a_new_branch_a_key_and_a_list():
 
 def _analysis_calls(rel: str, text: str) -> list[str]:
     """The functions (and modules, whose functions they reach) of protolab.analysis that the module ``rel`` (a path
-    under src/protolab) imports: 'report/sections/vms.py:15 protolab.analysis.derived.figures'. Its types, data
+    under src/protolab) imports: 'report/sections/vm_section.py:15 protolab.analysis.derived.figures'. Its types, data
     classes and constants may be imported."""
     import importlib
     import inspect

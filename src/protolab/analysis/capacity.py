@@ -1,4 +1,4 @@
-"""Capacity under a latency objective (plan.capacity): a configuration's open-loop rate ladder, where its latency
+"""Capacity under a latency objective (plan.rate_ladder): a configuration's open-loop rate ladder, where its latency
 leaves its floor (the knee), the highest offered rate that meets the objective and its interval over repeats, and
 the next step of the bounded search. Pure: records in, figures out; every threshold is the run's own data or the
 plan's objective.

@@ -21,7 +21,7 @@ from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from .batch import compare_many
 from .findings import METRICS
-from .metrics import GETTERS
+from .metric_values import GETTERS
 from .stats import HIGHER, LOWER, decide
 
 #: Workload fields that make two access specs the same workload.

@@ -23,7 +23,7 @@ from ..metrics import Metric, View
 from ..plan.coordinates import Point
 from ..results.records import CellRecord
 from .batch import compare_many
-from .metrics import GETTERS
+from .metric_values import GETTERS
 from .relative import Row, relative_rows
 from .stats import HIGHER, LOWER, MIN_REPEATS, NO_CLEAR_DIFFERENCE, NOT_TESTED, Verdict, decide, outlier_advice
 

@@ -21,17 +21,14 @@ def _format_size(n: int) -> str:
     return str(n)
 
 
-def _describe(block_size: int | Mapping[int, float], read_pct: float) -> str:
+def describe_access(block_size: int | Mapping[int, float], read_pct: float) -> str:
+    """The access spec in words, as the table's title and the JSON's `access_spec` give it: '8k, 100 % read',
+    '4k:3/64k:1, 70 % read'."""
     if isinstance(block_size, Mapping):
         bs = "/".join(f"{_format_size(s)}:{w:g}" for s, w in block_size.items())
     else:
         bs = _format_size(int(block_size))
     return f"{bs}, {read_pct:g} % read"
-
-
-def _count(x: float) -> str:
-    """Frames and bytes: whole numbers plainly, expectations of mixes with two decimals."""
-    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.2f}"
 
 
 def limits_rows(
@@ -59,10 +56,12 @@ def _parse_block_size(text: str) -> int | dict[int, float]:
         ) from None
 
 
-def _resolve_workload(
+def resolve_workload(
     workload: Optional[str], block_size: Optional[str], read_pct: Optional[float]
 ) -> tuple[int | dict[int, float], float, str]:
-    """Block size, read % and a label: from a built-in workload, overridden by explicit options."""
+    """Block size, read % and a label ('workload tr3808-8k') of `protolab limits`' options: a built-in workload's,
+    overridden by --block-size and --read-pct, else 8k reads; an unknown workload or a bad value is a
+    ProtolabError naming the option."""
     size: int | dict[int, float] = DEFAULT_BLOCK_SIZE
     reads = DEFAULT_READ_PCT
     label = "default 8k reads"

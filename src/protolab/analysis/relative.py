@@ -9,7 +9,7 @@ from typing import Iterable
 
 from ..plan.coordinates import Point, point_of
 from ..results.records import CellRecord
-from .metrics import reader
+from .metric_values import reader
 
 #: The metrics a relative table shows by default (every registered metric can be asked for).
 METRICS = ("iops", "mbps", "lat_mean_us", "lat_p99_us")

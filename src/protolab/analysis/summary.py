@@ -14,7 +14,7 @@ A cell sums up one configuration and metric over the workload's load points:
   value, as the baseline's row gives its own, absolute and with its unit, not a % of anything;
 - ``none``: no value.
 A column with no value in any row is left out. Pure: built from the relative rows, the verdicts and the
-bottlenecks (report.tables builds them); report.sections.summary renders it.
+bottlenecks (report.tables builds them); report.sections.summary_section renders it.
 """
 
 from __future__ import annotations

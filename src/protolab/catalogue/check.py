@@ -14,7 +14,7 @@ from ..analysis.stats import NOT_TESTED
 from ..errors import ProtolabError
 from ..metrics import METRICS
 from ..results.rundir import RunDir
-from .environment import fingerprint, unlike
+from .fingerprint import fingerprint, unlike
 from .rules import Rule
 
 HOLDS, VIOLATED, UNTESTED = "holds", "violated", "not tested"

@@ -15,7 +15,7 @@ from statistics import median
 from ..analysis.compare import CompareRow, compare_samples
 from ..analysis.stats import MIN_REPEATS, NOT_TESTED
 from ..metrics import METRICS
-from .environment import changed
+from .fingerprint import changed
 from .index import HEADLINE, Catalogue, RunEntry
 
 

@@ -28,7 +28,7 @@ from ..plan.coordinates import point_of
 from ..results.files import StoreError, atomic_write
 from ..results.rundir import RunDir
 from ..trust import UnsafePath, open_nofollow
-from .environment import Fingerprint, fingerprint
+from .fingerprint import Fingerprint, fingerprint
 
 DB_NAME = "catalogue.sqlite"
 SCHEMA = 1

@@ -11,7 +11,7 @@ from markupsafe import Markup
 from ..metrics import METRICS
 from ..report.chart import Chart, Series
 from ..report.htmlkit import HTML_ROWS, STATIC, TEMPLATES, environment, read, script_safe
-from ..report.model import slug
+from ..report.report_data import slug
 from ..results.files import atomic_write
 from .history import History
 

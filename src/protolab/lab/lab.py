@@ -378,7 +378,7 @@ class Lab:
         return [(e.netns, e.ifname) for l in self.names.links() for e in (l.near, l.switch)]
 
     def describe(self) -> str:
-        """Topology, addresses, exports and how to reach each, for people (lab.status)."""
-        from .status import describe
+        """Topology, addresses, exports and how to reach each, for people (lab.describe)."""
+        from .describe import describe
 
         return describe(self)

@@ -34,7 +34,7 @@ UNITS: dict[str, str] = {"fill": "%", "service_time": "µs", "link_rate": "Mbit/
 AXES: dict[str, str] = {"fill": "fill level (% of each target written)",
                         "service_time": "the array's service time (µs; plan.sweep)",
                         "link_rate": "every lab link's rate (Mbit/s; plan.sweep)",
-                        "rate": "the offered rate (IOPS in all; plan.capacity)"}
+                        "rate": "the offered rate (IOPS in all; plan.rate_ladder)"}
 #: The load ladder's coordinate: always the innermost of a point.
 LOAD = "load"
 
@@ -118,9 +118,11 @@ class Point:
         return self.order < other.order
 
 
-def load_label(hosts: int, streams: int, oio: int, total: int) -> str:
-    """'1×4×4=16': hosts × streams per host × OIO per stream = outstanding I/Os in all."""
-    return f"{hosts}×{streams}×{oio}={total}"
+def load_label(hosts: int, streams: int, oio: int, total: int | None = None) -> str:
+    """'1×4×4=16': hosts × streams per host × OIO per stream = outstanding I/Os in all (``total``: a record's own,
+    else their product). The one form of a load point wherever it is shown: tables, charts, sentences, the progress
+    line and the plan's warnings."""
+    return f"{hosts}×{streams}×{oio}={hosts * streams * oio if total is None else total}"
 
 
 _CACHE: dict[int, tuple[Any, Point]] = {}

@@ -118,8 +118,8 @@ def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = 
         raise PlanError(_one_line(e, source, text)) from None
     if plan.uses_lab() and plan.lab is None:
         plan = plan.model_copy(update={"lab": _validate_lab({}, source, text)})  # the lab's defaults
-    from .caches import check_drop_caches
-    from .capacity import check_capacity
+    from .drop_caches import check_drop_caches
+    from .rate_ladder import check_capacity
     from .sweep import check_sweep
 
     for why in (check_sweep(plan), check_drop_caches(plan), check_capacity(plan)):

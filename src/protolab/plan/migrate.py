@@ -36,7 +36,7 @@ MIGRATIONS: dict[int, tuple[int, dict[str, dict[str, Any]]]] = {
     # a finding's section and untestable reason; a claim's band source and pool layout (plan.seed)
     8: (9, {"seed_findings": {"section": None, "untestable": None},
             "seed_claims": {"band_source": "seed", "layout": None}}),
-    9: (10, {"method": {"drop_caches": None}}),  # page caches dropped before each cell (plan.caches)
+    9: (10, {"method": {"drop_caches": None}}),  # page caches dropped before each cell (plan.drop_caches)
 }
 
 

@@ -13,10 +13,11 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
-from .caches import DropCachesField
-from .capacity import Capacity
+from .coordinates import load_label
+from .drop_caches import DropCachesField
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
+from .rate_ladder import Capacity
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
 from .seed import SeedFinding
 from .servers import check_server, kernel_path
@@ -151,9 +152,8 @@ class LoadPoint(_Model):
         return self.oio if self.oio is not None else workload.oio
 
     def label(self, workload: Workload) -> str:
-        """'1×4×4 (16 OIO)': hosts × streams × OIO per stream."""
-        o = self.oio_for(workload)
-        return f"{self.hosts}×{self.streams}×{o} ({self.hosts * self.streams * o} OIO)"
+        """'1×4×4=16' at ``workload``'s OIO per stream (plan.coordinates.load_label)."""
+        return load_label(self.hosts, self.streams, self.oio_for(workload))
 
 
 class Initialise(_Model):
@@ -198,7 +198,7 @@ class Method(_Model):
                                "the warm-up's steps, the steady window's samples and series.csv's rows")
     slo: Slo | None = Field(default=None, description="a latency objective per interval, e.g. { p95 = \"20ms\" }")
     drop_caches: DropCachesField = Field(default=None, description="drop the page caches before each cell: true, or "
-                                         "{ hosts, servers = [{ name, ssh }] } (plan.caches)")
+                                         "{ hosts, servers = [{ name, ssh }] } (plan.drop_caches)")
 
     @field_validator("repeats", mode="before")
     @classmethod
@@ -268,7 +268,8 @@ class Plan(_Model):
     stage: Stage | None = Field(default=None, description="[stage.fill] fill levels, [stage.age] aging "
                                 "(plan.stages, plan.longrun)")
     sweep: Sweep | None = Field(default=None, description="[sweep] service_time, link_rate (plan.sweep)")
-    capacity: Capacity | None = Field(default=None, description="[capacity] a rate ladder and its SLO (plan.capacity)")
+    capacity: Capacity | None = Field(default=None,
+                                      description="[capacity] a rate ladder and its SLO (plan.rate_ladder)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)

@@ -23,7 +23,8 @@ shows "not testable here: why". A claim about one array layout (`layout = "copy-
 only on a run whose pool has it (lab.cow).
 `analysis.claims` computes each claim's verdict from the run's own data (reproduced, not reproduced, opposite,
 inconclusive, not testable here), with the figures, intervals and, where it was not reproduced, what the
-bottleneck analysis found (report.sections.seed shows them). Nothing in a plan says whether, or why, a claim holds.
+bottleneck analysis found (report.sections.seed_section shows them). Nothing in a plan says whether, or why, a
+claim holds.
 """
 
 from __future__ import annotations

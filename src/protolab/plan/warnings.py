@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .caches import cache_warnings
-from .capacity import oio_warning
+from .drop_caches import cache_warnings
 from .model import Plan
 from .preflight import target_bytes
+from .rate_ladder import oio_warning
 from .targets import parse_target
 from .units import format_size
 
@@ -40,11 +40,11 @@ def plan_warnings(plan: Plan, memory_bytes: int | None = None) -> list[str]:
                 if deep:
                     lp = deep[0]
                     out.append(f"configuration {c.name!r}: {engine} is synchronous — one I/O in flight per "
-                               f"stream, so a load point of {lp.hosts}×{lp.streams}×{lp.oio_for(plan.workloads[0])} "
+                               f"stream, so a load point of {lp.label(plan.workloads[0])} "
                                f"has {lp.hosts * lp.streams} in flight, not "
                                f"{lp.hosts * lp.streams * lp.oio_for(plan.workloads[0])}; use io_uring or libaio "
                                "for queue depths above 1")
-        cached = ref.is_lab  # the lab's server; a load host's own page cache: plan.caches.cache_warnings
+        cached = ref.is_lab  # the lab's server; a load host's own page cache: plan.drop_caches.cache_warnings
         size = target_bytes(plan, c, ref)
         if memory_bytes and cached and size < memory_bytes:
             out.append(f"configuration {c.name!r}: its data set ({format_size(size)}) is smaller than the "

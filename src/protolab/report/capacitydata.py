@@ -1,6 +1,6 @@
 """The capacity ladder's figures (analysis.capacity, `model.CapacityData`), computed once when the report's data is
 built, and its charts: per workload and point, the objective's latency percentile and the mean latency against the
-achieved IOPS, one line per configuration, each point a step's median over its repeats. report.sections.capacity
+achieved IOPS, one line per configuration, each point a step's median over its repeats. report.sections.capacity_section
 puts them in words."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from statistics import median
 
 from ..analysis.capacity import Ladder, Step, floor_share, kept_up, ladders, meets
 from .chart import Chart, Series
-from .model import CapacityData, RunData, slug
+from .report_data import CapacityData, RunData, slug
 
 
 def capacity_data(run: RunData, saturation: dict[tuple[str, str], float] | None = None

@@ -3,9 +3,10 @@ detectable difference (MDD: the smallest difference its tests could have called,
 B, so that a user who ran one study over two environments (`run --device-model ram` and `--device-model
 hdd-array`, two link speeds, two machines) sees in one table which verdicts depend on what differs.
 
-Each side's verdicts are computed as its own report computes them (report.sections.seed over report.tables.build:
-the run's records, its bottleneck analysis and long-run trends); nothing is typed in advance. A claim is matched by
-its finding's number and its words; a claim only one run's plan states is shown with "—" on the other side.
+Each side's verdicts are computed as its own report computes them (report.sections.seed_section over
+report.tables.build: the run's records, its bottleneck analysis and long-run trends); nothing is typed in advance. A
+claim is matched by its finding's number and its words; a claim only one run's plan states is shown with "—" on the
+other side.
 """
 
 from __future__ import annotations

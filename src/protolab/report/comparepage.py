@@ -18,7 +18,7 @@ from ..metrics import title as metric_title
 from .chart import Chart, Series
 from .htmlkit import HTML_ROWS, STATIC, TEMPLATES, environment, read, script_safe
 from .markdown import compare_rows, verdict_tally
-from .model import slug
+from .report_data import slug
 
 #: The comparison table's columns that hold words (left-aligned on the page).
 WORDS = ("workload", "load point", "configuration", "metric", "verdict")
@@ -87,10 +87,10 @@ def compare_page(name_a: str, name_b: str, diffs: list[Difference], rows: list[C
 
 
 def summary_html(rows: list[CompareRow]) -> Markup | None:
-    """The summary matrix of the comparison (report.sections.summary's, run A = 100), as the report draws it."""
+    """The summary matrix of the comparison (report.sections.summary_section's, run A = 100), as the report draws it."""
     from ..analysis.summary import compare_matrices
-    from .sections.base import Page
-    from .sections.summary import SummarySection, compare_summary
+    from .sections.section import Page
+    from .sections.summary_section import SummarySection, compare_summary
 
     model = compare_summary(compare_matrices(rows, "A"))
     return SummarySection().html(model, Page(chart=lambda c: Markup(""))) if model is not None else None

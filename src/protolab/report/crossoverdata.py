@@ -1,8 +1,8 @@
 """The crossover's figures (analysis.crossover, `model.CrossoverData`), computed once when the report's data is
 built: with a swept service time or link rate, every configuration against the baseline at every swept point and
 the model's prediction; with or without a sweep, each configuration's added time per I/O, where it starts to cost
-more than the band and, over a RAM pool, what it would cost on a slow array. report.sections.crossover puts them in
-words, with each configuration's crossover sentence made here."""
+more than the band and, over a RAM pool, what it would cost on a slow array. report.sections.crossover_section puts
+them in words, with each configuration's crossover sentence made here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..plan.coordinates import point_of
 from ..plan.model import Plan
 from ..plan.storage import PRESETS, parse_time_us
 from ..plan.topology import LabSpec
-from .model import CrossoverData, RunData, is_closed_loop
+from .report_data import CrossoverData, RunData, is_closed_loop
 
 #: The slow array the RAM pool's reader is pointed at: TR-3808's (plan.storage's hdd-array preset and its source).
 SLOW = "hdd-array"

@@ -7,7 +7,7 @@ from ..analysis.relative import Row
 from ..plan.coordinates import Point
 from ..results.records import CellRecord
 from .chart import Chart, Series
-from .model import DETAIL_LOADS, PCT_KEYS, RunData, is_closed_loop, slug
+from .report_data import DETAIL_LOADS, PCT_KEYS, RunData, is_closed_loop, slug
 
 
 def _merged_percentiles(recs: list[CellRecord]) -> tuple[dict[str, float | None], int]:
@@ -65,7 +65,7 @@ def series_charts(data: RunData, workload: str) -> list[Chart]:
     wanted = set(series_loads(data.rows, workload))
     shown = [(li, label) for li, label in loads if li in wanted]
     for li, label in shown:
-        # an aging sequence's steps are drawn as one series by report.longrun
+        # an aging sequence's steps are drawn as one series by report.longrun_charts
         recs = [r for c in data.configurations for r in data.cells.get((workload, li, c), [])
                 if data.series.get(r.seq, {}).get("all") and "age_s" not in r.coords]
         if not recs:

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from .chart import Chart
 from .htmlkit import HTML_ROWS, STATIC, TEMPLATES, environment, read, script_safe
-from .model import ReportData
+from .report_data import ReportData
 from .sections import Page, report_html, run_line
 
 #: Column names of a chart's table that hold numbers (right-aligned).

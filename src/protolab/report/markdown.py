@@ -13,7 +13,7 @@ from ..analysis.compare import CompareRow, Difference
 from ..analysis.stats import HIGHER, LOWER, NOT_TESTED, Verdict
 from ..metrics import METRICS as REGISTRY
 from .htmlkit import fmt_number
-from .model import ReportData, is_closed_loop
+from .report_data import ReportData, is_closed_loop
 
 ARROWS = {HIGHER: " ↑", LOWER: " ↓"}
 #: Short column names for the tables (the full titles are in the HTML report).

@@ -16,7 +16,7 @@ from ..analysis.findings import Finding, pct
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 from ..plan.coordinates import AXES, outer_steps, value_label
 from .chart import Chart, Series
-from .model import RunData, is_closed_loop, slug
+from .report_data import RunData, is_closed_loop, slug
 
 _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
             "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}

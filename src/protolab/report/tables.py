@@ -34,8 +34,8 @@ from .capacitydata import capacity_data
 from .chart import Chart, Series
 from .crossoverdata import crossover_data
 from .detail import percentile_charts, series_charts, series_loads
-from .longrun import Intervals, LongRunParts, long_run_parts
-from .model import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
+from .longrun_charts import Intervals, LongRunParts, long_run_parts
+from .report_data import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
 from .stagecharts import stage_charts, stage_findings
 
 
@@ -262,7 +262,7 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
 
     ``series``: the series by record seq, or a function ``(phase, seqs)`` that reads those of the given seqs
     (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
-    the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun).
+    the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun_charts).
     ``drawing``: called with charts and the configurations as soon as those charts are made (those that need no
     statistics, then the relative charts), so that they are drawn while the rest is built.
     """
@@ -283,7 +283,7 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     long = long_run_parts(run, intervals) if intervals is not None else LongRunParts()
     found += long.findings
     saturation = device_saturation(run)
-    ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.capacity)
+    ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.rate_ladder)
     charts = [*relative, *detail, *stage_charts(run), *long.charts, *ladder_charts, *ceilings]
     held = bottlenecks(records, *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)

@@ -347,7 +347,7 @@ class RunDir:
 
     def _migrated(self):
         if self._v1 is None:
-            from .migrate import read_v1
+            from .v1_run import read_v1
 
             self._v1 = read_v1(self.path)
         return self._v1

@@ -17,7 +17,7 @@ from ..conventions import DATA_FILE
 from ..errors import ToolError
 from ..plan.protocols import PROTOCOLS
 from ..proc import Runner, SubprocessRunner
-from . import cpu
+from . import hypervisor_cpu
 from .image import GuestImage
 from .qemu import Disk, Guest, GuestSpec
 
@@ -51,7 +51,7 @@ class VmCell:
 
     ios: dict[str, int]
     runtime_s: float
-    hypervisor: cpu.ThreadCpu
+    hypervisor: hypervisor_cpu.ThreadCpu
     cpu_per_io: dict[str, float]
 
     @property
@@ -62,21 +62,21 @@ class VmCell:
 
 def run_cell(guest: Guest, jobfile: Path, fio: str, timeout: float = 300.0) -> VmCell:
     """Run ``jobfile`` in the guest through the host's fio client; CPU measured around the run."""
-    before = cpu.sample(guest.pid)
+    before = hypervisor_cpu.sample(guest.pid)
     done = subprocess.run(["ip", "netns", "exec", guest.netns, fio, f"--client={guest.client_arg()}",
                            "--output-format=json", str(jobfile)] if guest.netns else
                           [fio, f"--client={guest.client_arg()}", "--output-format=json", str(jobfile)],
                           capture_output=True, text=True, timeout=timeout)
-    after = cpu.sample(guest.pid)
+    after = hypervisor_cpu.sample(guest.pid)
     if done.returncode != 0 or "{" not in done.stdout:
         raise ToolError(f"fio in guest {guest.spec.name}: {(done.stderr or done.stdout).strip()[-300:]}")
     out = json.loads(done.stdout[done.stdout.index("{"):])
     jobs = [j for j in out.get("client_stats", out.get("jobs", [])) if j.get("jobname") != "All clients"]
     ios = {j["jobname"]: j["read"]["total_ios"] + j["write"]["total_ios"] for j in jobs}
     runtime_s = max((j.get("job_runtime", 0) for j in jobs), default=0) / 1000
-    spent = cpu.window(before, after)
+    spent = hypervisor_cpu.window(before, after)
     total = sum(ios.values())
-    figures = cpu.per_io(spent, total)
+    figures = hypervisor_cpu.per_io(spent, total)
     busy = sum((j.get("usr_cpu", 0.0) + j.get("sys_cpu", 0.0)) / 100 * j.get("job_runtime", 0) / 1000 for j in jobs)
     if total:
         figures["guest_us_per_io"] = busy / total * 1e6

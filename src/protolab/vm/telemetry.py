@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..telemetry.source import Fields, Source, busiest, lerp, lerp_threads
-from . import cpu
-from .cpu import ThreadCpu
+from . import hypervisor_cpu
+from .hypervisor_cpu import ThreadCpu
 
 
 class QemuThreads(Source[list[ThreadCpu]]):
@@ -27,7 +27,7 @@ class QemuThreads(Source[list[ThreadCpu]]):
         out = []
         for pid in self.pids():
             try:
-                out.append(cpu.sample(pid, self.proc))
+                out.append(hypervisor_cpu.sample(pid, self.proc))
             except OSError:  # a guest that ended: its threads are not counted
                 pass
         return out

@@ -14,7 +14,7 @@ from protolab import metrics
 from protolab.analysis.derived import Figures
 from protolab.analysis.findings import METRICS as COMPARED
 from protolab.plan.seed import SEED_METRICS
-from protolab.report.commands import write_report
+from protolab.report.report_cli import write_report
 from protolab.results.rundir import RunDir, csv_columns
 
 V1 = DATA / "v1-run"
@@ -53,7 +53,7 @@ def test_a_metric_added_to_the_registry_alone_reaches_cells_csv_the_tables_and_t
 
 
 def test_a_reader_gives_what_each_metrics_getter_gives():
-    from protolab.analysis.metrics import GETTERS, reader
+    from protolab.analysis.metric_values import GETTERS, reader
 
     records = RunDir.open(V1, write=False).records()
     keys = list(metrics.METRICS)

@@ -81,7 +81,7 @@ def test_the_stored_exchange_run_shows_its_four_paths(tmp_path):
     import shutil
 
     from conftest import DATA
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
     from protolab.results.rundir import RunDir
 
     run = tmp_path / "exchange"

@@ -117,7 +117,7 @@ def test_a_metric_the_baseline_has_none_of_shows_each_configurations_own_value_a
     assert m.rows[1].cells["packets_per_io"].state == ABSOLUTE  # a baseline of zero packets has none to compare
     assert m.rows[1].cells["iops"].state == UNTESTED  # a % of the baseline where there is one (here no test)
 
-    from protolab.report.sections.summary import _table
+    from protolab.report.sections.summary_section import _table
     t = _table(m)
     assert t.headers == ["configuration", "IOPS", "srv CPU µs/IO (absolute)", "pkts/IO (absolute)", "held back by"]
     assert t.rows[1][2].text == "5.1 (4.2–6.4) CPU µs/I/O" and t.rows[0][2].text == "–"

@@ -9,7 +9,7 @@ import pytest
 
 from protolab.errors import ProtolabError
 from protolab.lab import Lab
-from protolab.lab.cli import lab_protocols
+from protolab.lab.lab_cli import lab_protocols
 from protolab.lab.procs import Processes
 from protolab.lab.record import Record
 from protolab.lab.servers.ganesha import ganesha_config, private_run

@@ -1,4 +1,4 @@
-"""`[capacity]` in a plan (plan.capacity): its forms, one-line errors naming the field, the plans it refuses, the
+"""`[capacity]` in a plan (plan.rate_ladder): its forms, one-line errors naming the field, the plans it refuses, the
 offered rate as a coordinate of the expansion, the job file's per-stream rates and validate's Little's-law warning."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from protolab.errors import PlanError
 from protolab.plan.coordinates import point_of
 from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text
-from protolab.plan.summary import matrix_line
+from protolab.plan.matrix_line import matrix_line
 from protolab.plan.warnings import plan_warnings
 from protolab.run.recording import coords
 
@@ -139,7 +139,7 @@ def test_each_stream_offers_its_share_of_the_rate(tmp_path, read, arrivals, want
 def test_validate_warns_when_the_outstanding_ios_cannot_carry_the_top_rate_within_the_objective():
     assert plan_warnings(_plan(repeats="3")) == []  # 48 in flight ≥ 2,000 IOPS × 2 ms = 4
     [w] = plan_warnings(_plan('rates = [300, 1000, 2000]\nslo = { percentile = 99, under = "50ms" }', repeats="3"))
-    assert w == ("capacity: load point 1×3×16 (48 OIO) keeps at most 48 I/Os in flight, which carry 960 IOPS at the "
+    assert w == ("capacity: load point 1×3×16=48 keeps at most 48 I/Os in flight, which carry 960 IOPS at the "
                  "objective's 50 ms (Little's law), below the top rate 2,000: where latency nears the objective, fio "
                  "and not the storage holds the I/Os back (the step fails as not kept up); raise oio to at least 34 "
                  "per stream")

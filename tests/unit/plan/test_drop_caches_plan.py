@@ -1,4 +1,4 @@
-"""`[method] drop_caches` in a plan (plan.caches): its forms, one-line errors naming the field, the plans it refuses,
+"""`[method] drop_caches` in a plan (plan.drop_caches): its forms, one-line errors naming the field, the plans it refuses,
 and `validate`'s warning when a data set read through a host's page cache fits in memory and caches are not
 dropped."""
 

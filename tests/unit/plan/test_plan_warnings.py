@@ -28,7 +28,7 @@ def test_two_repeats_warn():
 def test_synchronous_engine_with_depth_warns_with_the_real_number_in_flight():
     p = load_plan_text(BASE.format(repeats=3, target="./t.dat", engine="psync"))
     [w] = plan_warnings(p)
-    assert "psync is synchronous" in w and "1×2×4 has 2 in flight, not 8" in w
+    assert "psync is synchronous" in w and "1×2×4=8 has 2 in flight, not 8" in w
 
 
 def test_data_set_smaller_than_memory_warns_for_lab_targets_only():

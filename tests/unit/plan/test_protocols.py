@@ -53,7 +53,7 @@ def test_the_registry_answers_every_list_the_code_needs():
 def test_a_protocol_added_to_the_registry_alone_parses_is_modelled_and_reaches_the_report(fakenet, tmp_path):
     from protolab.analysis.limits import choose_protocols
     from protolab.analysis.wire import ceiling
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
     from protolab.results.rundir import RunDir
 
     ref = parse_target("fakenet://198.18.0.1:4001/x")

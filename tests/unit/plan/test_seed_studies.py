@@ -151,7 +151,7 @@ def test_the_report_opens_the_seeds_claims_with_computed_verdicts_in_both_format
     from protolab.analysis.claims import claim_verdicts, judged_at
     from protolab.plan.coordinates import point_of
     from protolab.report.sections import Page
-    from protolab.report.sections.seed import SeedSection
+    from protolab.report.sections.seed_section import SeedSection
 
     plan, _ = load_builtin("jumbo-vmtn", "quick")
 

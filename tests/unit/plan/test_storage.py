@@ -120,7 +120,7 @@ def test_cells_csv_names_the_device_model_of_every_lab_cell():
 
 
 def test_the_environment_section_names_the_model_its_caches_and_the_overhead():
-    from protolab.report.sections.environment import EnvironmentModel
+    from protolab.report.sections.environment_section import EnvironmentModel
 
     device = {"model": "flash", "figures": "150us±50us ×2", "source": "X25-E", "overhead_us": 48.0,
               "caches": {"nfs": "the host's page cache"}}

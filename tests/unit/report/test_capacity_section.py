@@ -12,9 +12,9 @@ import pytest
 from conftest import DATA
 from protolab.analysis.capacity import ladders
 from protolab.report import tables
-from protolab.report.commands import report_json
+from protolab.report.report_cli import report_json
 from protolab.report.sections import SECTIONS
-from protolab.report.sections.capacity import CapacitySection
+from protolab.report.sections.capacity_section import CapacitySection
 from protolab.results.rundir import RunDir
 
 

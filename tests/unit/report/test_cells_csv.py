@@ -10,7 +10,7 @@ from test_report_html import LOCAL, make_run
 
 from protolab.report import cellscsv
 from protolab.report.cellscsv import CellsCsv
-from protolab.report.model import plan_of
+from protolab.report.report_data import plan_of
 
 
 def _written_here(rd) -> bytes:

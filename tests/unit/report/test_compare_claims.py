@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from protolab.cli import app
 from protolab.plan.load import load_plan_text
 from protolab.plan.migrate import PLAN_FORMAT
-from protolab.report.commands import run_compare
+from protolab.report.report_cli import run_compare
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 from protolab.results.rundir import RunDir

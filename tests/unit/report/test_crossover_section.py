@@ -126,7 +126,7 @@ def test_with_a_seed_claims_band_the_crossover_says_where_the_claim_was_judged_a
     assert seed.judged.startswith("Judged at the plan's own point, link rate 1 Gbit/s")
     [v] = seed.verdicts
     assert v.parts and all(p.point.startswith("link_rate 1000 Mbit/s · ") for p in v.parts)
-    from protolab.report.commands import report_json
+    from protolab.report.report_cli import report_json
 
     doc = report_json(RunDir.open(tmp_path / "run", write=False), tmp_path / "report.html")
     assert doc["claims_judged_at"] == {"link_rate": 1000} and doc["claims"][0]["verdict"] == v.verdict

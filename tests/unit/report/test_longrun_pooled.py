@@ -11,7 +11,7 @@ from scipy import stats
 from conftest import DATA
 from protolab.analysis.trend import PooledTrend, Trend, pooled_trend, slo_share, trend
 from protolab.report import tables
-from protolab.report.longrun import LongRun, pooled_sentence
+from protolab.report.longrun_charts import LongRun, pooled_sentence
 from protolab.results.records import SeriesRow
 from protolab.results.rundir import RunDir
 

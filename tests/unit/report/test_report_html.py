@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from protolab.plan.migrate import PLAN_FORMAT
-from protolab.report.commands import write_report
+from protolab.report.report_cli import write_report
 from protolab.report.tables import build, protocol_of
 from protolab.results.manifest import Provenance, RunStart
 from protolab.results.records import CellRecord, CellResult, DirectionResult, SeriesRow, Steadiness

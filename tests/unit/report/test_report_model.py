@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from protolab.report.model import ReportData, RunData
+from protolab.report.report_data import ReportData, RunData
 from protolab.results.manifest import Manifest
 
 

@@ -11,8 +11,8 @@ from markupsafe import Markup, escape
 
 from conftest import DATA
 from protolab.report import tables
-from protolab.report.commands import write_report
-from protolab.report.model import ReportData
+from protolab.report.report_cli import write_report
+from protolab.report.report_data import ReportData
 from protolab.report.sections import SECTIONS, Page, built
 from protolab.results.manifest import Manifest
 from protolab.results.rundir import RunDir
@@ -205,7 +205,7 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
     """exchange-quick (stored before claims) given today's exchange claims: the verdict table is report.md's first
     section, report.html's first <section>, and `report --json` has one object per claim with its parts."""
     from protolab.plan.load import load_builtin
-    from protolab.report.commands import report_json
+    from protolab.report.report_cli import report_json
 
     run = tmp_path / "run"
     shutil.copytree(GOLDEN / "exchange-quick" / "run", run)
@@ -249,7 +249,7 @@ def test_a_stored_run_with_its_studys_claims_opens_with_the_verdicts_and_gives_t
 
 
 def test_windows_whose_fio_statuses_fell_out_of_step_are_named_in_the_method_in_both_formats(tmp_path):
-    from protolab.report.sections.method import MethodSection
+    from protolab.report.sections.method_section import MethodSection
 
     rd = RunDir.open(_copy(tmp_path, "v1-run"), write=False)
     records = [r.model_copy(update={"out_of_step_s": 0.8 if r.seq == 1 else 1.6 if r.seq == 2 else None})

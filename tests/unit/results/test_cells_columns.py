@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-from protolab.report.commands import write_report
+from protolab.report.report_cli import write_report
 from protolab.results.rundir import RunDir
 
 GOLDEN = DATA / "golden"

@@ -11,7 +11,7 @@ import pytest
 from conftest import DATA
 from protolab.analysis.derived import figures
 from protolab.errors import ProtolabError
-from protolab.report.commands import run_compare, write_report
+from protolab.report.report_cli import run_compare, write_report
 from protolab.results.manifest import RunStart
 from protolab.results.rundir import RunDir
 

@@ -312,7 +312,7 @@ def test_the_kernels_account_is_summed_up_in_a_line_per_session_or_controller():
 
 
 def test_the_report_lists_each_hosts_attach():
-    from protolab.report.sections.environment import EnvironmentModel, EnvironmentSection
+    from protolab.report.sections.environment_section import EnvironmentModel, EnvironmentSection
 
     rec = {"host": "esx1", "target": "flash", "protocol": "nvme-tcp", "asked": NVME.describe(),
            "devices": ["/dev/nvme0n1"], "kernel": "nvme0: tcp traddr=10.1.2.5,trsvcid=4420, 4 I/O queues, state live",

@@ -15,7 +15,7 @@ from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text
 from protolab.proc import Completed, FakeRunner
 from protolab.report import tables
-from protolab.report.sections.method import MethodSection
+from protolab.report.sections.method_section import MethodSection
 from protolab.results.rundir import RunDir
 from protolab.run import Study
 from protolab.run.caches import SCRIPT, drop_caches, shells

@@ -83,7 +83,7 @@ def test_an_interrupted_window_keeps_its_intervals_and_resume_measures_it_again(
 
 
 def test_long_run_sentences_and_charts_from_the_intervals(tmp_path, monkeypatch):
-    import protolab.report.longrun as lr
+    import protolab.report.longrun_charts as lr
 
     monkeypatch.setattr(lr, "MIN_INTERVALS", 4)  # the captured run is 4 s long: read it as a long run
     monkeypatch.setattr(lr, "LONG_WINDOW_S", 0.0)
@@ -185,7 +185,7 @@ def test_series_charts_count_in_intervals_and_leave_aging_to_the_long_run_chart(
 
 
 def test_the_latency_chart_follows_the_objectives_metric(tmp_path, monkeypatch):
-    import protolab.report.longrun as lr
+    import protolab.report.longrun_charts as lr
 
     monkeypatch.setattr(lr, "MIN_INTERVALS", 4)
     monkeypatch.setattr(lr, "LONG_WINDOW_S", 0.0)
@@ -206,7 +206,7 @@ def test_the_latency_chart_follows_the_objectives_metric(tmp_path, monkeypatch):
 
 
 def test_with_an_objective_a_short_window_is_judged_per_interval_and_without_one_it_is_not(tmp_path, monkeypatch):
-    import protolab.report.longrun as lr
+    import protolab.report.longrun_charts as lr
 
     monkeypatch.setattr(lr, "MIN_SLO_INTERVALS", 4)  # the captured run has 4 intervals; MIN_INTERVALS stays 20
     for text, runs in ((ONE.format(dir=tmp_path / "a"), 1),  # one cell: its 2 repeats in one sentence
@@ -225,7 +225,7 @@ def test_a_window_of_a_few_minutes_is_not_a_long_run_without_an_objective(tmp_pa
     sentence or chart; the same windows count as long runs once the long-run threshold is at their length."""
     import sys
 
-    import protolab.report.longrun as lr
+    import protolab.report.longrun_charts as lr
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from report_render import make_run

@@ -66,7 +66,7 @@ def test_resume_measures_exactly_the_missing_and_failed_pairs_once(setup):
     recs = rd.records()
     assert len(recs) == 12 and len({r.cell_id for r in recs}) == 12
     assert {r.session for r in recs} == {1, 2} and max(r.seq for r in recs) == 12
-    from protolab.report.commands import write_report
+    from protolab.report.report_cli import write_report
 
     write_report(rd, figures=False)
     md = (rd.path / "report.md").read_text()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from protolab.errors import ProtolabError
-from protolab.vm.initiators.base import MOUNT
 from protolab.vm.initiators.cifs import CifsClient
+from protolab.vm.initiators.initiator_adapter import MOUNT
 
 PW = "0123456789abcdef0123456789abcdef"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from protolab.errors import ProtolabError
-from protolab.vm import accel, cpu
+from protolab.vm import accel, hypervisor_cpu
 from protolab.vm.controllers import CONTROLLERS, device_args
 from protolab.vm.image import GuestImage, find_image
 from protolab.vm.qemu import Disk, GuestSpec
@@ -78,16 +78,16 @@ def test_thread_cpu_split_into_vcpu_and_io(tmp_path):
     fake_proc(tmp_path / "a", 7, {7: ("qemu-system-x86", t, 0), 8: ("CPU 0/TCG", 2 * t, t), 9: ("worker", 0, t)})
     fake_proc(tmp_path / "b", 7, {7: ("qemu-system-x86", 2 * t, 0), 8: ("CPU 0/TCG", 4 * t, 2 * t),
                                    9: ("worker", 0, 2 * t), 10: ("CPU 1/TCG", t, 0)})
-    before, after = cpu.sample(7, tmp_path / "a"), cpu.sample(7, tmp_path / "b")
+    before, after = hypervisor_cpu.sample(7, tmp_path / "a"), hypervisor_cpu.sample(7, tmp_path / "b")
     assert (before.vcpu_s, before.io_s) == (3.0, 2.0)
-    spent = cpu.window(before, after)
+    spent = hypervisor_cpu.window(before, after)
     assert (spent.vcpu_s, spent.io_s) == (4.0, 2.0)  # a new vCPU thread counts from zero
-    assert cpu.per_io(spent, 2000) == {"hv_vcpu_us_per_io": 2000.0, "hv_io_us_per_io": 1000.0,
+    assert hypervisor_cpu.per_io(spent, 2000) == {"hv_vcpu_us_per_io": 2000.0, "hv_io_us_per_io": 1000.0,
                                        "hv_us_per_io": 3000.0}
-    assert cpu.per_io(spent, 0) == {}
-    assert cpu.guest_per_io({"job_runtime": 2000, "usr_cpu": 10.0, "sys_cpu": 40.0}, 1000) == \
+    assert hypervisor_cpu.per_io(spent, 0) == {}
+    assert hypervisor_cpu.guest_per_io({"job_runtime": 2000, "usr_cpu": 10.0, "sys_cpu": 40.0}, 1000) == \
         {"guest_us_per_io": 1000.0}
-    assert cpu.is_vcpu("CPU 3/KVM") and not cpu.is_vcpu("CPUfreq")
+    assert hypervisor_cpu.is_vcpu("CPU 3/KVM") and not hypervisor_cpu.is_vcpu("CPUfreq")
 
 
 def test_missing_guest_image_says_how_to_build(tmp_path):

@@ -1,11 +1,11 @@
-"""The lab's storage servers, one adapter module each (lab.servers.base says what an adapter is), by the name
+"""The lab's storage servers, one adapter module each (lab.servers.server_adapter says what an adapter is), by the name
 plan.servers gives them. The lab, the storage server guest and the report's Environment ask this registry."""
 
 from __future__ import annotations
 
 from . import ganesha, knfsd, lio, nbdkit, nvmet, samba, tgt
-from .base import UNDESCRIBED, Adapter, Serving
 from .kernel import KernelAdapter
+from .server_adapter import UNDESCRIBED, Adapter, Serving
 
 __all__ = ["ADAPTERS", "Adapter", "KernelAdapter", "Serving", "adapter", "kernel_adapters", "path_caches"]
 

@@ -21,7 +21,7 @@ from ..names import Names
 from ..pool import Pool
 from ..procs import Processes, wait_until
 from ..record import Resource
-from .base import Adapter, Serving
+from .server_adapter import Adapter, Serving
 
 NFS_PORT = 2049
 MOUNT_PORT = 20048
@@ -130,7 +130,7 @@ WRITE_BACK = ("; its stable writes and commits are acknowledged without an fsync
 
 @dataclass(frozen=True)
 class GaneshaAdapter(Adapter):
-    """NFS-Ganesha as the lab's server of an NFS export (lab.servers.base): the export's volume mounted on its
+    """NFS-Ganesha as the lab's server of an NFS export (lab.servers.server_adapter): the export's volume mounted on its
     own mount point, served from there."""
 
     def start(self, s: Serving) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..names import Names
-from .base import Adapter
+from .server_adapter import Adapter
 
 
 @dataclass(frozen=True)

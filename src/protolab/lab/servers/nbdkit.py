@@ -22,7 +22,7 @@ from ..names import Names
 from ..netns import Net
 from ..procs import Processes, listening, wait_until
 from ..record import Resource
-from .base import Adapter, Serving
+from .server_adapter import Adapter, Serving
 
 NBD_PORT = PROTOCOLS["nbd"].port
 TIMEOUT = 20.0
@@ -62,7 +62,7 @@ class Nbdkit:
 
 @dataclass(frozen=True)
 class NbdkitAdapter(Adapter):
-    """nbdkit as the lab's server of an NBD export (lab.servers.base)."""
+    """nbdkit as the lab's server of an NBD export (lab.servers.server_adapter)."""
 
     def start(self, s: Serving) -> None:
         ports = [s.names.storage_link(p).near.ifname for p in range(s.spec.storage_ports)]

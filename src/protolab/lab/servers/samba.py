@@ -40,7 +40,7 @@ from ..device import ganesha_preload
 from ..names import Names, check_in_lab_range
 from ..procs import Processes, listening, wait_until
 from ..record import Resource
-from .base import Adapter, Serving
+from .server_adapter import Adapter, Serving
 
 SMB_PORT = 445
 SHARE = "protolab"
@@ -237,8 +237,8 @@ class Samba:
 
 @dataclass(frozen=True)
 class SambaAdapter(Adapter):
-    """smbd as the lab's server of an SMB export (lab.servers.base): the export's volume is the share; its clients
-    are the load guests' kernels (vm.initiators.cifs), which log in as the lab user."""
+    """smbd as the lab's server of an SMB export (lab.servers.server_adapter): the export's volume is the share; its
+    clients are the load guests' kernels (vm.initiators.cifs), which log in as the lab user."""
 
     def start(self, s: Serving) -> None:
         Samba(s.runner, s.procs, s.names.storage_ns, s.workdir).start(

@@ -21,7 +21,7 @@ from ...proc import Runner
 from ..names import Names
 from ..procs import Processes, kill, listening, wait_until
 from ..record import Resource
-from .base import Adapter, Serving
+from .server_adapter import Adapter, Serving
 
 ISCSI_PORT = PROTOCOLS["iscsi"].port
 SOCKET_DIR = Path("/var/run/tgtd")
@@ -115,7 +115,7 @@ def stop(runner: Runner, procs: Processes, res: Resource) -> None:
 
 @dataclass(frozen=True)
 class TgtAdapter(Adapter):
-    """tgt as the lab's server of an iSCSI export (lab.servers.base)."""
+    """tgt as the lab's server of an iSCSI export (lab.servers.server_adapter)."""
 
     def start(self, s: Serving) -> None:
         Tgt(s.runner, s.procs, s.names.storage_ns, s.spec.prefix).start(

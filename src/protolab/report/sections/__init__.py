@@ -1,6 +1,6 @@
 """The report's sections, in the order report.md and report.html both show them.
 
-Each is a `Section` (report.sections.base): ``build(data)`` makes its model from the report's data (None: it has
+Each is a `Section` (report.sections.section): ``build(data)`` makes its model from the report's data (None: it has
 nothing to say for this run, and is in neither format), ``markdown(model)`` gives report.md's lines and
 ``html(model, page)`` report.html's markup, most through its template ``templates/section-<name>.html.j2``.
 report.md and report.html both iterate `SECTIONS`, so a section exists in both formats or in neither. A new
@@ -13,25 +13,25 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..model import ReportData
-from .base import Heading, Page, Section
-from .capacity import CapacitySection
-from .ceiling import CeilingSection
-from .crossover import CrossoverSection
-from .environment import EnvironmentSection
-from .errors import ErrorsSection
-from .findings import FindingsSection
-from .method import MethodSection
-from .notmeasured import NotMeasuredSection
-from .percentiles import PercentilesSection
-from .plan import PlanSection
-from .seed import SeedSection
-from .series import SeriesSection
-from .sessions import SessionsSection
-from .stages import StagesSection
-from .summary import SummarySection
-from .vms import VmSection
-from .workloads import WorkloadsSection
+from ..report_data import ReportData
+from .capacity_section import CapacitySection
+from .ceiling_section import CeilingSection
+from .crossover_section import CrossoverSection
+from .environment_section import EnvironmentSection
+from .errors_section import ErrorsSection
+from .findings_section import FindingsSection
+from .method_section import MethodSection
+from .not_measured_section import NotMeasuredSection
+from .percentiles_section import PercentilesSection
+from .plan_section import PlanSection
+from .section import Heading, Page, Section
+from .seed_section import SeedSection
+from .series_section import SeriesSection
+from .sessions_section import SessionsSection
+from .stages_section import StagesSection
+from .summary_section import SummarySection
+from .vm_section import VmSection
+from .workloads_section import WorkloadsSection
 
 #: The summary opens every report (the matrix and headlines: the whole picture first) — but a sweep's, which opens
 #: with its crossover (how far each comparison reaches); the seed's claims follow in a built-in study's report: what

@@ -1,10 +1,10 @@
-"""The load guests' kernel initiators, one adapter module each (vm.initiators.base says what one is), by the
-protocol they attach. The VM testbed and the guests ask this registry."""
+"""The load guests' kernel initiators, one adapter module each (vm.initiators.initiator_adapter says what one is), by
+the protocol they attach. The VM testbed and the guests ask this registry."""
 
 from __future__ import annotations
 
 from . import cifs, iscsi, nfs, nvme
-from .base import MOUNT, Attachment, Initiator
+from .initiator_adapter import MOUNT, Attachment, Initiator
 
 __all__ = ["INITIATORS", "MOUNT", "Attachment", "Initiator", "initiator"]
 

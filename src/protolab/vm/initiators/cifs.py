@@ -23,9 +23,9 @@ from ...errors import ProtolabError
 from ...lab.names import check_in_lab_range
 from ...plan.attach import SMB_VERSIONS, check_cifs_option
 from ...plan.model import Configuration
-from .base import MOUNT, Attachment, Initiator
+from .initiator_adapter import MOUNT, Attachment, Initiator
 
-#: the line a load guest's console says the share is mounted with (on base.MOUNT)
+#: the line a load guest's console says the share is mounted with (on initiator_adapter.MOUNT)
 LINE = "protolab-guest: smb "
 FAILED = "protolab-guest: smb mount of "
 #: SMB dialects the kernel's vers= takes that Samba's lab share serves (lab.servers.samba: SMB 3.0 to 3.1.1); "3": the
@@ -103,8 +103,8 @@ class CifsClient:
 
 @dataclass(frozen=True)
 class CifsInitiator(Initiator):
-    """The load guest's kernel CIFS client (vm.initiators.base): it mounts the share as the lab's user; the server
-    admits guests by address."""
+    """The load guest's kernel CIFS client (vm.initiators.initiator_adapter): it mounts the share as the lab's user; the
+    server admits guests by address."""
 
     def words(self, a: Attachment) -> list[str]:
         if a.credentials is None or a.target is None:

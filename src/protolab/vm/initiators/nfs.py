@@ -10,7 +10,7 @@ from ...errors import ProtolabError
 from ...lab.servers.words import check_address
 from ...plan import attach
 from ...plan.model import Configuration
-from .base import MOUNT, Attachment, Initiator
+from .initiator_adapter import MOUNT, Attachment, Initiator
 
 
 @dataclass(frozen=True)

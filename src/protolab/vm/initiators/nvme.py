@@ -11,7 +11,7 @@ from ...lab.servers.words import check_endpoint, check_nqn
 from ...plan import attach
 from ...plan.model import Configuration
 from ...plan.protocols import PROTOCOLS
-from .base import Attachment, Initiator
+from .initiator_adapter import Attachment, Initiator
 
 PORT = PROTOCOLS["nvme-tcp"].port
 

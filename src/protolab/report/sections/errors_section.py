@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 #: At most this many windows with errors are named one by one (the count covers them all).
 MOST_NAMED = 20

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from ..chart import Chart
 from ..htmlkit import TEMPLATES, environment, read
-from ..model import ReportData
+from ..report_data import ReportData
 
 M = TypeVar("M")
 

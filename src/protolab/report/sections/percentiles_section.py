@@ -3,7 +3,7 @@ histograms, the note says so."""
 
 from __future__ import annotations
 
-from .charts import ChartSection
+from .chart_section import ChartSection
 
 
 class PercentilesSection(ChartSection):

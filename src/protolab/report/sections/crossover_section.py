@@ -17,8 +17,8 @@ from ...analysis.crossover import Added, AtPoint
 from ...plan.coordinates import value_text
 from ...plan.storage import PRESETS, parse_time_us
 from ..markdown import md_table
-from ..model import CrossoverData, ReportData
-from .base import Page, Section
+from ..report_data import CrossoverData, ReportData
+from .section import Page, Section
 
 ZERO = ("0 µs is the device model's daemon answering each request at once: the fastest array the model gives (FUSE, "
         "the loop device and btrfs still in every path alike; the RAM pool without the model is faster still), not an "

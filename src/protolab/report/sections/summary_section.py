@@ -12,8 +12,8 @@ from ...analysis.summary import ABSOLUTE, BASELINE, HIGHER, LOWER, MIXED, SAME, 
 from ...metrics import METRICS
 from ..htmlkit import fmt_number
 from ..markdown import md_table
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 ARROW = {HIGHER: "↑", LOWER: "↓"}
 LEGEND = ("{baseline} = 100 (its row: its own values, median over load points and their range); a cell: the median "

@@ -20,8 +20,8 @@ from ...analysis.claims import ClaimVerdict
 from ...plan.coordinates import value_text
 from ...plan.sweep import chosen
 from ..markdown import md_table
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 QUOTED = "quoted only (the study states no claim to test)"
 COLUMNS = ("#", "§", "the seed said", "claim tested", "verdict", "figures", "MDD")

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 #: The provenance report.md names in one line (by its field names), and the rows of report.html's table.
 MD_FIELDS = ("kernel", "fio_version", "cpu_model", "cpus")

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class CrossoverData:
 
 @dataclass(frozen=True)
 class CapacityData:
-    """What the capacity section says of a run with a rate ladder (plan.capacity, analysis.capacity)."""
+    """What the capacity section says of a run with a rate ladder (plan.rate_ladder, analysis.capacity)."""
 
     objective: str  # 'p99 ≤ 2 ms'
     limit_us: float
@@ -127,7 +127,7 @@ class ReportData(RunData):
     claims: list[ClaimVerdict] = field(default_factory=list)  # the seed's claims, judged on this run
     reach: list[tuple[dict[str, int], list[ClaimVerdict]]] = field(default_factory=list)  # … at each swept point
     crossover: CrossoverData | None = None  # the sweep's crossover and each configuration's added time per I/O
-    capacity: CapacityData | None = None  # the rate ladder's knee and capacity under the objective (plan.capacity)
+    capacity: CapacityData | None = None  # the rate ladder's knee and capacity under the objective (plan.rate_ladder)
     judged: str = ""  # a swept plan: where its seed's claims are judged, in one sentence (analysis.claims.judged_at)
     figures: dict[str, list[Figures]] = field(default_factory=dict)  # configuration → its records' derived figures
 
@@ -155,7 +155,7 @@ def is_closed_loop(plan: Plan | None, workload: str) -> bool:
     """Fixed outstanding I/Os without a rate cap or a timed replay: latency is service time."""
     if plan is None:
         return True
-    if getattr(plan, "capacity", None) is not None:  # the ladder's rate paces every workload (plan.capacity)
+    if getattr(plan, "capacity", None) is not None:  # the ladder's rate paces every workload (plan.rate_ladder)
         return False
     w = next((w for w in plan.workloads if w.name == workload), None)
     return w is None or (w.rate_iops is None and getattr(w, "replay", None) is None)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ...analysis.findings import Finding
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 NONE_MADE = "No comparisons could be made."
 

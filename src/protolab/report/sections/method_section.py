@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 LIMITED_BY = ("\"Limited by\": the wire at ≥ 90 % of its modelled ceiling, else the array at ≥ 90 % of its device "
               "model's saturation, else a thread, job, process or the run at ≥ 90 % of the cores it can use (with "

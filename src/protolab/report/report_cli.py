@@ -120,7 +120,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "summary": summary_json(data),
         # a swept plan: the point its claims were judged at (the plan's own service time, link rate), None without
         "claims_judged_at": sweep_chosen(data.plan) or None,
-        # a rate ladder (plan.capacity): each configuration's knee and capacity under the objective, None without
+        # a rate ladder (plan.rate_ladder): each configuration's knee and capacity under the objective, None without
         "capacity": capacity_json(data.capacity, data.alpha),
         "claims": [{"finding": v.finding + 1, "section": v.section, "said": v.said, "claim": v.claim,
                     "band_source": v.band_source, "untestable": v.untestable or None, "verdict": v.verdict,

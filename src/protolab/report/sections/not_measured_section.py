@@ -6,8 +6,8 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from ...analysis.findings import METRICS
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 
 class NotMeasuredSection(Section[list[str]]):

@@ -9,8 +9,8 @@ from markupsafe import Markup
 
 from ...conventions import fio_unescaped
 from ..markdown import md_table
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 CONFIG_HEADERS = ["configuration", "target", "engine", "link", "description"]
 WORKLOAD_HEADERS = ["workload", "access spec", "load points (hosts × streams × OIO)"]

@@ -2,7 +2,7 @@
 the hypervisor's CPU per I/O split into vCPU and I/O threads.
 
 The seed's claims (TR-3916's PVSCSI finding) is the study file's `[[seed_findings]]`, rendered for
-every built-in study by report.sections.seed."""
+every built-in study by report.sections.seed_section."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from ..model import ReportData
-from .base import Page, Section
+from ..report_data import ReportData
+from .section import Page, Section
 
 TCG_MEANING = (
     "Under TCG every guest instruction is translated and run in software on the host, so the hypervisor's "

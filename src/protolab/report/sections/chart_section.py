@@ -1,4 +1,4 @@
-"""What the chart sections share: the charts of one `Chart.section` (built by report.detail, .longrun,
+"""What the chart sections share: the charts of one `Chart.section` (built by report.detail, .longrun_charts,
 .stagecharts and tables.ceiling_charts) with the note that says what is missing or how to read them.
 
 On the page each chart is drawn with its table; in report.md it is one line, its title and the CSV of its numbers.
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from ..chart import Chart
-from ..model import ReportData
-from .base import Page, Section, chart_lines
+from ..report_data import ReportData
+from .section import Page, Section, chart_lines
 
 
 @dataclass(frozen=True)

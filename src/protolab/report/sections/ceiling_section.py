@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .charts import ChartSection
+from .chart_section import ChartSection
 
 
 class CeilingSection(ChartSection):

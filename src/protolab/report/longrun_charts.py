@@ -22,7 +22,7 @@ from ..analysis.trend import SloShare, Trend, onset_s, pooled_trend, slo_share, 
 from ..plan.coordinates import point_of
 from ..results.records import CellRecord, SeriesRow
 from .chart import Chart, Series
-from .model import RunData, slug
+from .report_data import RunData, slug
 
 #: A window with at least this many intervals, lasting at least LONG_WINDOW_S, is drawn and read as a long run.
 MIN_INTERVALS = 20

@@ -63,7 +63,7 @@ def history_command(
             return
         print_table(console, plain_table(f"studies in {results}", ["plan", "runs", "newest run"], table))
         return
-    from ..report.model import slug
+    from ..report.report_data import slug
     from .history import build_history, history_json
 
     h = build_history(cat, name)
@@ -99,7 +99,7 @@ def history_command(
 def _latest(run: Path, results: Path) -> Path:
     """The newest other complete run of ``run``'s plan in the catalogue of ``results``."""
     from ..results.rundir import RunDir
-    from .environment import fingerprint
+    from .fingerprint import fingerprint
     from .index import open_catalogue
 
     me = RunDir.open(run, write=False)

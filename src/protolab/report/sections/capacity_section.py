@@ -1,4 +1,4 @@
-"""Capacity under the objective (plan.capacity, analysis.capacity): per configuration, workload and point, where its
+"""Capacity under the objective (plan.rate_ladder, analysis.capacity): per configuration, workload and point, where its
 latency leaves its floor (the knee) and the highest offered rate that meets the plan's objective with its interval
 over repeats, a table of each ladder, and latency drawn against achieved IOPS. Every figure is the run's own; the
 objective is the plan's, and the device model's saturation (its parallelism over its service time) is said beside
@@ -14,8 +14,8 @@ from markupsafe import Markup, escape
 from ...analysis.capacity import CapacityFigure, Knee, Ladder
 from ..chart import Chart
 from ..markdown import md_table
-from ..model import CapacityData, ReportData
-from .base import Page, Section, chart_lines
+from ..report_data import CapacityData, ReportData
+from .section import Page, Section, chart_lines
 
 HOW = ("Open loop: each step offers its rate whatever the storage does ({arrivals} arrivals, fio's rate_iops shared "
        "by the streams), so latency shows the queue. A step meets the objective in a repeat when it kept up there "

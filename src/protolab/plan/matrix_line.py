@@ -22,7 +22,7 @@ def _aging(p) -> str:
 
 
 def _ladder(p) -> str:
-    """' × 3 offered rates' (plan.capacity), or nothing."""
+    """' × 3 offered rates' (plan.rate_ladder), or nothing."""
     cap = getattr(p, "capacity", None)
     return f" × {len(cap.ladder)} offered rates" if cap is not None else ""
 

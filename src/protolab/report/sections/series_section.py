@@ -1,9 +1,9 @@
 """The time series: IOPS per second of each cell's repeats (report.detail), and the long runs' and aging's
-per-interval IOPS and latency (report.longrun); without series, the note says so."""
+per-interval IOPS and latency (report.longrun_charts); without series, the note says so."""
 
 from __future__ import annotations
 
-from .charts import ChartSection
+from .chart_section import ChartSection
 
 
 class SeriesSection(ChartSection):

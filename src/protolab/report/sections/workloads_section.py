@@ -10,8 +10,8 @@ from markupsafe import Markup
 from ..chart import Chart
 from ..htmlkit import HTML_ROWS
 from ..markdown import md_table, summary_table
-from ..model import ReportData
-from .base import Heading, Page, Section
+from ..report_data import ReportData
+from .section import Heading, Page, Section
 
 #: Summary columns that hold words, not numbers (left-aligned on the page).
 WORDS = ("load point", "configuration", "limited by", "paths")
