@@ -137,7 +137,7 @@ def render_streams(
     if replay and w.replay.no_stall:
         glob["replay_no_stall"] = "1"
     glob |= shape_options(w)
-    rate = cell.step("rate")  # an offered rate of the capacity ladder (plan.capacity): shared by the streams
+    rate = cell.step("rate")  # an offered rate of the capacity ladder (plan.rate_ladder): shared by the streams
     shares = rate.per_stream(cell.streams) if rate is not None else []
     if rate is not None and rate.arrivals == "poisson":
         glob["rate_process"] = "poisson"

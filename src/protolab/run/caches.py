@@ -1,4 +1,4 @@
-"""Page caches dropped before each cell (plan.caches, `[method] drop_caches`): on the load hosts the cell uses and
+"""Page caches dropped before each cell (plan.drop_caches, `[method] drop_caches`): on the load hosts the cell uses and
 on the storage servers the plan names, through each one's shell (run.hostshell: this machine, or ssh).
 
 The script is one fixed text with no plan value in it: it reads /proc/meminfo's Cached, writes back dirty pages

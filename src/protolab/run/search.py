@@ -1,4 +1,4 @@
-"""The capacity ladder's bounded search (plan.capacity, analysis.capacity.next_rate): after the plan's ladder, rounds
+"""The capacity ladder's bounded search (plan.rate_ladder, analysis.capacity.next_rate): after the plan's ladder, rounds
 in which every configuration whose capacity and next step leave a gap gets the midpoint, at every repeat,
 configurations interleaved (A B A B … per repeat), until none needs one or each has had ``refine`` extra steps. Like
 adaptive repeats (run.schedule), the decision reads the stored records each time: a resumed run carries on where the
