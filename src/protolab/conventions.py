@@ -13,3 +13,8 @@ def fio_escaped(name: str) -> str:
 def fio_unescaped(name: str) -> str:
     """fio's filename= read back as the URL or path it names, for people ('iscsi://198.18.0.1:3260/…')."""
     return name.replace("\\:", ":")
+
+
+def digits(text: str) -> bool:
+    """True when ``text`` is ASCII digits only: str.isdigit() also takes '²' or '٣', which int() refuses."""
+    return text.isascii() and text.isdigit()

@@ -19,6 +19,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .conventions import digits
+
 #: A replayed trace may be at most this large: it is read whole to check and fit it.
 MAX_TRACE_BYTES = 64 * 1024**2
 #: blktrace: struct blk_io_trace (48 bytes) then pdu_len bytes; magic 0x65617400 | version.
@@ -207,14 +209,14 @@ def _iolog(path: str, data: bytes) -> Trace:
             continue
         t = 0
         if version == 3:
-            if not parts[0].isdigit():
+            if not digits(parts[0]):
                 raise TraceError(f"{path}:{n}: a version 3 iolog line starts with a time in µs")
             t, parts = int(parts[0]), parts[1:]
         if len(parts) < 2 or parts[1] not in _IOLOG_ACTIONS:
             raise TraceError(f"{path}:{n}: not an iolog line (FILE ACTION [OFFSET LENGTH])")
         action = parts[1]
         if action in ("read", "write"):
-            if len(parts) != 4 or not parts[2].isdigit() or not parts[3].isdigit() or int(parts[3]) == 0:
+            if len(parts) != 4 or not digits(parts[2]) or not digits(parts[3]) or int(parts[3]) == 0:
                 raise TraceError(f"{path}:{n}: a {action} needs an offset and a length in bytes")
             first = t if first is None else first
             events.append(Event(t - first, action == "write", int(parts[2]), int(parts[3])))

@@ -92,13 +92,6 @@ def test_no_module_over_400_lines():
             if (n := len(p.read_text().splitlines())) > 400] == []
 
 
-#: Pending: engine/ and run/ are being reworked on another branch, so their modules keep their names until that work
-#: lands (engine/targets.py and engine/window.py share plan's and telemetry's), and so does analysis/repeats.py, which
-#: run/schedule.py imports beside plan/repeats.py. Rename them then and drop them from here.
-PENDING_DIRS = ("engine/", "run/")
-PENDING_FILES = {"analysis/repeats.py"}
-
-
 def _shared_names(rels: list[str]) -> dict[str, list[str]]:
     """File names that more than one module has (``__init__.py`` aside): {'summary.py': ['analysis/summary.py', …]}."""
     by: dict[str, list[str]] = defaultdict(list)
@@ -111,8 +104,7 @@ def _shared_names(rels: list[str]) -> dict[str, list[str]]:
 def test_no_two_modules_share_a_file_name():
     """A file name says which module it is without its folder: 'summary.py' three times told a reader nothing."""
     rels = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")]
-    checked = [r for r in rels if not r.startswith(PENDING_DIRS) and r not in PENDING_FILES]
-    assert _shared_names(checked) == {}
+    assert _shared_names(rels) == {}
     assert _shared_names(["plan/summary.py", "report/summary.py", "lab/__init__.py", "vm/__init__.py"]) == {
         "summary.py": ["plan/summary.py", "report/summary.py"]}
 

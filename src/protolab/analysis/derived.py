@@ -28,7 +28,7 @@ def derive(ios: int, loadgen_cpu_s: float | None, telemetry: dict[str, Any] | No
            storage_ports: list[str] | None = None) -> dict[str, Any]:
     """CPU per I/O (load generator, server, machine), packets and wire bytes per I/O, traffic per path.
 
-    ``telemetry`` is a window delta (see telemetry.window.Window.delta); ``storage_ports`` names the
+    ``telemetry`` is a window delta (see telemetry.telemetry_window.Window.delta); ``storage_ports`` names the
     interfaces ('netns/ifname') on the storage side of the wire, whose traffic is the protocol's.
 
     With role cgroups in the telemetry, server and load-generator CPU come from them (``cpu_source``

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..conventions import digits
 from ..plan.expand import Cell
 from ..safepath import inside
 from ..trust import make_dir
@@ -59,7 +60,7 @@ def read_series(folder: Path, prefix: str) -> tuple[list[float], dict[str, list[
         seconds = 0
         for line in f.read_text().splitlines():
             parts = [p.strip() for p in line.split(",")]
-            if len(parts) < 2 or not parts[0].isdigit():
+            if len(parts) < 2 or not digits(parts[0]):
                 continue
             second = max(0, round(int(parts[0]) / 1000) - 1)
             by_host[host][second] += float(parts[1])

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..conventions import DATA_FILE, fio_escaped, fio_unescaped
 from ..errors import TargetError
 from ..plan.protocols import PROTOCOLS
-from ..plan.targets import parse_target
+from ..plan.target_grammar import parse_target
 from ..proc import Runner
 from ..trust import UnsafePath, make_dir
 

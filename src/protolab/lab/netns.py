@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..conventions import digits
 from ..errors import ProtolabError
 from ..plan.topology import LinkSpec
 from ..proc import Runner
@@ -126,7 +127,7 @@ class Net:
     def pids(self, name: str) -> list[int]:
         """Processes running in namespace ``name``."""
         out = self._ip("netns", "pids", name, check=False).stdout
-        return [int(w) for w in out.split() if w.isdigit()]
+        return [int(w) for w in out.split() if digits(w)]
 
     def add_bridge(self, netns: str, name: str) -> None:
         """A bridge (no STP: ports forward at once) in ``netns``."""

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..conventions import digits
 from .protocols import EXPORT, IQN, NQN, NQN_MAX, PROTOCOLS
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*")
@@ -110,7 +111,7 @@ class IscsiAttach(_Model):
         host, port = _split_portal(v)
         check_host(host, "portal host")
         if port is not None:
-            check_port(int(port) if port.isdigit() and len(port) <= 5 else -1, "portal port")
+            check_port(int(port) if digits(port) and len(port) <= 5 else -1, "portal port")
         return v
 
     @field_validator("iqn", mode="before")
@@ -249,7 +250,7 @@ class NvmeTcpAttach(_Model):
 def check_cifs_option(option: Any) -> str:
     """One cifs mount option a plan may give: a flag of CIFS_FLAGS, or NAME=NUMBER of CIFS_NUMBERS."""
     key, eq, value = option.partition("=") if isinstance(option, str) else ("", "", "")
-    if (not eq and key in CIFS_FLAGS) or (eq and key in CIFS_NUMBERS and value.isdigit() and len(value) <= 10):
+    if (not eq and key in CIFS_FLAGS) or (eq and key in CIFS_NUMBERS and digits(value) and len(value) <= 10):
         return option
     raise ValueError(f"CIFS mount option {option!r}: give one of {', '.join(sorted(CIFS_FLAGS))}, or "
                      f"{', '.join(sorted(CIFS_NUMBERS))} with a number (protolab sets ip, credentials, username, "

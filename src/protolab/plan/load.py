@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..conventions import digits
 from ..errors import PlanError
 from .library import BUILTIN_WORKLOADS, builtin_studies
 from .model import Plan, Workload
@@ -280,7 +281,7 @@ def _at(text: str, keys: list[str]) -> str:
     start = 0
     last = None
     for key in keys:
-        if key.isdigit():
+        if digits(key):
             # the N-th [[last]] table, when the array is written as tables
             header = re.compile(rf"^\s*\[\[\s*{re.escape(last or '')}\s*\]\]")
             hits = [i for i in range(len(lines)) if header.search(lines[i])]

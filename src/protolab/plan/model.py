@@ -23,7 +23,7 @@ from .seed import SeedFinding
 from .servers import check_server, kernel_path
 from .stages import Fill, normalise_stages
 from .sweep import Sweep
-from .targets import is_lab_target, protocol_named
+from .target_grammar import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
 from .workload import MAX_DATA, MAX_DURATION_S, MAX_HOSTS, MAX_OIO, MAX_STREAMS, Description, Workload, _Model
 

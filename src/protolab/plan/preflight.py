@@ -16,7 +16,7 @@ from ..errors import PlanError
 from .model import Configuration, Plan, Workload
 from .protocols import PROTOCOLS, lab_targets
 from .servers import kernel_path, kernel_protocols, pool_need, uses_knfsd
-from .targets import TargetRef, looks_like_target, parse_target
+from .target_grammar import TargetRef, looks_like_target, parse_target
 from .units import format_size
 
 ALIGN = 1024 * 1024  # stream regions start on 1 MiB boundaries

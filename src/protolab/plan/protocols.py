@@ -1,7 +1,7 @@
 """Every protocol once: its name, target grammar, default port, the lab server that serves it, the fio engine
 that reaches it, whether QEMU attaches it, and which wire model counts its bytes.
 
-Everything else asks this registry: target parsing (plan.targets), the lab's exports and access lists
+Everything else asks this registry: target parsing (plan.target_grammar), the lab's exports and access lists
 (plan.topology, lab.lab), preflight's engine checks, QEMU's disks (vm.qemu), fio's needed engines, the wire
 model and `protolab limits` (analysis.wire, analysis.limits), and the report's ceilings.
 
@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import SplitResult
+
+from ..conventions import digits
 
 #: an iSCSI name (RFC 3720 3.2.6: iqn., eui. or naa.), as protolab accepts it anywhere (match it whole)
 IQN = re.compile(r"(iqn|eui|naa)\.[A-Za-z0-9.:_-]{1,220}")
@@ -87,7 +89,7 @@ class Protocol:
 
 def _iscsi(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRef:
     pieces = parts.path.strip("/").split("/")
-    if len(pieces) != 2 or not IQN.fullmatch(pieces[0]) or not pieces[1].isdigit() or int(pieces[1]) > 16383:
+    if len(pieces) != 2 or not IQN.fullmatch(pieces[0]) or not digits(pieces[1]) or int(pieces[1]) > 16383:
         raise ValueError(f"target {text!r}: an iSCSI target is {PROTOCOLS['iscsi'].form} "
                          "(an iqn./eui./naa. name and a LUN number from 0 to 16383)")
     return TargetRef("iscsi", text, host, port or PROTOCOLS["iscsi"].port, pieces[0], int(pieces[1]))

@@ -13,6 +13,8 @@ import math
 import re
 from typing import Any
 
+from ..conventions import digits
+
 #: Names of plans, workloads, configurations, targets and hosts: they become parts of file names.
 NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
 NAME_RULE = "1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
@@ -251,7 +253,7 @@ def check_ssh_options(options: Any) -> list[str]:
         if not _SSH_VALUE.match(value) or value.startswith("-"):  # '-…' would read as another option
             raise ValueError(f"ssh_options: the value of {flag} ({value!r}) is not a plain path, number or "
                              "KEY=VALUE")
-        if flag == "-p" and not (value.isdigit() and 1 <= int(value) <= 65535):
+        if flag == "-p" and not (digits(value) and 1 <= int(value) <= 65535):
             raise ValueError(f"ssh_options: -p needs a port from 1 to 65535, got {value!r}")
         if flag == "-i":
             value = _identity(value)

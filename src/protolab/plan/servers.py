@@ -75,7 +75,7 @@ def kernel_path(url: str, server: str | None = None) -> bool:
     """True when ``url`` is a lab target the guests' kernels attach (they run in guests only): served by a kernel,
     or of a protocol only a kernel's client reaches (plan.protocols.guest_kernel_only)."""
     from .protocols import guest_kernel_only
-    from .targets import is_lab_target, protocol_named
+    from .target_grammar import is_lab_target, protocol_named
 
     if not is_lab_target(url):
         return False

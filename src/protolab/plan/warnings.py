@@ -6,7 +6,7 @@ from .drop_caches import cache_warnings
 from .model import Plan
 from .preflight import target_bytes
 from .rate_ladder import oio_warning
-from .targets import parse_target
+from .target_grammar import parse_target
 from .units import format_size
 
 #: fio engines that keep one I/O in flight per job, whatever iodepth says.

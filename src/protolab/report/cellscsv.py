@@ -23,7 +23,7 @@ def configuration_columns(plan) -> dict[str, dict[str, str]]:
     lab pool's device model (plan.storage; '' for a target outside the lab)."""
     if plan is None:
         return {}
-    from ..plan.targets import is_lab_target, protocol_named
+    from ..plan.target_grammar import is_lab_target, protocol_named
     from ..plan.topology import LabSpec
 
     lab = getattr(plan, "lab", None)
@@ -70,7 +70,7 @@ def swept_models(plan: Any, records: list[CellRecord]):
     if lab is None or lab.device.is_ram or not any("service_time" in r.coords for r in records):
         return lambda r: {}
     from ..plan.sweep import device_model_at
-    from ..plan.targets import is_lab_target
+    from ..plan.target_grammar import is_lab_target
 
     lab_configs = {c.name for c in plan.configurations if is_lab_target(plan.target_of(c).url)}
     names: dict[Any, str] = {}

@@ -26,7 +26,7 @@ from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
 from ..plan.model import Plan
 from ..plan.protocols import PROTOCOLS
-from ..plan.targets import is_lab_target, protocol_named
+from ..plan.target_grammar import is_lab_target, protocol_named
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write

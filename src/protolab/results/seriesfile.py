@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, NamedTuple
 
+from ..conventions import digits
+
 
 def number(key: str, v: str) -> Any:
     """A series.csv field as its type (csv gives text)."""
@@ -28,7 +30,7 @@ def lines_of(f: Any, seqs: set[int]) -> Iterator[str]:
     if len(seqs) > FEW_SEQS:
         for line in f:
             head = line[:line.find(",")]
-            if not head.isdigit() or int(head) in seqs:
+            if not digits(head) or int(head) in seqs:
                 yield line
         return
     # a newline, then one of the seqs (leading zeros too) and a comma, or anything but a plain number and a comma;

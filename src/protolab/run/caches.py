@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ..conventions import digits
 from ..errors import ToolError
 from ..plan.expand import Cell
 from ..plan.hosts import LoadHost
@@ -50,7 +51,7 @@ def shells(plan: Plan, cell: Cell) -> list[HostShell]:
 
 
 def _kib(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
+    return int(text) if digits(text) else None
 
 
 def drop_on(shell: HostShell, runner: Runner) -> CacheDrop:

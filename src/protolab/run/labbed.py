@@ -18,10 +18,10 @@ from ..engine.targets import Access, resolve
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.servers import uses_knfsd
-from ..plan.targets import parse_target
+from ..plan.target_grammar import parse_target
 from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
-from ..telemetry.window import Window
+from ..telemetry.telemetry_window import Window
 from .progress import Progress
 from .testbed import Testbed, every_step
 

@@ -28,7 +28,7 @@ from ..results.files import now
 from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
-from ..telemetry.window import Window
+from ..telemetry.telemetry_window import Window
 from .attaching import storage_of
 from .progress import Progress
 from .testbed import Testbed

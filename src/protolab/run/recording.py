@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..conventions import digits
 from ..engine.measure import HostRun
 from ..engine.parse import parse_fio_json
 from ..plan.expand import Cell
@@ -24,7 +25,7 @@ def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:
     for key in keys:
         hostname, _, port = key.rpartition(":")
         for h in hosts:
-            if h.agent is not None and h.agent.matches(hostname or key, int(port) if port.isdigit() else None):
+            if h.agent is not None and h.agent.matches(hostname or key, int(port) if digits(port) else None):
                 out[key] = h.name
     # log file suffixes are the client's host names without port; a direct run's key is 'local'
     for h in hosts:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ..analysis.repeats import next_repeat
+from ..analysis.repeat_rule import next_repeat
 from ..plan.expand import Cell, expand, outer_steps
 from ..plan.model import Plan
 from ..plan.repeats import AdaptiveRepeats

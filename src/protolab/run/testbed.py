@@ -26,11 +26,11 @@ from ..engine.sshagent import SshAgent
 from ..engine.targets import Access, check_overwrite, resolve
 from ..errors import ProtolabError, ToolError
 from ..plan.model import Configuration, Plan
-from ..plan.targets import parse_target
+from ..plan.target_grammar import parse_target
 from ..proc import Runner
 from ..safepath import inside
 from ..telemetry.cgroups import RoleCgroups
-from ..telemetry.window import Window
+from ..telemetry.telemetry_window import Window
 from ..trust import private_base
 from .attachments import Attachments
 from .progress import Progress

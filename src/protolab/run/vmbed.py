@@ -34,7 +34,7 @@ from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS, guest_kernel_only
 from ..plan.servers import Server, kernel_served, server_for
 from ..proc import Runner
-from ..telemetry.window import Window
+from ..telemetry.telemetry_window import Window
 from ..vm.initiators import MOUNT, initiator
 from .labbed import LabTestbed, lab_protocol
 from .progress import Progress

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..conventions import digits
 from .source import Fields, Source, busiest, lerp, lerp_threads
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -61,7 +62,7 @@ def cpu_line_ticks(line: str) -> list[int] | None:
     counts; None for anything else (a core's line, too few or malformed counts: a guest's answer is parsed here
     too, vm.guestcpu)."""
     words = line.split()
-    if len(words) < 9 or words[0] != "cpu" or any(len(w) > MAX_TICK_DIGITS or not w.isdigit() for w in words[1:9]):
+    if len(words) < 9 or words[0] != "cpu" or any(len(w) > MAX_TICK_DIGITS or not digits(w) for w in words[1:9]):
         return None  # the machine's line has user … steal at least (Linux 2.6.11 on)
     return [int(w) for w in words[1:9]]
 

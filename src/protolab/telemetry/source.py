@@ -5,7 +5,7 @@ once for the last window (a link's offload state). ``sample()`` reads the counte
 every second of a client run); ``interpolate(a, b, f)`` gives them a fraction ``f`` of the way from sample
 ``a`` to ``b`` (a client run's boundaries are placed afterwards, between two samples); ``delta(before,
 after)`` gives the fields of ``results.records.Telemetry`` the source owns, JSON-ready. A window
-(telemetry.window) is a list of sources; each counter's module owns its source (telemetry.cpu, .net,
+(telemetry.telemetry_window) is a list of sources; each counter's module owns its source (telemetry.cpu, .net,
 .cgroups, .priority), and a testbed adds its own (the VM testbed's QEMU threads, vm.telemetry).
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fakes import PLAN, FakeFio, FakeTestbed, _order
-from protolab.analysis.repeats import mean_interval_pct, next_repeat, spread_pct
+from protolab.analysis.repeat_rule import mean_interval_pct, next_repeat, spread_pct
 from protolab.errors import ProtolabError
 from protolab.plan.load import load_plan_text
 from protolab.results.rundir import RunDir

@@ -27,8 +27,8 @@ from protolab.run.procedure import WarmupRule
 from protolab.telemetry.cgroups import RoleCpu
 from protolab.telemetry.cpu import MachineCpu, ServerTrees
 from protolab.telemetry.net import Counters, InterfaceTraffic, Offloads
-from protolab.telemetry.window import Snapshot as Tele
-from protolab.telemetry.window import interpolate
+from protolab.telemetry.telemetry_window import Snapshot as Tele
+from protolab.telemetry.telemetry_window import interpolate
 
 
 # fio 3.33, 2 psync jobs, 4 KiB randrw 75 % reads, runtime 4 s, --status-interval=1: 4 interval documents + the last

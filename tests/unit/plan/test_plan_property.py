@@ -149,3 +149,18 @@ def test_the_seeds_are_valid():
     env = Environment(fio_engines=ENGINES)
     for doc in SEEDS:
         assert _outcome(_toml(doc), env) is None
+
+
+def test_a_unicode_digit_in_a_field_path_or_a_number_is_refused_in_one_line(tmp_path):
+    """'²' is a digit to str.isdigit() and not to int(): found by the property above (a [lab.link] key '²')."""
+    from protolab.conventions import digits
+    from protolab.errors import PlanError
+    from protolab.plan.load import load_plan_text
+    from protolab.plan.target_grammar import parse_target
+
+    assert digits("12") and not digits("²") and not digits("") and not digits("1²")
+    with pytest.raises(PlanError, match=r"link\.²"):
+        load_plan_text('name = "x"\nbaseline = "a"\nworkloads = ["tr3808-4k"]\n[lab]\nlink = { "²" = "" }\n'
+                       '[[configurations]]\nname = "a"\ntarget = "lab:local"\n', source="p.toml")
+    with pytest.raises(ValueError, match="LUN number"):
+        parse_target("iscsi://198.18.0.1/iqn.2026-11.org.protolab:x/²")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from protolab.plan.safety import check_engine, check_fio_options, check_ssh_options
-from protolab.plan.targets import parse_target
+from protolab.plan.target_grammar import parse_target
 from protolab.plan.units import parse_duration, parse_size
 from protolab.safepath import inside
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import DATA
 from protolab.plan import protocols
 from protolab.plan.protocols import PROTOCOLS, Protocol, TargetRef
-from protolab.plan.targets import parse_target, protocol_named
+from protolab.plan.target_grammar import parse_target, protocol_named
 
 V1 = DATA / "v1-run"
 

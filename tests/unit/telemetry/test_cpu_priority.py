@@ -174,7 +174,7 @@ def test_the_testbed_raises_the_weight_for_its_life_only_when_the_plan_asks(tmp_
 def test_a_window_records_the_weight_only_when_it_held_at_both_ends():
     from protolab.analysis.derived import busy_note, derive
     from protolab.proc import FakeRunner
-    from protolab.telemetry.window import Window, interpolate
+    from protolab.telemetry.telemetry_window import Window, interpolate
 
     class Roles:
         def __init__(self):

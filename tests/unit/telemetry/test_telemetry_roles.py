@@ -11,7 +11,7 @@ from protolab.analysis.derived import SEGMENTS, derive
 from protolab.proc import Completed, FakeRunner
 from protolab.telemetry.cgroups import RoleCgroups, find_root, leftover_groups
 from protolab.telemetry.net import parse_offloads, read_offloads
-from protolab.telemetry.window import Window
+from protolab.telemetry.telemetry_window import Window
 
 BURN = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from protolab.proc import Completed
 from protolab.telemetry.source import Source
-from protolab.telemetry.window import Window
+from protolab.telemetry.telemetry_window import Window
 from protolab.vm.telemetry import QemuThreads
 
 

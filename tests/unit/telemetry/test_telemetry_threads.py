@@ -9,7 +9,7 @@ from conftest import DATA
 from protolab.engine.parse import parse_fio_json
 from protolab.proc import Completed, FakeRunner
 from protolab.telemetry import cpu as tcpu
-from protolab.telemetry.window import Window
+from protolab.telemetry.telemetry_window import Window
 
 
 def _stat(pid: int, comm: str, utime: int, stime: int) -> str:

@@ -11,7 +11,7 @@ import pytest
 from conftest import DATA
 from fake_machine import FakeMachine
 from protolab.results.records import Telemetry
-from protolab.telemetry.window import Window
+from protolab.telemetry.telemetry_window import Window
 from protolab.vm.telemetry import QemuThreads
 
 GOLDEN = DATA / "telemetry-window.json"
