@@ -152,15 +152,23 @@ def read_gbps_64k(lab) -> float:
     return lab.spec.export_bytes * 8 / (time.perf_counter() - t) / 1e9
 
 
+def ceiling_gbps(lab, capsys, what: str, cap: float) -> float:
+    """The link's ceiling: the best of up to three reads, every one at or under `cap`.
+
+    A shaper's rate is a ceiling, and a busy machine only takes from it (nbdkit and fio share two cores with the
+    neighbours: 0.895 Gb/s once in CI, 2026-12-07), so the best read estimates it; stop once one is within 10 %."""
+    reads = []
+    while len(reads) < 3 and (not reads or max(reads) < 0.90 * cap):
+        reads.append(read_gbps_64k(lab))
+        assert reads[-1] <= cap, f"{what}: {reads[-1]:.3f} Gb/s of payload is over the link's {cap} Gb/s"
+    with capsys.disabled():
+        print(f"\n  64 KiB sequential NBD read over emulated {what}: {', '.join(f'{r:.3f}' for r in reads)} Gb/s")
+    return max(reads)
+
+
 def test_1gbe_link_delivers_90_to_100_percent_of_1gbps(make_lab, capsys):
     lab = make_lab(spec(export_size="512M", link=LinkSpec(rate="1GbE")), {"nbd"})
-    gbps = read_gbps_64k(lab)
-    with capsys.disabled():
-        print(f"\n  64 KiB sequential NBD read over emulated 1GbE: {gbps:.3f} Gb/s of payload")
-    assert 0.90 <= gbps <= 1.00
+    assert ceiling_gbps(lab, capsys, "1GbE", 1.00) >= 0.90
 
     lab.set_link(LinkSpec(rate="500mbit"))
-    half = read_gbps_64k(lab)
-    with capsys.disabled():
-        print(f"  the same over 500 Mbit/s: {half:.3f} Gb/s")
-    assert 0.45 <= half <= 0.50
+    assert ceiling_gbps(lab, capsys, "500 Mbit/s", 0.50) >= 0.45
