@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..conventions import digits
 from ..engine.measure import HostRun
 from ..engine.parse import parse_fio_json
+from ..engine.readback import ReadBack, mismatches
 from ..plan.expand import Cell
 from ..results.files import now
-from ..results.records import OUT_OF_STEP_S, CellRecord, SeriesRow, Warmup
+from ..results.records import OUT_OF_STEP_S, CellRecord, SeriesRow, Verified, Warmup
 from ..results.rundir import RunDir
 from .procedure import Window_
 
@@ -36,11 +37,26 @@ def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:
     return out
 
 
+#: The failed chunks' offsets a record keeps (their count is kept whole).
+MOST_BAD_OFFSETS = 20
+
+
+def verified(algorithm: str, chunk: int, during: list[str], after: ReadBack) -> Verified:
+    """What the verification of one window found: the chunks fio's lines named during the window and in the
+    read-back after it, each counted once; the read-back's own count where it named fewer."""
+    during_bad = mismatches(during)
+    offsets = sorted({m.offset for m in [*during_bad, *after.bad]})
+    unnamed = max(0, after.counted - len(after.bad))  # fio counted failed checks it printed no line for
+    return Verified(algorithm=algorithm, verified_bytes=after.verified_bytes, mismatches=len(offsets) + unnamed,
+                    first_bad_offset=offsets[0] if offsets else None, during_window=len(during_bad),
+                    bad_offsets=offsets[:MOST_BAD_OFFSETS], chunk=chunk, errors=after.errors)
+
+
 def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline: str, hosts: list[HostRun],
                 window: Window_, warmup: Warmup, steadiness,
-                interval_s: int = 1) -> tuple[CellRecord, list[SeriesRow]]:
+                interval_s: int = 1, verification: Verified | None = None) -> tuple[CellRecord, list[SeriesRow]]:
     """The record of one measured window, and its per-host series rows (the merged "all" rows were written
-    while the window ran: see Procedure.window)."""
+    while the window ran: see Procedure.window); ``verification``: what method.verify found (`verified`)."""
     meas = window.measurement
     result = parse_fio_json(meas.json_text)
     names = host_names(hosts, [*result.per_host_iops, *meas.series_by_host])
@@ -63,6 +79,7 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
         out_of_step_s=round(window.out_of_step_s, 3) if window.out_of_step_s > OUT_OF_STEP_S else None,
+        verification=verification,
     )
     offset = window.t0_s
     rows = []
