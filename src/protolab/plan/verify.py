@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from .workload import _Model
 
@@ -31,6 +31,11 @@ class WithVerify(_Model):
     verify: Algorithm | None = Field(
         default=None, description="checksum every block written (crc32c, md5 or sha256) and read every block of "
         "each window's regions back after it: verified bytes and mismatches per window (plan.verify)")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:  # unverified, a method as before verify existed: no format bump
+        out = handler(self)
+        return {k: v for k, v in out.items() if k != "verify" or v is not None}
 
 
 @dataclass(frozen=True)

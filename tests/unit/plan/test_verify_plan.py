@@ -91,3 +91,11 @@ def test_the_cli_refuses_it_with_exit_code_2(tmp_path, capsys, monkeypatch):
     assert e.value.code == 2
     assert err.strip() == (f"protolab: error: {plan}:8: method.verify: Input should be 'crc32c', 'md5' or 'sha256' "
                            "(got 'sha1')")
+
+
+def test_a_stored_plan_keeps_verify_and_one_without_it_is_stored_as_before():
+    from protolab.plan.model import Plan
+
+    assert "verify" not in _plan("").model_dump(mode="json")["method"]  # runs stored before verify existed match
+    stored = _plan('verify = "md5"').model_dump(mode="json")
+    assert stored["method"]["verify"] == "md5" and Plan.model_validate(stored).method.verify == "md5"
