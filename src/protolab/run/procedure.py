@@ -293,8 +293,12 @@ class Procedure:
 
     def read_back(self, cell: Cell, hosts: list[HostRun]) -> ReadBack | None:
         """method.verify: read every block of the cell's regions back and check it (None: nothing to verify, the
-        plan asks for none or the cell's workload only reads)."""
+        plan asks for none or the cell's workload only reads; an aging sequence's step before its last, whose
+        load the next step continues without a break)."""
         if self.verification is None or cell.workload.read_pct >= 100:
+            return None
+        age = cell.step("age")
+        if age is not None and age.index < self.plan.age_steps - 1:
             return None
         self.phase("read back")
         self.testbed.check_before_window(cell.configuration)

@@ -95,3 +95,29 @@ def test_a_run_that_does_not_verify_reads_nothing_back_and_has_no_verification_c
     assert "verified_mib" not in header and "mismatches" not in header
     assert all(r.verification is None for r in rd.records())
     assert "Data verified" not in (Path(write_report(rd, figures=False)).parent / "report.md").read_text()
+
+
+def test_an_aging_sequence_is_read_back_after_its_last_step_and_a_reading_workload_never(tmp_path, monkeypatch):
+    """A read-back between two aging steps would break the load the next step continues: only the last step's."""
+    import protolab.run.procedure as procedure
+    from protolab.plan.expand import expand
+    from protolab.run.progress import Silent
+
+    text = PLAN.format(dir=tmp_path).replace("prepare = false", 'prepare = true\nverify = "crc32c"').replace(
+        'workloads = ["tr3808-4k"]', 'workloads = ["tr3808-4k", "tr3808-init"]') + \
+        '[stage.age]\nduration = "8s"\nevery = "2s"\n'
+    plan = load_plan_text(text)
+    assert plan.age_steps == 4
+    read: list[str] = []
+    monkeypatch.setattr(procedure, "read_back", lambda fio, cell, hosts, v, **kw: read.append(cell.id) or "checked")
+
+    class RunDirStub:
+        path = tmp_path
+
+    proc = procedure.Procedure(plan, FakeTestbed(plan, FakeFio([]), []), RunDirStub(), Silent(), lambda phase: None)
+    cells = expand(plan)
+    answers = {c.id: proc.read_back(c, []) for c in cells}
+    last = [c.id for c in cells if c.workload.name == "tr3808-4k" and c.step("age").index == 3]
+    assert read == last and {c: a for c, a in answers.items() if a} == dict.fromkeys(last, "checked")
+    # one per sequence (configuration × load point × repeat), none of the workload that only reads (tr3808-init)
+    assert len(last) == 2 * 2 * 3 and len(cells) == 2 * len(last) * 4
