@@ -54,9 +54,9 @@ def verified(algorithm: str, chunk: int, during: list[str], after: ReadBack) -> 
 
 def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline: str, hosts: list[HostRun],
                 window: Window_, warmup: Warmup, steadiness,
-                interval_s: int = 1, verification: Verified | None = None) -> tuple[CellRecord, list[SeriesRow]]:
+                interval_s: int = 1) -> tuple[CellRecord, list[SeriesRow]]:
     """The record of one measured window, and its per-host series rows (the merged "all" rows were written
-    while the window ran: see Procedure.window); ``verification``: what method.verify found (`verified`)."""
+    while the window ran: see Procedure.window)."""
     meas = window.measurement
     result = parse_fio_json(meas.json_text)
     names = host_names(hosts, [*result.per_host_iops, *meas.series_by_host])
@@ -79,7 +79,6 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
         out_of_step_s=round(window.out_of_step_s, 3) if window.out_of_step_s > OUT_OF_STEP_S else None,
-        verification=verification,
     )
     offset = window.t0_s
     rows = []

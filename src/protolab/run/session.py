@@ -247,13 +247,15 @@ class Study:
             self._hook("ready", cell)
             win, warm = proc.window(cell, hosts, window, seq, session)
             self._hook("done", cell)
-            back = proc.read_back(cell, hosts)  # method.verify: every block of the cell's regions, after the window
-            checked = verified(m.verify, proc.verification.interval, win.checks, back) if back is not None else None
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,
-                                    steadiness=proc.steadiness(win.measurement.series), interval_s=m.interval,
-                                    verification=checked)
-            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped})
+                                    steadiness=proc.steadiness(win.measurement.series), interval_s=m.interval)
+            # method.verify: every block of the cell's regions read back after a window that did not fail (a read-back
+            # that fails stops the run before the record is stored: resume measures the cell again)
+            back = proc.read_back(cell, hosts) if not rec.failed else None
+            checked = verified(m.verify, proc.verification.interval, win.checks, back) if back is not None else None
+            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped,
+                                         "verification": checked})
             rundir.add_series(rows)
             rundir.add_record(rec, figures(rec).csv_fields())
             self.progress.done(rec)
