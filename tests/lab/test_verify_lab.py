@@ -26,7 +26,7 @@ baseline = "local"
 workloads = [{{ name = "mixed-4k", block_size = "4k", read_pct = 50, random_pct = 100, oio = 4 }}]
 [lab]
 prefix = "{PREFIX}"
-pool_size = "256M"
+pool_size = "384M"
 export_size = "32M"
 [lab.storage]
 model = "flash"
@@ -42,7 +42,6 @@ streams = 2
 warmup = "1s"
 duration = "2s"
 repeats = 1
-data_size = "16M"
 verify = "crc32c"
 """
 
@@ -58,8 +57,8 @@ def test_every_block_written_through_the_local_path_and_nbd_reads_back_intact(wo
     assert sorted(r["coords"]["configuration"] for r in records) == ["local", "nbd"]
     for r in records:
         v = r["verification"]
-        # both streams' regions, every 4 KiB chunk read back and checked: the whole 16 MiB
-        assert (v["algorithm"], v["chunk"], v["verified_bytes"]) == ("crc32c", 4096, 16 * MIB), v
+        # both streams' regions, every 4 KiB chunk read back and checked: the whole export, 32 MiB
+        assert (v["algorithm"], v["chunk"], v["verified_bytes"]) == ("crc32c", 4096, 32 * MIB), v
         assert (v["mismatches"], v["first_bad_offset"], v["during_window"], v["errors"]) == (0, None, 0, []), v
         assert r["status"] == "ok" and r["result"]["errors"] == 0
         # fio read back what it wrote during the window too: its reads outnumber the workload's half
@@ -67,10 +66,10 @@ def test_every_block_written_through_the_local_path_and_nbd_reads_back_intact(wo
         job = (run / f"raw/{r['cell_id']}.readback.{r['host_names'][0]}.fio").read_text()
         assert "rw=read" in job and "bs=4096" in job and "verify=crc32c" in job
     rows = list(csv.DictReader((run / "cells.csv").open()))
-    assert [(r["verified_mib"], r["mismatches"], r["first_bad_offset"]) for r in rows] == [("16.0", "0", "")] * 2
+    assert [(r["verified_mib"], r["mismatches"], r["first_bad_offset"]) for r in rows] == [("32.0", "0", "")] * 2
     md = (run / "report.md").read_text()
-    assert "- local: 16 MiB verified (crc32c, 1 window), 0 mismatches" in md
-    assert "- nbd: 16 MiB verified (crc32c, 1 window), 0 mismatches" in md
+    assert "- local: 32 MiB verified (crc32c, 1 window), 0 mismatches" in md
+    assert "- nbd: 32 MiB verified (crc32c, 1 window), 0 mismatches" in md
 
 
 #: A chunk of stream 0's region of the NBD export (5 MiB + 8 KiB): written with its checksum by the prepare or the
@@ -122,10 +121,10 @@ def test_a_block_the_device_model_corrupts_after_the_window_is_found_at_its_offs
     assert recs["local"].verification.mismatches == 0
     v = recs["nbd"].verification
     assert (v.mismatches, v.first_bad_offset, v.bad_offsets, v.during_window) == (1, BAD, [BAD], 0), v
-    assert v.verified_bytes == 16 * MIB and recs["nbd"].status == "ok"
+    assert v.verified_bytes == 32 * MIB and recs["nbd"].status == "ok"
     rows = {r["configuration"]: r for r in csv.DictReader((rundir.path / "cells.csv").open())}
     assert (rows["nbd"]["mismatches"], rows["nbd"]["first_bad_offset"]) == ("1", str(BAD))
     assert (rows["local"]["mismatches"], rows["local"]["first_bad_offset"]) == ("0", "")
     md = (rundir.path / "report.md").read_text()
-    assert (f"- nbd: 16 MiB verified (crc32c, 1 window), 1 mismatch, the first bad offset {BAD:,} "
+    assert (f"- nbd: 32 MiB verified (crc32c, 1 window), 1 mismatch, the first bad offset {BAD:,} "
             f"(cell {recs['nbd'].cell_id})") in md
