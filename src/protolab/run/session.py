@@ -34,6 +34,7 @@ from .procedure import Procedure
 from .progress import Progress, Silent
 from .recording import make_record
 from .schedule import Planned, pending, schedule
+from .sessionmark import SessionMark
 from .testbed import Testbed
 
 Hook = Callable[[str, Cell, Testbed], None]  # (stage: start | ready | done, cell, testbed)
@@ -118,6 +119,10 @@ class Study:
         cells = pending(self.plan, rundir.records())  # the planned count; adaptive adds repeats
         fio = testbed.fio
         events = rundir.events
+        mark = SessionMark(rundir.path)  # a killed session's leftovers go before anything of this one is made
+        killed, _ = mark.clean_dead(testbed.runner, self.progress.note, keep_logs_in=rundir.path / "lab-logs")
+        if killed is not None:
+            events.session_killed(killed.session)
         number = events.session_started(len(cells), Provenance.of_machine(fio.version(), fio.engines(), fio.path))
         phase = events.phase
         how: How = "complete"
@@ -126,6 +131,8 @@ class Study:
         if first is None:  # e.g. a run stopped while its report was written: only the report is left to do
             self._note_stops(rundir, stops)
             return self._finished(rundir, number, measured)
+        mark.begin(number)
+        testbed.mark = mark  # the testbed notes what it makes there before making it
         try:
             phase("testbed up")
             testbed.on_agents = events.agents
@@ -174,6 +181,8 @@ class Study:
                     left = e
                     if how == "complete":
                         how, error = "failed", f"teardown: {e}"
+                if left is None:
+                    mark.end()  # everything the session made is gone: nothing for a later session to clean
                 if how != "complete":
                     self._end(rundir, number, how, error, measured)
                 if left is not None and how == "failed" and error and error.startswith("teardown: "):
@@ -218,8 +227,9 @@ class Study:
         # a window that was interrupted has no record but keeps its series under its seq: never reuse it
         # (Procedure.window notes the seq in the manifest when it writes a window's first row)
         man = rundir.manifest()
-        seq = man.next_seq - 1
-        if man.unfinished_window is not None:  # listed for the report before it is replaced
+        stored = {r.seq for r in rundir.all_records()}  # a session killed between its record and the manifest's count
+        seq = max(man.next_seq - 1, *stored, 0)
+        if man.unfinished_window is not None and man.unfinished_window.seq not in stored:  # listed for the report
             rundir.events.window_interrupted(man.unfinished_window)
         noted = 0
         at: dict[str, object] = {}  # the step each stage's data is at in this session (a new one starts afresh)
