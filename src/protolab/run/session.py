@@ -55,6 +55,15 @@ def make_testbed(plan: Plan, fio: Fio, runner: Runner, progress: Progress, lab_w
     return Testbed(plan, fio, runner, progress)
 
 
+def _netem(plan: Plan) -> bool | None:
+    """Whether the kernel offers netem, for a plan that builds the lab (None: not asked)."""
+    if not plan.uses_lab():
+        return None
+    from ..lab.netns import kernel_netem
+
+    return kernel_netem()
+
+
 @dataclass
 class Study:
     """One run of a plan (or the resumption of one)."""
@@ -104,7 +113,7 @@ class Study:
         fio = self.fio = self.fio or Fio.locate(self.runner)
         testbed = self.testbed or make_testbed(self.plan, fio, self.runner, self.progress, self.lab_workdir)
         workdir = getattr(testbed, "workdir", None)
-        preflight(self.plan, self.source, Environment.of_machine(fio.engines(), workdir))
+        preflight(self.plan, self.source, Environment.of_machine(fio.engines(), workdir, _netem(self.plan)))
         testbed.check()
         self.testbed = testbed
         return fio, testbed
