@@ -34,8 +34,8 @@ AGENTS_BASE = PRIVATE_BASE  # where the fio servers' socket directories are made
 
 
 def marks_root() -> Path:
-    """Where the marks are kept (root's alone; tests point it elsewhere)."""
-    return private_dir(MARKS)
+    """Where the marks are kept (root's alone, made with the first mark; tests point it elsewhere)."""
+    return PRIVATE_BASE / MARKS
 
 
 def _alive(pid: int, started: int | None) -> bool:
@@ -125,6 +125,8 @@ class SessionMark:
 
     def _save(self) -> None:
         assert self.mark is not None
+        if self.path.parent == PRIVATE_BASE / MARKS:
+            private_dir(MARKS)  # 0700, checked root's
         atomic_write(self.path, json.dumps(asdict(self.mark)), mode=0o600)
 
     # -- a killed session ---------------------------------------------------------------------------------------
@@ -146,7 +148,8 @@ class SessionMark:
 
 
 def processes_naming(directory: str) -> list[int]:
-    """Pids of processes whose command line names a path inside ``directory`` (its fio servers, their ssh)."""
+    """Pids of this user's processes whose command line names a path inside ``directory`` (its fio servers, their
+    ssh)."""
     needle = directory.rstrip("/").encode() + b"/"
     found = []
     for proc in Path("/proc").iterdir():
@@ -154,6 +157,8 @@ def processes_naming(directory: str) -> list[int]:
             continue
         try:
             argv = (proc / "cmdline").read_bytes()
+            if proc.stat().st_uid != os.geteuid():  # protolab's own: another user's process is never signalled
+                continue
         except OSError:
             continue
         if needle in argv:

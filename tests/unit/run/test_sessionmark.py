@@ -72,6 +72,9 @@ def test_a_killed_session_s_fio_servers_and_sockets_go_and_a_reused_pid_is_not_m
     (agents / "h1.sock").touch()
     server = _sleeper(f"--server=sock:{agents}/h1.sock")  # what the killed session's fio server looks like
     other = _sleeper()  # a live process with the killed session's pid but another start time: not it
+    nobody = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
+                               "sleep 60 & wait", "sh", f"{agents}/h2.sock"],  # another user's, naming the directory
+                              start_new_session=True)
     try:
         _write(m, Mark(other.pid, start_time(other.pid) - 1, 3, agents=str(agents)))
         notes: list[str] = []
@@ -79,11 +82,12 @@ def test_a_killed_session_s_fio_servers_and_sockets_go_and_a_reused_pid_is_not_m
         assert killed is not None and killed.session == 3
         assert server.wait(timeout=10) == -signal.SIGTERM
         assert removed == [f"fio server (pid {server.pid})", f"directory {agents}"]
-        assert not agents.exists() and not m.path.exists() and alive(other.pid)
+        assert not agents.exists() and not m.path.exists() and alive(other.pid) and alive(nobody.pid)
         assert notes == [f"cleaning what session 3 (pid {other.pid}, killed) left"]
         assert m.clean_dead(SubprocessRunner(), notes.append) == (None, [])  # once only
     finally:
-        for p in (server, other):
+        os.killpg(nobody.pid, signal.SIGKILL)
+        for p in (server, other, nobody):
             p.kill()
             p.wait()
 
