@@ -121,12 +121,12 @@ def setup(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def _session_marks_in_tmp(tmp_path, monkeypatch):
-    """Sessions run in a test's own process keep their marks (run.sessionmark) in the test's directory, not in
-    root's /run/protolab/sessions (a CLI started by a lab test keeps them there, as a user's run does)."""
+def _session_marks_in_tmp(tmp_path_factory, monkeypatch):
+    """Sessions run in a test's own process keep their marks (run.sessionmark) in the test session's directory, not
+    in root's /run/protolab/sessions (a CLI started by a test keeps them there, as a user's run does)."""
     from protolab.run import sessionmark
 
-    monkeypatch.setattr(sessionmark, "marks_root", lambda: tmp_path / "session-marks")
+    monkeypatch.setattr(sessionmark, "marks_root", lambda: tmp_path_factory.getbasetemp() / "session-marks")
 
 
 @pytest.fixture(scope="session", autouse=True)
