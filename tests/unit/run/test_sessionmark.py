@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,9 @@ def test_a_killed_session_s_fio_servers_and_sockets_go_and_a_reused_pid_is_not_m
     nobody = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
                                "sleep 60 & wait", "sh", f"{agents}/h2.sock"],  # another user's, naming the directory
                               start_new_session=True)
+    while Path(f"/proc/{nobody.pid}").stat().st_uid != 65534 or b"sleep" not in Path(
+            f"/proc/{nobody.pid}/cmdline").read_bytes():  # setpriv, root's until it execs the shell as nobody
+        time.sleep(0.01)
     try:
         _write(m, Mark(other.pid, start_time(other.pid) - 1, 3, agents=str(agents)))
         notes: list[str] = []
