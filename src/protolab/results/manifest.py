@@ -233,11 +233,13 @@ class Events:
         self._write(status="running", sessions=(*m.sessions, s), ended=None)
         return number
 
-    def session_killed(self, session: int) -> None:
-        """A later session found session ``session``'s process gone (killed outright) and cleaned what it left."""
+    def session_killed(self, session: int, stored: int, last_seq: int) -> None:
+        """A later session found session ``session``'s process gone (killed outright) and cleaned what it left; the
+        counts are the records stored (a kill between a record and its count here leaves the count one short)."""
+        m = self.read()
         sessions = tuple(s.model_copy(update={"how": "interrupted", "killed": self.clock()})
-                         if s.session == session and s.how == "running" else s for s in self.read().sessions)
-        self._write(sessions=sessions)
+                         if s.session == session and s.how == "running" else s for s in m.sessions)
+        self._write(sessions=sessions, cells_done=max(m.cells_done, stored), last_seq=max(m.last_seq, last_seq))
 
     def phase(self, name: str) -> None:
         """The step the session is at (testbed up, prepare, fill 25 %, measure, teardown, …)."""

@@ -131,7 +131,8 @@ class Study:
         mark = SessionMark(rundir.path)  # a killed session's leftovers go before anything of this one is made
         killed, _ = mark.clean_dead(testbed.runner, self.progress.note, keep_logs_in=rundir.path / "lab-logs")
         if killed is not None:
-            events.session_killed(killed.session)
+            stored = rundir.all_records()
+            events.session_killed(killed.session, len(stored), max((r.seq for r in stored), default=0))
         number = events.session_started(len(cells), Provenance.of_machine(fio.version(), fio.engines(), fio.path))
         phase = events.phase
         how: How = "complete"
@@ -236,9 +237,8 @@ class Study:
         # a window that was interrupted has no record but keeps its series under its seq: never reuse it
         # (Procedure.window notes the seq in the manifest when it writes a window's first row)
         man = rundir.manifest()
-        stored = {r.seq for r in rundir.all_records()}  # a session killed between its record and the manifest's count
-        seq = max(man.next_seq - 1, *stored, 0)
-        if man.unfinished_window is not None and man.unfinished_window.seq not in stored:  # listed for the report
+        seq = man.next_seq - 1
+        if man.unfinished_window is not None:  # listed for the report before it is replaced
             rundir.events.window_interrupted(man.unfinished_window)
         noted = 0
         at: dict[str, object] = {}  # the step each stage's data is at in this session (a new one starts afresh)

@@ -126,17 +126,30 @@ def test_the_killed_session_s_lab_is_torn_down_by_its_record_and_another_s_is_le
                                                    f"'plmk', holder {os.getppid()}): left alone")
 
 
-def test_a_session_killed_mid_window_is_found_and_resume_measures_exactly_the_rest(setup, tmp_path):
-    """The first session kills itself (SIGKILL, in a forked child) once the 5th window has measured and before its
-    record: the mark stays; resume marks session 1 killed, measures every missing pair once, and leaves no mark."""
+@pytest.mark.parametrize("where", ["window", "record"])
+def test_a_session_killed_is_found_and_resume_measures_exactly_the_rest(setup, tmp_path, where):
+    """The first session kills itself (SIGKILL, in a forked child) at the 5th pair: once its window has measured and
+    before its record ("window"), or once its record is stored and before cells.csv and the manifest count it
+    ("record"). The mark stays; resume marks session 1 killed, measures every missing pair once, and leaves no mark."""
+    cut = "tr3808-4k__a__h1s1q1__r3"
     run_root = tmp_path / "r"
     pid = os.fork()
     if pid == 0:  # the killed session
         try:
+            from protolab.results.files import append_lines
+
             def on_cell(stage, cell, testbed):
-                if stage == "done" and cell.id == "tr3808-4k__a__h1s1q1__r3":
+                if where == "window" and stage == "done" and cell.id == cut:
                     os.kill(os.getpid(), signal.SIGKILL)
 
+            def add_record(self, rec, figures=None):
+                if rec.cell_id == cut:
+                    append_lines(self.path / "records.jsonl", [rec.model_dump_json()])
+                    os.kill(os.getpid(), signal.SIGKILL)
+                stored(self, rec, figures)
+
+            stored = RunDir.add_record
+            RunDir.add_record = add_record
             study = setup([])
             study.on_cell = on_cell
             study.run()
@@ -146,7 +159,8 @@ def test_a_session_killed_mid_window_is_found_and_resume_measures_exactly_the_re
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     run = next(run_root.iterdir())
     rd = RunDir.open(run)
-    assert len(rd.records()) == 4 and rd.manifest().sessions[0].how == "running"
+    kept = 5 if where == "record" else 4
+    assert len(rd.records()) == kept and rd.manifest().cells_done == 4 and rd.manifest().sessions[0].how == "running"
     mark = SessionMark(run)
     assert mark.path.exists() and mark.read().pid == pid
 
@@ -155,10 +169,13 @@ def test_a_session_killed_mid_window_is_found_and_resume_measures_exactly_the_re
     fio = FakeFio(events)
     Study(plan, text, source, results_root=run_root, fio=fio, testbed=FakeTestbed(plan, fio, events)).resume(rd)
     rd = RunDir.open(run)
-    ids = [r.cell_id for r in rd.all_records()]
-    assert len(ids) == len(set(ids)) == 12 and len(_order(events)) == 8
+    ids, seqs = [r.cell_id for r in rd.all_records()], [r.seq for r in rd.all_records()]
+    assert len(ids) == len(set(ids)) == 12 and len(_order(events)) == 12 - kept and len(set(seqs)) == 12
     m = rd.manifest()
     assert [s.how for s in m.sessions] == ["interrupted", "complete"] and m.sessions[0].killed
-    assert 5 not in {r.seq for r in rd.all_records()}  # the cut window's seq is not reused
-    assert [w.seq for w in m.interrupted_windows] == [5]  # its rows are kept, listed for the report
+    assert m.cells_done == 12 and m.last_seq == max(seqs)
+    if where == "window":  # its rows are kept, listed for the report, and its seq is not reused
+        assert [w.seq for w in m.interrupted_windows] == [5] and 5 not in seqs
+    else:  # a window with its record is not an interrupted one
+        assert m.interrupted_windows == () and 5 in seqs
     assert not mark.path.exists()
