@@ -128,5 +128,6 @@ class TgtAdapter(Adapter):
         return f"{protocol}://{names.storage_address(port)}:{ISCSI_PORT}/{names.iqn}/{LUN}"
 
 
-ADAPTER = TgtAdapter("tgt", tools=(("tgtd", "tgt", "iSCSI target"),),
+#: restarted by ``start`` itself: a killed tgtd leaves its control socket, so the new one takes the next free port
+ADAPTER = TgtAdapter("tgt", tools=(("tgtd", "tgt", "iSCSI target"),), processes=("tgtd",),
                      cache="none: tgt opens the LUN with O_DIRECT (bsoflags=direct)")
