@@ -328,7 +328,8 @@ static void *answerer(void *arg)
 			pthread_cond_wait(&dev.due, &dev.lock);
 			continue;
 		}
-		uint64_t t = now_ns(), due = heap[0].due > dev.stall_until ? heap[0].due : dev.stall_until;
+		uint64_t hold = dev.stopping ? 0 : dev.stall_until; /* stopping: a stall keeps no answer back */
+		uint64_t t = now_ns(), due = heap[0].due > hold ? heap[0].due : hold;
 		uint64_t wake = due - (uint64_t)late_ns;
 		if (wake > t) {
 			struct timespec ts = {.tv_sec = wake / 1000000000ULL, .tv_nsec = wake % 1000000000ULL};
