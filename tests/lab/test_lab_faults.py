@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -187,6 +188,31 @@ def test_each_server_is_killed_and_started_again_by_its_adapter(make_lab, tmp_pa
     again = sh(fio_argv(lab, protocol, tmp_path / "again", 1, tmp_path / "again.json"), timeout=30)
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again.json").read_text())["jobs"][0]["read"]["total_ios"] > 100
+
+
+def test_smbd_killed_and_started_again_lets_the_lab_user_in_with_the_same_password(make_lab, tmp_path):
+    if shutil.which("smbd") is None or shutil.which("smbclient") is None:
+        pytest.skip("needs Samba's smbd and smbclient (scripts/install-deps.sh: samba, smbclient)")
+    lab = make_lab(spec(), {"smb"})
+    user, secret = lab.server_of("smb").credentials(lab.workdir)
+    auth = tmp_path / "auth"
+    auth.write_text(f"username={user}\npassword={secret}\n")
+    auth.chmod(0o600)
+
+    def ls() -> tuple[int, str]:
+        p = sh(["smbclient", f"//{lab.names.storage_address(0)}/protolab", "-A", str(auth), "-m", "SMB3", "-c", "ls"],
+               netns=lab.names.host_ns(0), timeout=30)
+        return p.returncode, (p.stdout + p.stderr).decode(errors="replace")
+
+    assert ls()[0] == 0
+    before = lab.server_pids()["smbd"]
+    lab.faults.server_kill("smb")
+    code, said = ls()
+    assert code != 0 and "NT_STATUS_CONNECTION_REFUSED" in said, said
+    lab.faults.server_start("smb")
+    code, said = ls()
+    assert code == 0 and "protolab.dat" in said, said
+    assert lab.server_pids()["smbd"] != before and lab.record.find("fault") == []
 
 
 def test_a_stall_of_the_device_model_holds_the_local_path_for_its_length(make_lab, tmp_path):
