@@ -210,6 +210,13 @@ class LabFaults:
         for r in self._faults(CORRUPT):
             self.record.drop(r)
 
+    def in_force(self) -> list[str]:
+        """The faults the record holds, for people ('lab status'): 'storage port 0 down', 'nbd server killed',
+        'device stalled for 3 s', 'device corrupting 4096 bytes at 8192'."""
+        said = {LINK_DOWN: "storage port {port} down", SERVER_DOWN: "{protocol} server killed",
+                STALL: "device stalled for {seconds:g} s", CORRUPT: "device corrupting {length} bytes at {offset}"}
+        return [said[r.name].format(**r.extra) for r in self.record.find(KIND)]
+
     def restore(self) -> list[str]:
         """Undo every fault still in force — links up, servers running, stall ended, corruption cleared — and
         say what had to be undone."""

@@ -40,6 +40,7 @@ def test_a_port_down_takes_its_own_link_and_every_nic_reaching_it_down_on_both_s
                                       "pl-h1/plh1n1", "pl-sw/plh1n1b"]
     lab.faults.link_down(1)  # again: the same commands, one fault recorded
     assert [(r.name, r.extra) for r in lab.record.find("fault")] == [("link-down", {"port": 1})]
+    assert lab.faults.in_force() == ["storage port 1 down"]
     lab.faults.link_up(1)
     assert _links(runner, "up") == ["pl-sw/pls1b", "pl-st/pls1", "pl-sw/plh0n1b", "pl-h0/plh0n1",
                                     "pl-sw/plh1n1b", "pl-h1/plh1n1"]
@@ -76,6 +77,7 @@ def test_a_server_is_killed_and_started_again_through_its_adapter(tmp_path, monk
     assert sleeper.returncode == -9 and not alive(sleeper.pid)
     assert [r.name for r in lab.record.find("process")] == ["rpcbind"]
     assert [(r.name, r.extra) for r in lab.record.find("fault")] == [("server-down", {"protocol": "nbd"})]
+    assert lab.faults.in_force() == ["nbd server killed"]
     lab.faults.server_kill("nbd")  # idempotent
     assert len(lab.record.find("fault")) == 1
     lab.faults.server_start("nbd")
@@ -135,6 +137,8 @@ def test_stall_and_corruption_are_recorded_told_to_the_daemon_and_restored(tmp_p
         ("stall", {"disk": str(disk), "seconds": 3.0}), ("corrupt", {"disk": str(disk), "offset": 8192,
                                                                      "length": 4096})]
     Record.load(tmp_path).check_resources(tmp_path, "pl")  # a record teardown accepts
+    assert faults.in_force() == ["device stalled for 3 s", "device corrupting 4096 bytes at 8192"]
+    assert "  faults   device stalled for 3 s; device corrupting 4096 bytes at 8192 (" in lab.describe()
     told = []
     monkeypatch.setattr(fc, "get_control", lambda served, name: "1500000000")
     monkeypatch.setattr(fc, "set_control", lambda served, name, value: told.append((served, name, value)))
