@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -53,16 +54,18 @@ def fio_argv(lab, protocol: str, log: Path, seconds: float, out: Path, extra: tu
 
 
 def start_fio(argv: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """fio in a process group of its own: its job processes are killed with it."""
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str]:
-    """fio's exit code and stderr; killed (code -9) when it is not done within ``timeout`` s."""
+    """fio's exit code and stderr; killed with its job processes (code -9) when it is not done within ``timeout``
+    s (then it wrote no log)."""
     try:
         _, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
-        _, err = p.communicate()
+        os.killpg(p.pid, signal.SIGKILL)
+        _, err = p.communicate(timeout=10)
     return p.returncode, err
 
 
@@ -140,16 +143,17 @@ def test_a_port_down_stops_nbd_io_until_it_is_up_again_with_its_shaping_kept(mak
 
 
 #: What each userspace initiator did when its server was killed (SIGKILL) and started again 2 s later, observed
-#: 2026-12-07 (fio 3.33, 4 KiB random reads at 4 OIO): whether fio's I/O went on after the restart, fio's exit code,
-#: and what fio said. libiscsi 1.19 reconnects by itself, but the new tgtd's first answer is a UNIT ATTENTION (its
-#: power-on reset), which libiscsi hands to fio as a failed read (EPERM): fio ends the job. libnbd 1.14 does not
-#: reconnect: the connection is reset and the handle stays DEAD. libnfs reconnects and resends: fio goes on with no
-#: error after a silence as long as the server was down. fio's continue_on_error=all changed nothing for iSCSI and
-#: NBD (tried 2026-12-07): the engines fail the job, not one I/O.
+#: 2026-12-07 (fio 3.33, 4 KiB random reads at 4 OIO): whether fio's I/O went on after the restart, the exit codes
+#: fio gave, and what it said. libiscsi 1.19 reconnects by itself, but the new tgtd's first answer is a UNIT
+#: ATTENTION (its power-on reset), which libiscsi hands to fio as a failed read (EPERM): fio ends the job (exit 1),
+#: and in 1 run of 5 its job process then hung (killed here after 25 s: -9, no log written). libnbd 1.14 does not
+#: reconnect: the connection is reset and the handle stays DEAD. libnfs 4.0 reconnects and resends: fio goes on
+#: with no error after a silence as long as the server was down. fio's continue_on_error=all changed nothing for
+#: iSCSI and NBD (tried 2026-12-07): the engines fail the job, not one I/O.
 SERVER_RESTART = {
-    "iscsi": (False, 1, "SENSE KEY:UNIT_ATTENTION(6) ASCQ:BUS_RESET"),
-    "nbd": (False, 1, "nothing to poll for in state DEAD"),
-    "nfs": (True, 0, ""),
+    "iscsi": (False, (1, -9), "SENSE KEY:UNIT_ATTENTION(6) ASCQ:BUS_RESET"),
+    "nbd": (False, (1,), "nothing to poll for in state DEAD"),
+    "nfs": (True, (0,), ""),
 }
 
 
@@ -178,9 +182,10 @@ def test_each_server_is_killed_and_started_again_by_its_adapter(make_lab, tmp_pa
     print(f"{protocol}: fio exit {code}, {went_on} windows with completions after the restart, longest silence "
           f"{span:.2f} s ({started - killed:.2f} s down); stderr: {err.strip().splitlines()[:2]}")
     assert set(after) == set(before) and not set(after.values()) & (set(before.values()) - {before.get("rpcbind")})
-    assert rows and rows[0][0] < killed  # it read before the kill
-    recovered, exit_code, said = SERVER_RESTART[protocol]
-    assert (went_on > 0, code) == (recovered, exit_code), (went_on, code, err[-500:])
+    assert code == -9 or rows[0][0] < killed  # it read before the kill (reading() saw 4 MiB; a killed fio logs none)
+    recovered, exit_codes, said = SERVER_RESTART[protocol]
+    assert went_on > 0 if recovered else went_on == 0, (went_on, code, err[-500:])
+    assert code in exit_codes, (code, err[-500:])
     assert said in err if said else err.strip() == ""
     if recovered:
         assert span >= restarting - killed - 0.05 and end > restarting
