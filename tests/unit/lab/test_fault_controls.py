@@ -184,3 +184,22 @@ def test_a_record_naming_a_fault_the_lab_could_not_have_made_is_refused(tmp_path
     rec.add("fault", fault["name"], **fault["extra"])
     with pytest.raises(ProtolabError, match=f"resource fault '{fault['name']}' is not one this lab"):
         Record.load(tmp_path).check_resources(tmp_path, "pl")
+
+
+def test_tgt_restarts_on_its_control_port_once_the_dead_tgtds_socket_is_gone(tmp_path, monkeypatch):
+    from protolab.lab.servers import tgt
+
+    monkeypatch.setattr(tgt, "SOCKET_DIR", tmp_path / "tgtd")
+    (tmp_path / "tgtd").mkdir()
+    lab = _lab(tmp_path / "w", FakeRunner(), protocols=("iscsi",))
+    rec = lab.record
+    port = tgt.choose_control_port("pl")
+    rec.add("tgtd-socket", str(port), port=port)
+    for path in tgt.socket_paths(port):
+        path.touch()  # what a killed tgtd leaves
+    ports = []
+    monkeypatch.setattr(tgt.TgtAdapter, "start", lambda self, s: ports.append(tgt.choose_control_port("pl")))
+    lab.faults.server_kill("iscsi")  # no tgtd recorded: nothing to kill, the fault recorded
+    lab.faults.server_start("iscsi")
+    assert ports == [port] and rec.find("tgtd-socket") == []
+    assert not any(p.exists() for p in tgt.socket_paths(port))
