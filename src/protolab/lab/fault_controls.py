@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ProtolabError
+from ..errors import ProtolabError, ToolError
 from ..plan.protocols import PROTOCOLS
 from ..plan.topology import LabSpec, LinkSpec
 from ..proc import Runner
@@ -219,25 +219,37 @@ class LabFaults:
 
     def restore(self) -> list[str]:
         """Undo every fault still in force — links up, servers running, stall ended, corruption cleared — and
-        say what had to be undone."""
+        say what had to be undone; each is tried, and what could not be undone is raised after the rest."""
         done: list[str] = []
+        failed: list[str] = []
         for r in list(self.record.find(KIND)):
-            if r.name == LINK_DOWN:
-                self.link_up(int(r.extra["port"]))
-                done.append(f"link of storage port {r.extra['port']} up again")
-            elif r.name == SERVER_DOWN:
-                self.server_start(str(r.extra["protocol"]))
-                done.append(f"{r.extra['protocol']} server started again")
-            elif r.name == STALL:
-                left = self._stall_left(r)
-                if left > 0:
-                    set_control(Path(r.extra["disk"]), STALL, "0")
-                    done.append(f"device stall ended {left:.1f} s early")
-                self.record.drop(r)
-            elif r.name == CORRUPT:
-                self.clear_corrupt()
-                done.append(f"device corruption of {r.extra['length']} bytes at {r.extra['offset']} cleared")
+            try:
+                said = self._undo(r)
+            except Exception as e:  # the others still: a link left down must not keep a server down
+                failed.append(f"{r.name} {r.extra}: {e}")
+                continue
+            if said:
+                done.append(said)
+        if failed:
+            raise ToolError("lab faults: restore could not undo " + "; ".join(failed)
+                            + " (the lab's record keeps them: 'protolab lab down' removes the lab)")
         return done
+
+    def _undo(self, r: Resource) -> str | None:
+        if r.name == LINK_DOWN:
+            self.link_up(int(r.extra["port"]))
+            return f"link of storage port {r.extra['port']} up again"
+        if r.name == SERVER_DOWN:
+            self.server_start(str(r.extra["protocol"]))
+            return f"{r.extra['protocol']} server started again"
+        if r.name == STALL:
+            left = self._stall_left(r)
+            if left > 0:
+                set_control(Path(r.extra["disk"]), STALL, "0")
+            self.record.drop(r)
+            return f"device stall ended {left:.1f} s early" if left > 0 else None
+        self.clear_corrupt()
+        return f"device corruption of {r.extra['length']} bytes at {r.extra['offset']} cleared"
 
     @staticmethod
     def _stall_left(r: Resource) -> float:

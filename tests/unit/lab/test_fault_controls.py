@@ -203,3 +203,20 @@ def test_tgt_restarts_on_its_control_port_once_the_dead_tgtds_socket_is_gone(tmp
     lab.faults.server_start("iscsi")
     assert ports == [port] and rec.find("tgtd-socket") == []
     assert not any(p.exists() for p in tgt.socket_paths(port))
+
+
+def test_restore_undoes_every_fault_it_can_then_names_the_one_it_could_not(tmp_path, monkeypatch):
+    from protolab.errors import ToolError
+
+    lab = _lab(tmp_path, FakeRunner({("tc", "-n"): TBF}))
+    lab.faults.server_kill("nbd")
+    lab.faults.link_down(0)
+
+    def broken(self, s):
+        raise ToolError("nbdkit was not ready within 20 s")
+
+    monkeypatch.setattr(type(ADAPTERS["nbdkit"]), "restart", broken)
+    with pytest.raises(ToolError, match=r"^lab faults: restore could not undo server-down \{'protocol': 'nbd'\}: "
+                                        r"nbdkit was not ready"):
+        lab.faults.restore()
+    assert lab.faults.in_force() == ["nbd server killed"]  # the link came up all the same
