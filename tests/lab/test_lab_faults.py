@@ -146,14 +146,15 @@ def test_a_port_down_stops_nbd_io_until_it_is_up_again_with_its_shaping_kept(mak
 #: 2026-12-07 (fio 3.33, 4 KiB random reads at 4 OIO): whether fio's I/O went on after the restart, the exit codes
 #: fio gave, and what it said. libiscsi 1.19 reconnects by itself, but the new tgtd's first answer is a UNIT
 #: ATTENTION (its power-on reset), which libiscsi hands to fio as a failed read (EPERM): fio ends the job (exit 1),
-#: and in 1 run of 5 its job process then hung (killed here after 25 s: -9, no log written). libnbd 1.14 does not
-#: reconnect: the connection is reset and the handle stays DEAD. libnfs 4.0 reconnects and resends: fio goes on
-#: with no error after a silence as long as the server was down. fio's continue_on_error=all changed nothing for
-#: iSCSI and NBD (tried 2026-12-07): the engines fail the job, not one I/O.
+#: and in 3 runs of about 30 its job process then hung (killed here after 25 s: -9, no log written). libnbd 1.14
+#: does not reconnect: the connection is reset and the handle stays DEAD (fio says so, or, in 2 runs of 12, a read
+#: fails with ENOTCONN). libnfs 4.0 reconnects and resends: fio goes on with no error after a silence as long as
+#: the server was down. fio's continue_on_error=all changed nothing for iSCSI and NBD (tried 2026-12-07): the
+#: engines fail the job, not one I/O.
 SERVER_RESTART = {
-    "iscsi": (False, (1, -9), "SENSE KEY:UNIT_ATTENTION(6) ASCQ:BUS_RESET"),
-    "nbd": (False, (1,), "nothing to poll for in state DEAD"),
-    "nfs": (True, (0,), ""),
+    "iscsi": (False, (1, -9), ("SENSE KEY:UNIT_ATTENTION(6) ASCQ:BUS_RESET",)),
+    "nbd": (False, (1,), ("nothing to poll for in state DEAD", "Transport endpoint is not connected")),
+    "nfs": (True, (0,), ()),
 }
 
 
@@ -186,7 +187,7 @@ def test_each_server_is_killed_and_started_again_by_its_adapter(make_lab, tmp_pa
     recovered, exit_codes, said = SERVER_RESTART[protocol]
     assert went_on > 0 if recovered else went_on == 0, (went_on, code, err[-500:])
     assert code in exit_codes, (code, err[-500:])
-    assert said in err if said else err.strip() == ""
+    assert any(x in err for x in said) if said else err.strip() == "", err[-500:]
     if recovered:
         assert span >= restarting - killed - 0.05 and end > restarting
     # the server started again serves a new client as at lab up
