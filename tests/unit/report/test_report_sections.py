@@ -186,6 +186,17 @@ def test_the_sessions_section_lists_each_session_in_both_formats(tmp_path):
     assert '<a href="#sessions">sessions</a>' in html  # the page's navigation lists it
 
 
+def test_a_session_found_killed_says_so_in_the_sessions_section(tmp_path):
+    def killed(m: dict) -> None:
+        _two_sessions(m)
+        m["sessions"][0] = {**m["sessions"][0], "ended": None, "killed": "2026-12-07T06:00:00+00:00"}
+
+    run = _copy(tmp_path, "exchange-quick", killed)
+    write_report(RunDir.open(run), figures=False)
+    md = (run / "report.md").read_text()
+    assert "– ?, ended killed (found at 2026-12-07T06:00:00+00:00)" in md and md.count("ended interrupted") == 0
+
+
 def test_io_errors_are_named_in_both_formats_and_escaped_on_the_page(built_data):
     data = built_data["io-errors"]
     section = next(s for s in SECTIONS if s.name == "errors")
