@@ -97,10 +97,6 @@ def _pool_offset(lab, data_file: Path, offset: int) -> int:
 
 
 def test_a_block_the_device_model_corrupts_after_the_window_is_found_at_its_offset(workdir, tmp_path):
-    from protolab.lab import Lab
-
-    if not hasattr(Lab, "faults"):
-        pytest.skip("the lab's fault controls (Lab.faults.corrupt, helper F2) are not in this tree")
     corrupted: list[int] = []
 
     def on_cell(stage, cell, testbed):
