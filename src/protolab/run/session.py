@@ -32,7 +32,7 @@ from ..results.rundir import RunDir
 from .caches import drop_caches
 from .procedure import Procedure
 from .progress import Progress, Silent
-from .recording import make_record
+from .recording import make_record, verified
 from .schedule import Planned, pending, schedule
 from .sessionmark import SessionMark
 from .testbed import Testbed
@@ -269,7 +269,12 @@ class Study:
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,
                                     steadiness=proc.steadiness(win.measurement.series), interval_s=m.interval)
-            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped})
+            # method.verify: every block of the cell's regions read back after a window that did not fail (a read-back
+            # that fails stops the run before the record is stored: resume measures the cell again)
+            back = proc.read_back(cell, hosts) if not rec.failed else None
+            checked = verified(m.verify, proc.verification.interval, win.checks, back) if back is not None else None
+            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped,
+                                         "verification": checked})
             rundir.add_series(rows)
             rundir.add_record(rec, figures(rec).csv_fields())
             self.progress.done(rec)
@@ -277,6 +282,9 @@ class Study:
             if rec.failed:
                 why = self._problems(testbed)  # say which part died, when one did, before fio's own words
                 raise ToolError(f"cell {cell.id}: {'; '.join([*why, *rec.result.error_messages[:3]])}")
+            if checked is not None and checked.mismatches:  # counted and measured on: the report says where
+                self.progress.note(f"cell {cell.id}: {checked.mismatches} block(s) failed verification, the first "
+                                   f"at offset {checked.first_bad_offset}")
             if win.measurement.op_errors:  # kept and measured on; the report lists the window as having errors
                 self.progress.note(f"cell {cell.id}: {len(win.measurement.op_errors)} failed I/O operations "
                                    "(see report)")
