@@ -252,11 +252,13 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         return started[-1]
 
     try:
+        booted = time.monotonic()
         server.start()
         host.start()
         server.wait_ready(timeout=180)
         host.wait_ready(timeout=240)
         t0 = time.monotonic()
+        print(f"\nboth guests ready in {t0 - booted:.0f} s")
         t = time.monotonic()
         assert _ssh(lab, keys, ssh, "true").returncode == 0
         print(f"\none ssh command to the guest: {time.monotonic() - t:.1f} s")
@@ -267,6 +269,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
 
         # the same guests for the kernel-paths issue's wire check and `doctor --hosts` (test_kernel_nvme.py)
         doctor_over_ssh(lab, image, ssh, keys, tmp_path)
+        print(f"{time.monotonic() - t0:.0f} s: doctor --hosts")
         addr, nqn = lab.names.server_guest_address(0), lab.names.nqn
         c = _ssh(lab, keys, ssh, f"nvme connect -t tcp -a {addr} -s 4420 -n {nqn} -i 2 >/dev/null && sleep 1 && "
                                  "ls /sys/block | grep -E '^nvme[0-9]+n1$'")
@@ -276,8 +279,11 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         finally:
             gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
         assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
+        print(f"{time.monotonic() - t0:.0f} s: the wire check")
         _strangers_are_refused(lab, keys, ssh)
+        print(f"{time.monotonic() - t0:.0f} s: strangers refused")
         _one_pool_two_servers(lab, server, keys, ssh, tmp_path)
+        print(f"{time.monotonic() - t0:.0f} s: one pool")
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))
@@ -350,8 +356,11 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
             # issue 40: checked by identity before every window; detach removes only what the run made
             do, base = (lambda script: _ssh(lab, keys, ssh, script)), _plan(lab, ssh, "2s")
             i40.a_link_swapped_on_the_export_writes_nothing_through_it(do, go, plan, base, tmp_path)
+            print(f"{time.monotonic() - t0:.0f} s: the NFS link swap")
             i40.a_renamed_device_stops_the_run(lab, do, go, plan, base, tmp_path)
+            print(f"{time.monotonic() - t0:.0f} s: the renamed iSCSI device")
             i40.a_reused_nvme_controller_name_survives_detach(lab, do, go, plan, base, tmp_path, killed)
+            print(f"{time.monotonic() - t0:.0f} s: the reused NVMe name")
             i40.another_runs_iscsi_session_survives_detach(lab, do, go, plan, base, tmp_path, killed)
             assert _left(lab, keys, ssh) == ""
             print(f"{time.monotonic() - t0:.0f} s: issue 40's steps")
