@@ -4,7 +4,9 @@ NFSv4.1 with nconnect 2 from its knfsd — measures through them, records what t
 detaches them all: after the run, after a SIGTERM in the middle of one, and with `protolab detach` after a
 SIGKILL (of the run directory, moved: a run is known by its own id). Then issue 40's steps (attach_identity.py):
 an NFS data file swapped for a link and a device name that names another disk stop the run before the next window,
-nothing written; a reused NVMe controller name and another run's iSCSI session survive `protolab detach`.
+nothing written; a reused NVMe controller name and another run's iSCSI session survive `protolab detach`. Last, the
+same guest attaches Samba's share (attach_smb.py: a root-only credentials file; one with mode 0644 and a wrong
+password each refused in one line).
 
 Two TCG guests: the server guest (nvmet-tcp and LIO on the pool's exports, granting one host NQN and one initiator
 IQN) in the storage namespace; the "user's host" in host 0's namespace, with dropbear, iscsiadm/iscsid and
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 import attach_identity as i40
+import attach_smb
 import pytest
 from test_kernel_nvme import doctor_over_ssh, frames_match_the_capture_and_the_model
 from test_vm_guest import guest_image
@@ -232,6 +235,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
     image = guest_image()
     assert {"iscsiadm", "iscsid", "nvme", "mount.nfs", "rpc.nfsd"} <= set(image.info.get("tools", [])), \
         "the guest image has no initiator tools: run scripts/install-deps.sh again"
+    assert shutil.which("smbd"), "no Samba for the SMB step: run scripts/install-deps.sh again"
     # every packet a frame, as captured; knfsd exports the pool's knfsd volume (server_guest takes it from this host)
     lab = make_lab(spec(link={"offloads": False}), {"nvme-tcp", "iscsi"}, knfsd=True)
     server = server_guest(lab, image, {"nvmet": [HOSTNQN], "lio": [INITIATOR],
@@ -251,12 +255,15 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         started.append(_protolab(lab, keys, args))
         return started[-1]
 
+    served = attach_smb.serve(lab)  # Samba for the SMB step: the same guest attaches its share
     try:
+        booted = time.monotonic()
         server.start()
         host.start()
         server.wait_ready(timeout=180)
         host.wait_ready(timeout=240)
         t0 = time.monotonic()
+        print(f"\nboth guests ready in {t0 - booted:.0f} s")
         t = time.monotonic()
         assert _ssh(lab, keys, ssh, "true").returncode == 0
         print(f"\none ssh command to the guest: {time.monotonic() - t:.1f} s")
@@ -267,6 +274,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
 
         # the same guests for the kernel-paths issue's wire check and `doctor --hosts` (test_kernel_nvme.py)
         doctor_over_ssh(lab, image, ssh, keys, tmp_path)
+        print(f"{time.monotonic() - t0:.0f} s: doctor --hosts")
         addr, nqn = lab.names.server_guest_address(0), lab.names.nqn
         c = _ssh(lab, keys, ssh, f"nvme connect -t tcp -a {addr} -s 4420 -n {nqn} -i 2 >/dev/null && sleep 1 && "
                                  "ls /sys/block | grep -E '^nvme[0-9]+n1$'")
@@ -276,8 +284,11 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         finally:
             gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
         assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
+        print(f"{time.monotonic() - t0:.0f} s: the wire check")
         _strangers_are_refused(lab, keys, ssh)
+        print(f"{time.monotonic() - t0:.0f} s: strangers refused")
         _one_pool_two_servers(lab, server, keys, ssh, tmp_path)
+        print(f"{time.monotonic() - t0:.0f} s: one pool")
 
         plan = tmp_path / "attached.toml"
         plan.write_text(_plan(lab, ssh, "2s"))
@@ -350,8 +361,11 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
             # issue 40: checked by identity before every window; detach removes only what the run made
             do, base = (lambda script: _ssh(lab, keys, ssh, script)), _plan(lab, ssh, "2s")
             i40.a_link_swapped_on_the_export_writes_nothing_through_it(do, go, plan, base, tmp_path)
+            print(f"{time.monotonic() - t0:.0f} s: the NFS link swap")
             i40.a_renamed_device_stops_the_run(lab, do, go, plan, base, tmp_path)
+            print(f"{time.monotonic() - t0:.0f} s: the renamed iSCSI device")
             i40.a_reused_nvme_controller_name_survives_detach(lab, do, go, plan, base, tmp_path, killed)
+            print(f"{time.monotonic() - t0:.0f} s: the reused NVMe name")
             i40.another_runs_iscsi_session_survives_detach(lab, do, go, plan, base, tmp_path, killed)
             assert _left(lab, keys, ssh) == ""
             print(f"{time.monotonic() - t0:.0f} s: issue 40's steps")
@@ -365,6 +379,8 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
                 (lists / f"{run_key(rundir)}.json").unlink(missing_ok=True)
             if lists.is_dir() and not any(lists.iterdir()):
                 lists.rmdir()
+        attach_smb.a_share_with_a_root_only_credentials_file(lab, served, image, keys, ssh, go, tmp_path)
+        print(f"{time.monotonic() - t0:.0f} s: the SMB share")
     finally:
         for p in started:  # a protolab the test gave up on (a timeout, a failed check) does not outlive it
             if p.poll() is None:
@@ -372,6 +388,7 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
                 p.communicate()
         host.stop()
         server.stop()
+        served.down()
     for g in (host, server):
         assert g.pid is None or not alive(g.pid)
     # the taps went with QEMU (not persistent): nothing of the guests is left in the lab's namespaces

@@ -26,7 +26,11 @@ from protolab.plan.storage import StorageSpec
 pytestmark = pytest.mark.lab
 PREFIX = family_prefix("q")
 LADDER = (500, 950, 1250)
-REPEATS = 3
+REPEATS = 3  # the knee's interval needs 3 (analysis.capacity.knee)
+# One search step is enough for both figures: it bisects 950–1250 at 1,100 (110 % of saturation, a queue growing
+# ~100 I/Os a second: it fails), so the capacity is 950 (−5 %) and the knee 950 or 1,100 (achieved ~1,000); a second
+# step (1,025) could only move the capacity from −5 % to +2.5 % and cost 6 of the run's 30 cells.
+REFINE = 1
 
 PLAN = f"""
 name = "capacity-lab"
@@ -42,7 +46,7 @@ parallelism = 32
 [capacity]
 rates = {list(LADDER)}
 slo = {{ percentile = 90, under = "96ms" }}
-refine = 2
+refine = {REFINE}
 [[configurations]]
 name = "direct"
 target = "lab:local"
@@ -71,14 +75,14 @@ def test_the_rate_ladder_finds_the_knee_and_the_capacity_the_device_model_predic
     assert predicted == pytest.approx(1000)
     rows = list(csv.DictReader((run / "cells.csv").open()))
     # the ladder first, every rate at every repeat, configurations interleaved, then the search's steps (each at
-    # every repeat), at most 2 per configuration, between the ladder's ends
+    # every repeat), at most REFINE per configuration, between the ladder's ends
     assert [(int(r["rate"]), r["configuration"]) for r in rows[:len(LADDER) * REPEATS * 2]] == [
         (v, c) for v in LADDER for _ in range(REPEATS) for c in ("direct", "nbd")]
     rates = Counter(int(r["rate"]) for r in rows if r["configuration"] == "direct")
     searched = sorted(set(rates) - set(LADDER))
-    assert 1 <= len(searched) <= 2 and all(rates[v] == REPEATS for v in rates), rates
+    assert 1 <= len(searched) <= REFINE and all(rates[v] == REPEATS for v in rates), rates
     assert all(LADDER[0] < v < LADDER[-1] for v in searched)
-    assert len({int(r["rate"]) for r in rows if r["configuration"] == "nbd"} - set(LADDER)) <= 2
+    assert len({int(r["rate"]) for r in rows if r["configuration"] == "nbd"} - set(LADDER)) <= REFINE
     # each stream offers its share of the rate, with Poisson arrivals
     job = next((run / "raw").glob(f"*__rate{LADDER[1]}__r1.measure.*.fio")).read_text()
     assert "rate_process=poisson" in job and job.count(f"rate_iops={LADDER[1] // 4}") + job.count(

@@ -18,14 +18,14 @@ from protolab.run import Study
 pytestmark = pytest.mark.lab
 
 
-@pytest.mark.parametrize("oio", [8, 32])
-def test_nfs_64k_sequential_reads_complete_without_errors(workdir, tmp_path, oio):
+def test_nfs_64k_sequential_reads_complete_without_errors(workdir, tmp_path):
+    # 8 and 32 in flight as two load points of one run: one lab and one prepared file serve both
     text = plan_text(config("nfs", "lab:nfs"), lab='[lab.link]\nrate = "1GbE"',
-                     workload=f'{{ name = "seq-read-64k", oio = {oio} }}', load="streams = 1",
+                     workload='"seq-read-64k"', load="streams = 1\noio = 8\n[[load_points]]\nstreams = 1\noio = 32",
                      method='warmup = "1s"\nduration = "3s"\nrepeats = 2')
     rundir = Study(load_plan_text(text), text, "nfs", results_root=tmp_path / "r", lab_workdir=workdir).run()
     recs = rundir.records()
-    assert len(recs) == 2
+    assert sorted((r.oio_per_stream, r.repeat) for r in recs) == [(8, 1), (8, 2), (32, 1), (32, 2)], recs
     model = ceiling("nfs", link_bps="1GbE", mtu=1500, block_size=65536, read_pct=100)
     for r in recs:
         assert r.result.errors == 0 and r.result.error_messages == [], r.result.error_messages

@@ -55,9 +55,9 @@ class Served:
     """smbd started by the adapter with its own record (in the lab's workdir), torn down from that record."""
 
     def __init__(self, lab: Lab, clients: list[str], preload: str | None = None, modelled: bool = False,
-                 share: Path | None = None):
+                 share: Path | None = None, home: Path | None = None):
         self.runner = SubprocessRunner()
-        self.home = lab.workdir / "samba-test"
+        self.home = home or lab.workdir / "samba-test"  # ``home``: a shorter path (smbd's sockets live under it)
         self.home.mkdir(mode=0o700, exist_ok=True)
         self.record = Record.create(self.home, {}, [])
         self.procs = Processes(self.runner, self.record, self.home / "logs")

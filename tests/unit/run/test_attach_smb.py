@@ -1,7 +1,7 @@
 """SMB3's attach on a user's host (run.attach_smb) against a fake shell and, for its own logic, sh over temporary
 files: plan values reach the script only quoted, the credentials file is refused unless it is root's alone, who
 logged in is not recorded, and the detach unmounts this run's mount point alone. The real script runs in
-tests/lab/test_attach_smb_host.py (a guest reached over ssh, Samba in the lab)."""
+tests/lab/attach_smb.py (test_attach_hosts.py's guest reached over ssh, Samba in the lab)."""
 
 from __future__ import annotations
 
