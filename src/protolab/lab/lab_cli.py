@@ -35,7 +35,7 @@ def _workdir(workdir: Optional[Path], prefix: str) -> Path:
 
 @lab_app.command("up")
 def up(
-    plan: Path = typer.Argument(..., help="The plan file whose [lab] table and lab:… targets to build."),
+    plan: Path = typer.Argument(..., help="The plan file whose \\[lab] table and lab:… targets to build."),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
 ) -> None:
     """Build the lab of PLAN and leave it running; prints how to reach each export."""
