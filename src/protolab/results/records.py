@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .faultwindow import FaultWindow
 from .histogram import Histogram
 
 RECORD_SCHEMA = 2
@@ -172,6 +173,8 @@ class CellRecord(_Record):
                                         "window's boundaries are uncertain by as much")
     caches_dropped: list[CacheDrop] = Field(default_factory=list, description="the page caches dropped before "
                                             "the window (method.drop_caches)")
+    fault: FaultWindow | None = Field(default=None, description="a plan with faults: the window's fault, what was "
+                                      "done when, fio's errors and the 10 ms timeline (plan.faults)")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.steady import steady_state
+from ..engine.faultlog import log_options
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
 from ..engine.parse import parse_fio_json
@@ -24,12 +25,15 @@ from ..plan.expand import Cell
 from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
 from ..plan.stages import FillStep, Step, filled_bytes
+from ..results.faultwindow import FaultWindow
 from ..results.files import now
 from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.telemetry_window import Window
+from ..trust import make_dir
 from .attaching import storage_of
+from .fault_schedule import FaultSchedule, fault_window, gather
 from .progress import Progress
 from .testbed import Testbed
 
@@ -45,6 +49,7 @@ class Window_:
     started: str
     t0_s: float = 0.0  # where the window's series starts on its time axis (an aging step's: after the previous)
     out_of_step_s: float = 0.0  # how far the fio servers' statuses fell out of step (a client run)
+    fault: FaultWindow | None = None  # a plan with faults: the fault done, fio's errors, the 10 ms timeline
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -241,9 +246,19 @@ class Procedure:
         self.phase("warm-up" if warmup > 0 else "measure")
         rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window, interval=m.interval)
         started: list[str] = [now()]
+        faulted = cell.step("fault")  # a plan with faults (plan.faults): a 10 ms timeline, and the fault's schedule
+        extra = dict(cell.configuration.fio)
+        prefix, schedule = inside(self.rundir.path / "raw", f"{cell.id}.fault"), None
+        if faulted is not None:
+            extra |= log_options(str(prefix))
+            if faulted.fault is not None:
+                controls, protocol = self.testbed.fault_controls(cell.configuration)
+                schedule = FaultSchedule(faulted.fault, protocol, controls)
 
         def warmed() -> None:
             started[0] = now()
+            if schedule is not None:
+                schedule.start()
             if warmup > 0:
                 self.phase("measure")
 
@@ -256,12 +271,22 @@ class Procedure:
             self.rundir.add_series(rows)
 
         window.start()  # the cell's link is set: its offload state is read anew
-        run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=duration, warmup_done=rule,
-                         sample=window.sample, tick=window.sample, interpolate=window.interpolate,
-                         folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
-                         timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
-                         on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
-                         interval_s=m.interval, on_interval=lambda iv: write([row(iv)]))
+        try:
+            run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=duration, warmup_done=rule,
+                             sample=window.sample, tick=window.sample, interpolate=window.interpolate,
+                             folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
+                             timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
+                             on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
+                             interval_s=m.interval, on_interval=lambda iv: write([row(iv)]))
+        finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
+            if schedule is not None:
+                schedule.stop()
+        fault = None
+        if faulted is not None:
+            store = inside(make_dir(self.rundir.path / "timeline"), f"{cell.id}.json")
+            fault = fault_window(faulted.value, faulted.fault, schedule, *gather(
+                prefix, run.output, warmup_s=run.warmup_s, window_s=run.window_s, store=store),
+                str(store.relative_to(self.rundir.path)))
         if not run.streamed:
             write([row(iv) for iv in run.intervals])
         if cell.in_sequence:
@@ -280,7 +305,7 @@ class Procedure:
                                      served=self.testbed.serves(cell.configuration),
                                      foreign=self.testbed.foreign_fields(cell.configuration))
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
-        return Window_(meas, telemetry, started[0], offset, run.out_of_step_s), rule.record(run.warmup_s)
+        return Window_(meas, telemetry, started[0], offset, run.out_of_step_s, fault), rule.record(run.warmup_s)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""
