@@ -45,6 +45,9 @@ _CSV_HEAD = [
     "lat_p99.9_us", "read_lat_mean_us", "read_lat_p99_us", "write_lat_mean_us", "write_lat_p99_us",
 ]
 _CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "ended"]
+#: A run with faults (plan.faults) adds its figures of each window (analysis.fault_figures, written by the report):
+#: the longest stall, the I/O errors fio counted and went on, IOPS while the fault lasted, the time back to steady.
+FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
 
 
 def csv_columns() -> list[str]:
@@ -220,7 +223,8 @@ class RunDir:
     def csv_columns(self) -> list[str]:
         """cells.csv's columns: the fixed ones, then the plan's extra dimensions."""
         columns = csv_columns()
-        return columns + [d for d in self.manifest().dimensions if d not in columns]
+        dims = self.manifest().dimensions
+        return columns + [d for d in dims if d not in columns] + (FAULT_COLUMNS if "fault" in dims else [])
 
     # -- paths -------------------------------------------------------------------------------------
 
@@ -341,7 +345,7 @@ class RunDir:
 
     def write_csv(self, records: list[CellRecord], figures: RowFigures | None = None) -> None:
         """Rewrite cells.csv from ``records`` (what `protolab report` does with today's formulas)."""
-        columns = set(csv_columns())
+        columns = set(self.csv_columns)
         rows = (cell_row(r, figures(r) if figures else None, columns) for r in records)  # one at a time
         atomic_write(self.path / "cells.csv", _csv_text(rows, self.csv_columns, header=True))
 

@@ -1,4 +1,4 @@
-"""The fault analysis (analysis.faults) on synthetic 10 ms timelines with a known stall, known degraded IOPS and a
+"""The fault analysis (analysis.fault_figures) on synthetic 10 ms timelines with a known stall, known degraded IOPS and a
 known recovery."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from protolab.analysis.faults import estimate, figures, longest_stall, recovery, rows, sentences
+from protolab.analysis.fault_figures import estimate, figures, longest_stall, recovery, rows, sentences
 from protolab.results.faultwindow import FaultAction, FaultWindow
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 
