@@ -137,3 +137,40 @@ def test_the_fault_is_a_point_coordinate_and_none_is_measured_too():
             self.oio_per_stream, self.total_oio = 4, 8
 
     assert point_of(Rec(faulted)).label == "fault port0-down · 1×2×4=8"
+
+
+def test_the_failover_study_loads_at_both_scales_with_its_faults_and_the_control():
+    from protolab.plan.load import load_builtin
+
+    quick, _ = load_builtin("failover", "quick")
+    full, _ = load_builtin("failover", "full")
+    assert [f.name for f in quick.faults] == ["link-down-5s", "server-restart", "array-stall-3s"]
+    assert {c.target for c in quick.configurations} == {"lab:iscsi", "lab:nfs", "lab:nbd"}
+    assert len(expand(quick)) == 3 * 4 * 3 and len(expand(full)) == 3 * 5 * 5
+    down = quick.faults[0]
+    assert (down.kind, down.duration, down.link_port) == ("link_down", 5.0, 0)
+    # each fault ends early enough for the recovery's steady window (5 × 0.5 s) before the window's end
+    for plan in (quick, full):
+        assert all(plan.method.duration - f.end >= 2.5 for f in plan.faults)
+    # ≤ 10 min at quick: every window's warm-up and length, plus ~1.5 s of fio start and stop each
+    m = quick.method
+    assert len(expand(quick)) * (m.warmup + m.duration + 1.5) <= 9 * 60
+    assert max(f.duration for f in full.faults) == 30.0 and full.method.repeats == 5
+
+
+def test_validate_s_matrix_line_counts_the_fault_values():
+    from protolab.plan.matrix_line import matrix_line
+
+    plan = _plan(DOWN)
+    assert matrix_line(plan, len(expand(plan))).startswith(
+        "2 configurations × 1 workloads × 1 load points × 2 repeats × 2 fault values (none and 1 fault) = 8 cells")
+
+
+def test_the_plan_references_example_is_valid():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "plan.md").read_text()
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", doc, re.S) if b.startswith("[[faults]]"))
+    plan = _plan(block.replace('at = "5s"', 'at = "2s"').replace('duration = "5s"', 'duration = "3s"'))
+    assert plan.faults[0].summary() == "port0-down: link of storage port 0 down at 2s for 3s"
