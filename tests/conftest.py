@@ -120,6 +120,15 @@ def setup(tmp_path):
     return make
 
 
+@pytest.fixture(autouse=True)
+def _session_marks_in_tmp(tmp_path_factory, monkeypatch):
+    """Sessions run in a test's own process keep their marks (run.sessionmark) in the test session's directory, not
+    in root's /run/protolab/sessions (a CLI started by a test keeps them there, as a user's run does)."""
+    from protolab.run import sessionmark
+
+    monkeypatch.setattr(sessionmark, "marks_root", lambda: tmp_path_factory.getbasetemp() / "session-marks")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _kvm_probe_cache_of_this_session():
     """doctor and VM studies keep the KVM probe's answer for the boot (/run/protolab/cache, vm.accel); the suite

@@ -69,7 +69,12 @@ def _environment(p, lab_workdir: Optional[Path]):
         workdir = default_workdir(p.lab.prefix)
     if workdir is not None and p.uses_lab():
         check_workdir(workdir)
-    return Environment.of_machine(engines, workdir)
+    netem = None
+    if p.uses_lab():
+        from .lab.netns import kernel_netem
+
+        netem = kernel_netem()
+    return Environment.of_machine(engines, workdir, netem)
 
 
 def _ended_complete(rundir) -> bool:

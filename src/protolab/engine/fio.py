@@ -26,6 +26,11 @@ _RATE = re.compile(r"([rwt])=([\d.]+)([kKmM]?)")
 
 #: What an engine prints for an I/O that failed (the nfs engine: "Failed NFS operation(code:-14): …").
 FAILED_OP = re.compile(r"Failed NFS operation|nfs: Failed to queue|io_u error on file")
+#: What fio prints for a chunk that failed its verify check (engine.readback): its checksum, or its header's magic,
+#: length, seed or offset ("crc32c: verify failed at file F offset O, …", "verify: bad magic header … at file F …").
+FAILED_CHECK = re.compile(r"verify failed at file |verify: bad ")
+#: The most such lines a run keeps (fio's JSON counts them all; the lines give the offsets).
+MOST_CHECK_LINES = 10_000
 
 
 def find_fio() -> tuple[str | None, str]:
@@ -105,6 +110,8 @@ class Fio:
     #: Lines of the last run that report a failed I/O operation (fio 3.33's nfs engine prints them
     #: while its job's error count stays 0).
     op_errors: list[str] = field(default_factory=list)
+    #: Lines of the last run that report a block that failed its verify check (engine.readback).
+    verify_lines: list[str] = field(default_factory=list)
 
     @classmethod
     def locate(cls, runner: Runner | None = None) -> "Fio":
@@ -223,13 +230,17 @@ class Fio:
         Path(output).unlink(missing_ok=True)
         proc = self.runner.spawn(argv, netns=netns, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
         tail: list[str] = []
-        self.op_errors = []
+        self.op_errors, self.verify_lines = [], []
 
         def pump() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
                 for part in line.replace("\r", "\n").splitlines():
                     if not part.strip():
+                        continue
+                    if FAILED_CHECK.search(part):  # a block that failed its verify check: counted, not an error
+                        if len(self.verify_lines) < MOST_CHECK_LINES:
+                            self.verify_lines.append(part.strip())
                         continue
                     if FAILED_OP.search(part):  # an engine's failed I/O that fio's job error count misses
                         self.op_errors.append(part.strip())

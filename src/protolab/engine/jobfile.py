@@ -10,6 +10,7 @@ from ..plan.model import Method, Workload
 from ..plan.preflight import ALIGN, region  # noqa: F401  (one owner of the layout rule; re-exported)
 from ..plan.safety import has_control
 from ..plan.units import format_size
+from ..plan.verify import Verification
 from .targets import Access
 
 
@@ -120,11 +121,13 @@ def render_streams(
     log_prefix: str | None = None,
     ramp: float = 0.0,
     iologs: dict[int, str] | None = None,
+    verify: Verification | None = None,
 ) -> str:
     """A job file with one job per stream (``runtime`` seconds, time based); IOPS logged per second.
 
     A replayed trace (``iologs``: each stream's iolog, see engine.replay) gives the streams their I/Os:
-    no access spec, and the run ends with the trace or at ``runtime``, whichever comes first.
+    no access spec, and the run ends with the trace or at ``runtime``, whichever comes first. ``verify``: a
+    workload that writes writes checksummed blocks and reads each back (engine.readback).
     """
     w = cell.workload
     replay = w.replay is not None
@@ -143,6 +146,8 @@ def render_streams(
         glob["rate_process"] = "poisson"
     if log_prefix:
         glob |= {"write_iops_log": log_prefix, "log_avg_msec": "1000"}
+    if verify is not None and w.read_pct < 100:
+        glob |= write_options(verify, random=w.random_pct > 0)
     for k, v in (extra or {}).items():
         glob[k] = ("1" if v else "0") if isinstance(v, bool) else str(v)
     lines = [f"# protolab cell {cell.id}".replace("\n", " "), *_section("global", glob)]
@@ -170,21 +175,47 @@ def render_job(cell: Cell, access: Access, method: Method, extra: dict | None = 
                           extra=extra, ramp=method.warmup)
 
 
-def render_prepare(access: Access) -> str:
-    """A job that writes the whole target once, sequentially, so reads hit real data."""
+def render_prepare(access: Access, verify: Verification | None = None) -> str:
+    """A job that writes the whole target once, sequentially, so reads hit real data (``verify``: checksummed)."""
     glob = {"ioengine": access.ioengine, **access.options}
     glob |= {"rw": "write", "bs": "1M", "iodepth": "8", "size": str(access.size), "offset": "0"}
+    glob |= _headers(verify)
     if access.filename:
         glob["filename"] = access.filename
     return "\n".join(["# protolab: fill the target once before the first cell", *_section("global", glob),
                       *_section("prepare", {})])
 
 
-def render_fill(access: Access, offset: int, size: int, block_size: int, level: int) -> str:
-    """A job that writes ``size`` bytes of the target from ``offset`` sequentially: one fill level's new part."""
+def render_fill(access: Access, offset: int, size: int, block_size: int, level: int,
+                verify: Verification | None = None) -> str:
+    """A job that writes ``size`` bytes of the target from ``offset`` sequentially: one fill level's new part
+    (``verify``: checksummed)."""
     glob = {"ioengine": access.ioengine, **access.options}
     glob |= {"rw": "write", "bs": str(block_size), "iodepth": "8", "offset": str(offset), "size": str(size)}
+    glob |= _headers(verify)
     if access.filename:
         glob["filename"] = access.filename
     return "\n".join([f"# protolab: fill the target to {level} % (bytes {offset} to {offset + size})",
                       *_section("global", glob), *_section("fill", {})])
+
+
+#: Blocks a verified window's job writes before it reads them back (fio's verify_backlog; engine.readback).
+VERIFY_BACKLOG = 64
+
+
+def _headers(verify: Verification | None) -> dict[str, str]:
+    return header_options(verify) if verify is not None else {}
+
+
+def header_options(v: Verification) -> dict[str, str]:
+    """fio options for protolab's own writes of the data (prepare, fill): a header on every chunk, no read pass."""
+    return {"verify": v.algorithm, "verify_interval": str(v.interval), "do_verify": "0", "verify_state_save": "0"}
+
+
+def write_options(v: Verification, *, random: bool) -> dict[str, str]:
+    """fio options for a window's writes: checksummed chunks, each block read back soon after it is written, a
+    mismatch counted and not fatal. ``random``: offsets from the LFSR generator, which with norandommap never
+    writes one offset twice while it is in flight (fio's HOWTO, "verify")."""
+    out = {"verify": v.algorithm, "verify_interval": str(v.interval), "verify_backlog": str(VERIFY_BACKLOG),
+           "verify_fatal": "0", "continue_on_error": "verify", "verify_state_save": "0"}
+    return out | ({"random_generator": "lfsr"} if random else {})

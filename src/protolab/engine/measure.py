@@ -16,6 +16,7 @@ from typing import Callable
 
 from ..conventions import digits
 from ..plan.expand import Cell
+from ..plan.verify import Verification
 from ..safepath import inside
 from ..trust import make_dir
 from .agents import Agent
@@ -96,8 +97,10 @@ def measure(
     timeout: float,
     label: str,
     socket_dir: Path | None = None,
+    verify: Verification | None = None,
 ) -> Measurement:
-    """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder``."""
+    """Run ``runtime`` seconds of ``cell`` on ``hosts``; job files, logs and JSON go in ``folder`` (``verify``: its
+    writes checksummed, as a window's)."""
     make_dir(folder)
     name = f"{cell.id}.{tag}"
     prefix = str(folder / name)
@@ -109,7 +112,7 @@ def measure(
         job = inside(folder, f"{name}.{h.name}.fio")
         iologs = replay_files(cell, h.streams, folder, f"{name}.{h.name}") if cell.workload.replay else None
         job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, log_prefix=prefix,
-                                      iologs=iologs))
+                                      iologs=iologs, verify=verify))
         jobs.append(job)
     if len(hosts) == 1 and hosts[0].agent is None:
         text = fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label)

@@ -186,6 +186,8 @@ def diff_job(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
            if runtime > 0 else 0.0 for k in ("usr_cpu", "sys_cpu")}
     out = {k: b[k] for k in ("jobname", "groupid", "hostname", "port") if k in b}
     out |= {"error": b.get("error", 0), "job_runtime": runtime, **cpu}
+    if "total_err" in b:  # fio gives it with continue_on_error (a verified window's failed checks: engine.readback)
+        out["total_err"] = int(_num(b, "total_err")) - int(_num(a, "total_err"))
     for d in DIRECTIONS:
         if d in b:
             out[d] = _diff_direction(a.get(d, {}), b[d])

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..plan.expand import Cell
+from ..plan.verify import Verification
 from ..safepath import inside
 from ..trust import make_dir
 from .fio import Fio
@@ -75,6 +76,7 @@ class WindowRun:
     out_of_step_s: float = 0.0
     intervals: list[Interval] = field(default_factory=list)  # the window's, merged over jobs and hosts
     streamed: bool = False  # True: each interval went to on_interval as its status was written
+    verify_lines: list[str] = field(default_factory=list)  # a direct run's lines for blocks that failed a check
 
 
 @dataclass
@@ -180,10 +182,12 @@ def run_window(
     progress: Callable[[Any], tuple[float, float] | None] = lambda sample: None,
     interval_s: int = 1,
     on_interval: Callable[[Interval], None] | None = None,
+    verify: Verification | None = None,
 ) -> WindowRun:
     """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
     at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``; statuses every
-    ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once."""
+    ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once;
+    ``verify``: its writes are checksummed and read back (engine.readback)."""
     make_dir(folder)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
@@ -193,7 +197,8 @@ def run_window(
     for h in hosts:
         job = inside(folder, f"{name}.{h.name}.fio")
         iologs = replay_files(cell, h.streams, folder, f"{name}.{h.name}") if cell.workload.replay else None
-        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, iologs=iologs))
+        job.write_text(render_streams(cell, h.streams, runtime=runtime, extra=extra, iologs=iologs,
+                                      verify=verify))
         jobs.append(job)
     timeout = runtime + timeout_margin_s
     live = _Live(duration_s * 1000.0, warmup_done, sample, on_warmup_end, interval_s, on_interval)
@@ -352,6 +357,7 @@ def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, 
         series=total_series(series_by), series_by_host=series_by, warmup_series=total_series(warm_by),
         warmup_s=t0 / 1000.0, window_s=(elapsed_ms(per, end) - t0) / 1000.0,
         before=before, after=after, live=live, op_errors=list(getattr(fio, "op_errors", [])),
+        verify_lines=list(getattr(fio, "verify_lines", [])),
         out_of_step_s=step / 1000.0,
         intervals=intervals if intervals is not None else window_intervals(per, start, end, interval_s),
     )

@@ -41,4 +41,7 @@ def describe(lab: Any) -> str:
         lines.append(f"  knfsd    ext4 image {fs.image} ({whose})")
     if pids:
         lines.append("  servers  " + ", ".join(f"{k} pid {v}" for k, v in sorted(pids.items())))
+    faults = lab.faults.in_force() if lab.is_up else []
+    if faults:
+        lines.append("  faults   " + "; ".join(faults) + " (lab.fault_controls; restore() or lab down undoes them)")
     return "\n".join(lines)

@@ -129,6 +129,16 @@ def model_text(spec: StorageSpec) -> str:
             f"rate={spec.throughput_bps or 0:.0f} write={spec.write_us * 1000:.0f}")
 
 
+def set_control(served: Path, name: str, value: str) -> None:
+    """Set the daemon's control ``user.protolab.NAME`` on its file ``served`` (OSError as the daemon answers)."""
+    os.setxattr(served, f"user.protolab.{name}", value.encode(), follow_symlinks=False)
+
+
+def get_control(served: Path, name: str) -> str:
+    """The daemon's value of ``user.protolab.NAME`` (model, stall, corrupt) on its file ``served``."""
+    return os.getxattr(served, f"user.protolab.{name}", follow_symlinks=False).decode()
+
+
 @dataclass(frozen=True)
 class Overhead:
     """The stack's own time per request, in µs, as handed to the daemon: reads (and writes served like them), and
@@ -173,10 +183,10 @@ class BlockDevice:
         return res
 
     def _control(self, name: str, value: str) -> None:
-        """Tell the daemon (an extended attribute of its file: user.protolab.calibrate, .overhead, .write_overhead
-        or .model)."""
+        """Tell the daemon (an extended attribute of its file: user.protolab.calibrate, .overhead, .write_overhead,
+        .model, .stall or .corrupt)."""
         try:
-            os.setxattr(self.served, f"user.protolab.{name}", value.encode(), follow_symlinks=False)
+            set_control(self.served, name, value)
         except OSError as e:
             raise ToolError(f"lab.storage: {BINARY} refused {name} = {value}: {e.strerror}; "
                             f"see {BINARY}.log in the lab's logs") from None
@@ -189,7 +199,25 @@ class BlockDevice:
 
     def model_in_effect(self) -> str:
         """The daemon's own account of the model it serves (user.protolab.model read back)."""
-        return os.getxattr(self.served, "user.protolab.model", follow_symlinks=False).decode()
+        return get_control(self.served, "model")
+
+    def stall(self, seconds: float) -> None:
+        """Answer no request before ``seconds`` from now (a later stall extends an earlier one; 0 ends it)."""
+        self._control("stall", f"{seconds * 1e9:.0f}")
+
+    def stall_left(self) -> float:
+        """Seconds of the stall still to come (0: none)."""
+        return int(get_control(self.served, "stall")) / 1e9
+
+    def corrupt(self, offset: int, length: int) -> None:
+        """Flip every byte of [offset, offset + length) of the disk in the reads that cover it (the pool's image
+        keeps its bytes); length 0: no longer."""
+        self._control("corrupt", f"{offset} {length}" if length else "")
+
+    def corruption(self) -> tuple[int, int] | None:
+        """The corrupted range (offset, length) in force, or None."""
+        words = get_control(self.served, "corrupt").split()
+        return (int(words[0]), int(words[1])) if words else None
 
     def calibrate(self, probe: Path, nocow: bool, guess: Overhead | None = None) -> Overhead:
         """Measure the stack's overhead with the PROBE_SPAN file ``probe`` (written, read, removed) while the

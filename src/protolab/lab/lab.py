@@ -19,6 +19,7 @@ from ..trust import check_dir, check_workdir, secure_dir
 from . import holder
 from .device import BlockDevice
 from .device import describe as describe_device
+from .fault_controls import LabFaults
 from .fsvolume import FsVolume
 from .names import GUEST_SLOTS, LAB_ROOT, Names, default_workdir  # noqa: F401 (re-exported)
 from .netns import Net
@@ -250,9 +251,21 @@ class Lab:
         for p in sorted(self.protocols):  # each export's own server (plan.protocols), by its adapter (lab.servers)
             server = self.server_of(p)
             if server is not None:
-                server.start(Serving(self.runner, self._procs, names, self.spec, self.workdir, self._mounts,
-                                     self._pool, p, self._granted_addresses(p)))
+                server.start(self._serving(p))
         rec.set_state(up=True)
+
+    def _serving(self, protocol: str) -> Serving:
+        assert self._procs is not None and self._pool is not None
+        return Serving(self.runner, self._procs, self.names, self.spec, self.workdir, self._mounts, self._pool,
+                       protocol, self._granted_addresses(protocol))
+
+    @property
+    def faults(self) -> LabFaults:
+        """The lab's fault controls (lab.fault_controls), each recorded so that its restore() or teardown undoes it."""
+        self._need_up("faults")
+        assert self._record is not None and self._procs is not None and self._pool is not None
+        return LabFaults(self.runner, self._record, self._procs, self.names, self.link, self._pool.device,
+                         self._serving)
 
     @staticmethod
     def server_of(protocol: str) -> Adapter | None:

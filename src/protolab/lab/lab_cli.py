@@ -43,10 +43,11 @@ def up(
     from ..plan.preflight import Environment, preflight
     from ..plan.topology import LabSpec
     from .lab import Lab
+    from .netns import kernel_netem
 
     p = load_plan(plan)
     spec = p.lab if p.lab is not None else LabSpec()
-    preflight(p, str(plan), Environment.of_machine(None, _workdir(workdir, spec.prefix)))
+    preflight(p, str(plan), Environment.of_machine(None, _workdir(workdir, spec.prefix), kernel_netem()))
     protocols = lab_protocols(p)
     if not protocols:
         raise ProtolabError(f"{plan}: no configuration targets the lab; use a target like \"lab:nbd\"")

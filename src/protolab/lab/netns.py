@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..conventions import digits
 from ..errors import ProtolabError
@@ -16,6 +19,32 @@ ETH_HEADER = 14
 WIRE_EXTRA = 24
 #: The shortest frame on a wire with those: 64 B minimum frame + 8 + 12.
 WIRE_MIN_FRAME = 84
+
+
+def kernel_netem(release: str | None = None, sys_module: Path = Path("/sys/module"),
+                 proc_config: Path = Path("/proc/config.gz"), boot: Path = Path("/boot"),
+                 modules: Path = Path("/lib/modules")) -> bool | None:
+    """Whether this kernel offers the netem qdisc (link delay and loss), from what it says of itself — nothing is
+    created: loaded (``/sys/module/sch_netem``), else its build configuration (``/proc/config.gz`` or
+    ``/boot/config-RELEASE``): built in, or a module whose file is installed. None when the kernel says neither."""
+    release = release or os.uname().release
+    if (sys_module / "sch_netem").is_dir():
+        return True
+    text = None
+    try:
+        text = gzip.decompress(proc_config.read_bytes()).decode(errors="replace")
+    except (OSError, EOFError, gzip.BadGzipFile):
+        try:
+            text = (boot / f"config-{release}").read_text(errors="replace")
+        except OSError:
+            return None
+    setting = next((line.split("=", 1)[1].strip() for line in text.splitlines()
+                    if line.startswith("CONFIG_NET_SCH_NETEM=")), None)
+    if setting == "y":
+        return True
+    if setting == "m":
+        return any((modules / release).glob("kernel/net/sched/sch_netem.ko*"))
+    return False
 
 
 def tc_commands(end: LinkEnd, link: LinkSpec) -> list[list[str]]:

@@ -19,11 +19,13 @@ from ..trust import check_file
 
 SCHEMA = 1
 RECORD_NAME = "lab.json"
+#: the faults a lab can be left in (lab.fault_controls): a record names them as resources of kind "fault"
+FAULTS = ("link-down", "server-down", "stall", "corrupt")
 
 
 @dataclass(frozen=True)
 class Resource:
-    """One created thing: kind (netns, file, loop, mount, process, tgtd-socket), a name, details."""
+    """One created thing: kind (netns, file, loop, mount, process, tgtd-socket, fault), a name, details."""
 
     kind: str
     name: str
@@ -105,6 +107,10 @@ class Record:
                 ok = isinstance(r.extra.get("pid", 0), int) and isinstance(r.extra.get("started", 0), (int, type(None)))
             elif k == "tgtd-socket":
                 ok = isinstance(r.extra.get("port"), int) and n == str(r.extra.get("port"))
+            elif k == "fault":  # undone by setting a link up or an attribute of the device model's file: nothing else
+                disk = r.extra.get("disk")
+                ok = n in FAULTS and (isinstance(r.extra.get("port"), int) if n == "link-down" else
+                                      isinstance(disk, str) and inside(disk) if n in ("stall", "corrupt") else True)
             else:
                 ok = False
             if not ok:

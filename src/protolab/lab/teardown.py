@@ -13,6 +13,7 @@ from pathlib import Path
 from ..proc import Runner, SubprocessRunner
 from ..telemetry.cgroups import RoleCgroups
 from ..trust import UnsafePath, check_dir
+from .fault_controls import undo_fault
 from .netns import Net
 from .procs import Processes, alive, terminate
 from .record import Record, Resource
@@ -88,6 +89,8 @@ def undo(resource: Resource, runner: Runner, procs: Processes) -> str | None:
         for p in gone:
             p.unlink()
         return f"tgtd control socket {extra['port']}" if gone else None
+    if kind == "fault":  # recorded last, so undone first: a stalled device answers before the pool is unmounted
+        return undo_fault(resource, runner, procs.record)
     if kind == "cgroup":  # the role cgroups (telemetry.cgroups): after the servers, recorded before them
         cg = RoleCgroups.at(Path(name))
         return f"cgroup {name}" if cg.remove() else None  # with the CPU weight's group (telemetry.priority)

@@ -25,6 +25,7 @@ from .stages import Fill, normalise_stages
 from .sweep import Sweep
 from .target_grammar import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
+from .verify import WithVerify
 from .workload import MAX_DATA, MAX_DURATION_S, MAX_HOSTS, MAX_OIO, MAX_STREAMS, Description, Workload, _Model
 
 
@@ -169,7 +170,7 @@ class Initialise(_Model):
         return parse_duration(v)
 
 
-class Method(_Model):
+class Method(WithVerify):
     """How each cell is measured."""
 
     warmup: float = Field(

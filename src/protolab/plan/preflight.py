@@ -43,11 +43,14 @@ class Environment:
     fio_engines: frozenset[str] | None = None
     free_bytes: Callable[[Path], int | None] = field(default=lambda _p: None)
     lab_workdir: Path | None = None
+    netem: bool | None = None  # whether the kernel offers netem (link delay and loss): lab.netns.kernel_netem
 
     @classmethod
-    def of_machine(cls, fio_engines: list[str] | None, lab_workdir: Path | None) -> "Environment":
-        """This machine: the engines the caller's fio lists, free space of the lab workdir's disk."""
-        return cls(frozenset(fio_engines) if fio_engines else None, _free_bytes, lab_workdir)
+    def of_machine(cls, fio_engines: list[str] | None, lab_workdir: Path | None,
+                   netem: bool | None = None) -> "Environment":
+        """This machine: the engines the caller's fio lists, free space of the lab workdir's disk, netem as the
+        caller probed it."""
+        return cls(frozenset(fio_engines) if fio_engines else None, _free_bytes, lab_workdir, netem)
 
 
 def _free_bytes(path: Path) -> int | None:
@@ -247,6 +250,8 @@ def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> No
             msg = e.errors(include_url=False)[0]["msg"] if hasattr(e, "errors") else str(e)
             raise PlanError(f"{source}: configurations[{i}] ({c.name}).link: "
                             f"{msg.removeprefix('Value error, ')}") from None
+    if env.netem is False:
+        _netem(plan, source)
     most = max(lp.hosts for lp in plan.load_points)
     if most > lab.hosts:
         raise PlanError(f"{source}: load_points: a load point asks for {most} hosts but the lab has "
@@ -269,6 +274,20 @@ def _lab(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> No
         raise PlanError(f"{source}: lab.pool_size: {lab.pool_size} does not fit the {free // 1024**3} GiB free "
                         f"on the disk of {where}; lower lab.pool_size or choose another --lab-workdir")
     assert protocols <= set(lab_targets())
+
+
+def _netem(plan: Plan, source: str) -> None:
+    """On a kernel without netem, no link of the lab may ask for delay or loss: the lab's own (set when it comes
+    up) or a configuration's (set before its cells); a swept link changes the rate only."""
+    assert plan.lab is not None
+    links = [("lab.link", plan.lab.link, {})] + [(f"configurations[{i}] ({c.name}).link", plan.lab.link.merged(c.link),
+                                                  c.link or {}) for i, c in enumerate(plan.configurations)]
+    for where, link, own in links:
+        for name, asked in (("delay", link.delay_us), ("loss_pct", link.loss_pct)):
+            if asked and (where == "lab.link" or name in own):
+                raise PlanError(f"{source}: {where}.{name}: link delay and loss need the kernel's netem qdisc "
+                                "(sch_netem), which this kernel does not have; remove delay and loss_pct, or run on "
+                                "a kernel with netem")
 
 
 def _engines(plan: Plan, source: str, refs: list[TargetRef], env: Environment) -> None:

@@ -38,6 +38,14 @@ FIO_OPTIONS_ALLOWED: dict[str, str] = {
 _WANTED = {"word": "a word of letters, digits, ., _, + or -", "bool": "write a true or false"}
 _WORDS = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 
+#: fio's verification options (its HOWTO, "Verification"): method.verify sets them.
+VERIFY_OPTIONS = (
+    "verify", "do_verify", "verify_only", "verify_offset", "verify_interval", "verify_pattern", "verify_fatal",
+    "verify_dump", "verify_async", "verify_async_cpus", "verify_backlog", "verify_backlog_batch",
+    "verify_state_save", "verify_state_load", "verifysort", "verifysort_nr", "verify_header_seed",
+    "experimental_verify", "trim_verify_zero",
+)
+
 #: Refused options that users reach for, with the plan field that does the job.
 FIO_INSTEAD: dict[str, str] = {
     **dict.fromkeys(["rw", "readwrite", "rwmixread", "rwmixwrite", "percentage_random"],
@@ -63,8 +71,7 @@ FIO_INSTEAD: dict[str, str] = {
     "ioengine": "set the configuration's ioengine",
     **dict.fromkeys(["exec_prerun", "exec_postrun"], "a plan cannot run commands"),
     **dict.fromkeys(["write_iolog", "write_bw_log", "write_lat_log", "write_iops_log",
-                     "write_hist_log", "output", "lockfile", "verify_state_save", "verify_state_load",
-                     "trigger", "trigger_file"],
+                     "write_hist_log", "output", "lockfile", "trigger", "trigger_file"],
                     "a plan cannot make protolab read or write files other than its targets; "
                     "protolab logs what it needs in the run directory"),
     **dict.fromkeys(["ioscheduler", "cpus_allowed", "cpumask", "cpus_allowed_policy", "numa_cpu_nodes",
@@ -72,8 +79,10 @@ FIO_INSTEAD: dict[str, str] = {
                      "sqthread_poll_cpu", "gtod_cpu", "hugepage-size", "lockmem"],
                     "a plan cannot change the machine"),
     **dict.fromkeys(["unlink", "unlink_each_loop", "allow_file_create", "create_only", "create_on_open",
-                     "allow_mounted_write", "overwrite", "fallocate", "trim_percentage", "verify"],
+                     "allow_mounted_write", "overwrite", "fallocate", "trim_percentage"],
                     "protolab creates and keeps its data files itself"),
+    **dict.fromkeys(VERIFY_OPTIONS, "set method.verify = \"crc32c\" (or md5, sha256): protolab drives fio's verify "
+                    "itself and reads every block written back after each window"),
 }
 
 

@@ -125,6 +125,11 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "capacity": capacity_json(data.capacity, data.alpha),
         # a plan with faults (plan.faults): each configuration's stall, errors, degraded IOPS, recovery; None without
         "faults": fault_json(data.faults),
+        # method.verify, per configuration: MiB read back and checked, failed chunks, the lowest bad offset; [] without
+        "verified": [{"configuration": c.configuration, "algorithm": c.algorithm, "windows": c.windows,
+                      "verified_mib": round(c.verified_mib, 3), "mismatches": c.mismatches,
+                      "during_window": c.during_window, "first_bad_offset": c.first_bad_offset,
+                      "first_bad_cell": c.first_bad_cell or None, "errors": c.errors} for c in data.verified],
         "claims": [{"finding": v.finding + 1, "section": v.section, "said": v.said, "claim": v.claim,
                     "band_source": v.band_source, "untestable": v.untestable or None, "verdict": v.verdict,
                     "figures": v.figures, "reason": v.reason,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..analysis.paths import PathShare
     from ..analysis.summary import Matrix
     from ..analysis.trend import Trend
+    from ..analysis.verification import ConfigurationVerified
 
 PCT_KEYS = [f"p{p:g}" for p in PERCENTILES]
 
@@ -140,6 +141,7 @@ class ReportData(RunData):
     faults: FaultData | None = None  # the faults' stall, errors, degraded IOPS and recovery (plan.faults)
     judged: str = ""  # a swept plan: where its seed's claims are judged, in one sentence (analysis.claims.judged_at)
     figures: dict[str, list[Figures]] = field(default_factory=dict)  # configuration → its records' derived figures
+    verified: list[ConfigurationVerified] = field(default_factory=list)  # method.verify, per configuration
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one

@@ -21,6 +21,7 @@ from ..analysis.pairs import pair_findings
 from ..analysis.paths import path_share
 from ..analysis.stats import Verdict
 from ..analysis.summary import matrices
+from ..analysis.verification import verified_by_configuration
 from ..analysis.wire import ceiling
 from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
@@ -301,7 +302,8 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
                       notes=_notes(run, charts, ceiling_note, figs), bottlenecks=held, paths=paths,
                       trends=long.trends, matrices=ms, headlines=headlines(ms), claims=claims, reach=reach,
                       crossover=crossover_data(run), capacity=ladder, faults=faults,
-                      judged=judged_at(plan) if plan is not None else "", figures=by_config)
+                      judged=judged_at(plan) if plan is not None else "", figures=by_config,
+                      verified=verified_by_configuration(run.records, run.configurations))
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 ``Manifest`` is what a reader gets: schema version, run id, the stored plan (text, data and plan format),
 provenance, the testbed, the sessions (the run, each resume) and the progress of the cells, stages and windows.
 ``Events`` owns the file: it reads and checks it once, and its events — run started, session started,
-phase, testbed up, agents, targets, initialised, snapshot taken, stage done, window started, window
+session killed, phase, testbed up, agents, targets, initialised, snapshot taken, stage done, window started, window
 interrupted, cell measured, repeats stopped, measured all, session ended — are the only way to change it. Each event
 replaces the file atomically (temporary file, fsync, rename; a symlink at the name is replaced, never
 followed), and the file is read without following a symlink.
@@ -77,6 +77,7 @@ class Session(_Part):
     cells_planned: Optional[int] = None
     cells_measured: Optional[int] = None
     provenance: Optional[Provenance] = None
+    killed: Optional[str] = None  # when a later session found its process gone without a word (SIGKILL)
 
 
 class Window(_Part):
@@ -231,6 +232,14 @@ class Events:
                     cells_measured=0, provenance=provenance)
         self._write(status="running", sessions=(*m.sessions, s), ended=None)
         return number
+
+    def session_killed(self, session: int, stored: int, last_seq: int) -> None:
+        """A later session found session ``session``'s process gone (killed outright) and cleaned what it left; the
+        counts are the records stored (a kill between a record and its count here leaves the count one short)."""
+        m = self.read()
+        sessions = tuple(s.model_copy(update={"how": "interrupted", "killed": self.clock()})
+                         if s.session == session and s.how == "running" else s for s in m.sessions)
+        self._write(sessions=sessions, cells_done=max(m.cells_done, stored), last_seq=max(m.last_seq, last_seq))
 
     def phase(self, name: str) -> None:
         """The step the session is at (testbed up, prepare, fill 25 %, measure, teardown, …)."""

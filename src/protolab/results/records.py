@@ -143,6 +143,21 @@ class CacheDrop(_Record):
     cached_kib_after: int | None = Field(default=None, description="… right after the drop, KiB")
 
 
+class Verified(_Record):
+    """What method.verify found for one window (plan.verify, engine.readback): every block of its streams' regions
+    read back after it and checked, and the blocks fio's read-backs during the window found bad."""
+
+    algorithm: str = Field(description="fio's checksum: crc32c, md5 or sha256")
+    verified_bytes: int = Field(description="bytes read back after the window and checked")
+    mismatches: int = Field(description="checksummed chunks that failed a check, during the window or after it")
+    first_bad_offset: int | None = Field(default=None, description="the lowest offset of a failed chunk, in bytes "
+                                         "of the target; None: no mismatch")
+    during_window: int = Field(default=0, description="… of them found by fio's read-backs while the window ran")
+    bad_offsets: list[int] = Field(default_factory=list, description="the lowest offsets of failed chunks (≤ 20)")
+    chunk: int = Field(default=0, description="bytes each checksum covers")
+    errors: list[str] = Field(default_factory=list, description="read-back jobs that failed for another reason")
+
+
 class CellRecord(_Record):
     """One cell at one repeat: where it sits in the study, and what was measured."""
 
@@ -173,6 +188,8 @@ class CellRecord(_Record):
                                         "window's boundaries are uncertain by as much")
     caches_dropped: list[CacheDrop] = Field(default_factory=list, description="the page caches dropped before "
                                             "the window (method.drop_caches)")
+    verification: Verified | None = Field(default=None, description="method.verify: what the read-back found "
+                                          "(None: not verified)")
     fault: FaultWindow | None = Field(default=None, description="a plan with faults: the window's fault, what was "
                                       "done when, fio's errors and the 10 ms timeline (plan.faults)")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")

@@ -45,6 +45,9 @@ _CSV_HEAD = [
     "lat_p99.9_us", "read_lat_mean_us", "read_lat_p99_us", "write_lat_mean_us", "write_lat_p99_us",
 ]
 _CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "ended"]
+#: cells.csv's columns of a verified run (method.verify; results.records.Verified): MiB read back and checked
+#: after the window, chunks that failed a check, the lowest bad offset in bytes ('' when none).
+VERIFY_COLUMNS = ["verified_mib", "mismatches", "first_bad_offset"]
 #: A run with faults (plan.faults) adds its figures of each window (analysis.fault_figures, written by the report):
 #: the longest stall, the I/O errors fio counted and went on, IOPS while the fault lasted, the time back to steady.
 FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
@@ -91,6 +94,10 @@ def cell_row(rec: CellRecord, figures: dict[str, Any] | None = None,
             row[k] = getattr(r, m.field)
         elif m is not None and m.source == "percentile":
             row[k] = pct.get(m.field)
+    v = rec.verification
+    if v is not None:
+        row |= {"verified_mib": round(v.verified_bytes / 2**20, 3), "mismatches": v.mismatches,
+                "first_bad_offset": v.first_bad_offset}
     row.update(rec.dimensions)
     return row
 
@@ -221,10 +228,13 @@ class RunDir:
 
     @property
     def csv_columns(self) -> list[str]:
-        """cells.csv's columns: the fixed ones, then the plan's extra dimensions."""
+        """cells.csv's columns: the fixed ones, what the verification found when the plan verifies (method.verify),
+        then the plan's extra dimensions."""
+        man = self.manifest()
         columns = csv_columns()
-        dims = self.manifest().dimensions
-        return columns + [d for d in dims if d not in columns] + (FAULT_COLUMNS if "fault" in dims else [])
+        columns += VERIFY_COLUMNS if ((man.plan or {}).get("method") or {}).get("verify") else []
+        return columns + [d for d in man.dimensions if d not in columns] + (FAULT_COLUMNS if "fault" in man.dimensions
+                                                                           else [])
 
     # -- paths -------------------------------------------------------------------------------------
 

@@ -59,6 +59,8 @@ class LabTestbed(Testbed):
 
         self.lab = Lab(self.plan.lab, protocols, self.workdir, self.runner,
                        knfsd=uses_knfsd(self.plan.configurations))
+        # the lab records the rest itself (lab.record)
+        self.note_made(lab_workdir=str(self.workdir.absolute()), lab_prefix=self.plan.lab.prefix)
         self.lab.up()
         return super().up(run_path)
 

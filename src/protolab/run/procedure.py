@@ -9,7 +9,7 @@ its telemetry is sampled at the warm-up's end and the window's end.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -18,6 +18,7 @@ from ..engine.faultlog import log_options
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
 from ..engine.parse import parse_fio_json
+from ..engine.readback import ReadBack, failed_lines, read_back
 from ..engine.targets import Access, create_file
 from ..engine.window import run_window
 from ..errors import ToolError
@@ -25,6 +26,7 @@ from ..plan.expand import Cell
 from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
 from ..plan.stages import FillStep, Step, filled_bytes
+from ..plan.verify import verification
 from ..results.faultwindow import FaultWindow
 from ..results.files import now
 from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
@@ -49,6 +51,7 @@ class Window_:
     started: str
     t0_s: float = 0.0  # where the window's series starts on its time axis (an aging step's: after the previous)
     out_of_step_s: float = 0.0  # how far the fio servers' statuses fell out of step (a client run)
+    checks: list[str] = field(default_factory=list)  # fio's lines for blocks that failed a verify check meanwhile
     fault: FaultWindow | None = None  # a plan with faults: the fault done, fio's errors, the 10 ms timeline
 
 
@@ -102,6 +105,9 @@ class Procedure:
         self.plan, self.testbed, self.rundir, self.progress = plan, testbed, rundir, progress
         self.phase = phase  # tells the session (and the manifest) which step runs
         self.filled: dict[str, int] = {}  # bytes written so far by the fill stage, per distinct target
+        init = plan.method.initialise
+        # method.verify: every write checksummed, every window's regions read back after it (engine.readback)
+        self.verification = verification(plan, BUILTIN_WORKLOADS.get(init.workload) if init is not None else None)
         self.aged: dict[str, float] = {}  # aging sequence → where its last step's series ended, s
 
     @property
@@ -129,7 +135,7 @@ class Procedure:
             if a.kind == "file" and a.local_path is not None:
                 create_file(a.local_path, a.size)
             job = self.rundir.job_path(f"prepare__{name}")
-            job.write_text(render_prepare(a))
+            job.write_text(render_prepare(a, self.verification))
             self._data_job(c, a, job, self.rundir.raw_path(f"prepare__{name}"), timeout=1800,
                            label=f"preparing target of {name!r}")
 
@@ -165,7 +171,7 @@ class Procedure:
             m = measure(self.fio, cell, [HostRun(host.name, host.agent, streams[0].access.netns, streams)],
                         runtime=init.duration, folder=self.rundir.path / "raw", tag="initialise",
                         timeout=init.duration + FIO_MARGIN_S, label=f"initialising {name!r}",
-                        socket_dir=self.testbed.sockets)
+                        socket_dir=self.testbed.sockets, verify=self.verification)
             done[name] = round(parse_fio_json(m.json_text).iops, 1)
         return done
 
@@ -195,7 +201,7 @@ class Procedure:
                 create_file(a.local_path, a.size)
             tag = f"fill{level}__{name}"
             job = self.rundir.job_path(tag)
-            job.write_text(render_fill(a, start, end - start, fill.block_size, level))
+            job.write_text(render_fill(a, start, end - start, fill.block_size, level, self.verification))
             started = now()
             text = self._data_job(c, a, job, self.rundir.raw_path(tag), timeout=max(1800.0, (end - start) / 1e6),
                                   label=f"filling the target of {name!r}")
@@ -277,7 +283,7 @@ class Procedure:
                              folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                              timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
                              on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
-                             interval_s=m.interval, on_interval=lambda iv: write([row(iv)]))
+                             interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification)
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
             if schedule is not None:
                 schedule.stop()
@@ -305,7 +311,25 @@ class Procedure:
                                      served=self.testbed.serves(cell.configuration),
                                      foreign=self.testbed.foreign_fields(cell.configuration))
         meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
-        return Window_(meas, telemetry, started[0], offset, run.out_of_step_s, fault), rule.record(run.warmup_s)
+        checks = list(run.verify_lines)
+        if self.verification is not None and not run.live:  # a client run writes its servers' lines into its output
+            checks += failed_lines(run.output.read_text())
+        return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault),
+                rule.record(run.warmup_s))
+
+    def read_back(self, cell: Cell, hosts: list[HostRun]) -> ReadBack | None:
+        """method.verify: read every block of the cell's regions back and check it (None: nothing to verify, the
+        plan asks for none or the cell's workload only reads; an aging sequence's step before its last, whose
+        load the next step continues without a break)."""
+        if self.verification is None or cell.workload.read_pct >= 100:
+            return None
+        age = cell.step("age")
+        if age is not None and age.index < self.plan.age_steps - 1:
+            return None
+        self.phase("read back")
+        self.testbed.check_before_window(cell.configuration)
+        return read_back(self.fio, cell, hosts, self.verification, folder=self.rundir.path / "raw",
+                         label=f"reading back cell {cell.id}", socket_dir=self.testbed.sockets)
 
     def steadiness(self, series: list[float]) -> Steadiness | None:
         """The measured window's own steady-state test (None when it is too short)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..conventions import digits
 from ..engine.measure import HostRun
 from ..engine.parse import parse_fio_json
+from ..engine.readback import ReadBack, mismatches
 from ..plan.expand import Cell
 from ..results.files import now
-from ..results.records import OUT_OF_STEP_S, CellRecord, SeriesRow, Warmup
+from ..results.records import OUT_OF_STEP_S, CellRecord, SeriesRow, Verified, Warmup
 from ..results.rundir import RunDir
 from .procedure import Window_
 
@@ -34,6 +35,21 @@ def host_names(hosts: list[HostRun], keys: list[str]) -> dict[str, str]:
         else:
             out["local"] = h.name
     return out
+
+
+#: The failed chunks' offsets a record keeps (their count is kept whole).
+MOST_BAD_OFFSETS = 20
+
+
+def verified(algorithm: str, chunk: int, during: list[str], after: ReadBack) -> Verified:
+    """What the verification of one window found: the chunks fio's lines named during the window and in the
+    read-back after it, each counted once; the read-back's own count where it named fewer."""
+    during_bad = mismatches(during)
+    offsets = sorted({m.offset for m in [*during_bad, *after.bad]})
+    unnamed = max(0, after.counted - len(after.bad))  # fio counted failed checks it printed no line for
+    return Verified(algorithm=algorithm, verified_bytes=after.verified_bytes, mismatches=len(offsets) + unnamed,
+                    first_bad_offset=offsets[0] if offsets else None, during_window=len(during_bad),
+                    bad_offsets=offsets[:MOST_BAD_OFFSETS], chunk=chunk, errors=after.errors)
 
 
 def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline: str, hosts: list[HostRun],

@@ -32,8 +32,9 @@ from ..results.rundir import RunDir
 from .caches import drop_caches
 from .procedure import Procedure
 from .progress import Progress, Silent
-from .recording import make_record
+from .recording import make_record, verified
 from .schedule import Planned, pending, schedule
+from .sessionmark import SessionMark
 from .testbed import Testbed
 
 Hook = Callable[[str, Cell, Testbed], None]  # (stage: start | ready | done, cell, testbed)
@@ -52,6 +53,15 @@ def make_testbed(plan: Plan, fio: Fio, runner: Runner, progress: Progress, lab_w
 
         return LabTestbed(plan, fio, runner, progress, lab_workdir or default_workdir(plan.lab.prefix))
     return Testbed(plan, fio, runner, progress)
+
+
+def _netem(plan: Plan) -> bool | None:
+    """Whether the kernel offers netem, for a plan that builds the lab (None: not asked)."""
+    if not plan.uses_lab():
+        return None
+    from ..lab.netns import kernel_netem
+
+    return kernel_netem()
 
 
 @dataclass
@@ -103,7 +113,7 @@ class Study:
         fio = self.fio = self.fio or Fio.locate(self.runner)
         testbed = self.testbed or make_testbed(self.plan, fio, self.runner, self.progress, self.lab_workdir)
         workdir = getattr(testbed, "workdir", None)
-        preflight(self.plan, self.source, Environment.of_machine(fio.engines(), workdir))
+        preflight(self.plan, self.source, Environment.of_machine(fio.engines(), workdir, _netem(self.plan)))
         testbed.check()
         self.testbed = testbed
         return fio, testbed
@@ -118,6 +128,11 @@ class Study:
         cells = pending(self.plan, rundir.records())  # the planned count; adaptive adds repeats
         fio = testbed.fio
         events = rundir.events
+        mark = SessionMark(rundir.path)  # a killed session's leftovers go before anything of this one is made
+        killed, _ = mark.clean_dead(testbed.runner, self.progress.note, keep_logs_in=rundir.path / "lab-logs")
+        if killed is not None:
+            stored = rundir.all_records()
+            events.session_killed(killed.session, len(stored), max((r.seq for r in stored), default=0))
         number = events.session_started(len(cells), Provenance.of_machine(fio.version(), fio.engines(), fio.path))
         phase = events.phase
         how: How = "complete"
@@ -126,6 +141,8 @@ class Study:
         if first is None:  # e.g. a run stopped while its report was written: only the report is left to do
             self._note_stops(rundir, stops)
             return self._finished(rundir, number, measured)
+        mark.begin(number)
+        testbed.mark = mark  # the testbed notes what it makes there before making it
         try:
             phase("testbed up")
             testbed.on_agents = events.agents
@@ -174,6 +191,8 @@ class Study:
                     left = e
                     if how == "complete":
                         how, error = "failed", f"teardown: {e}"
+                if left is None:
+                    mark.end()  # everything the session made is gone: nothing for a later session to clean
                 if how != "complete":
                     self._end(rundir, number, how, error, measured)
                 if left is not None and how == "failed" and error and error.startswith("teardown: "):
@@ -250,7 +269,12 @@ class Study:
             rec, rows = make_record(rundir, seq=seq, session=session, cell=cell, baseline=self.plan.baseline,
                                     hosts=hosts, window=win, warmup=warm,
                                     steadiness=proc.steadiness(win.measurement.series), interval_s=m.interval)
-            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped})
+            # method.verify: every block of the cell's regions read back after a window that did not fail (a read-back
+            # that fails stops the run before the record is stored: resume measures the cell again)
+            back = proc.read_back(cell, hosts) if not rec.failed else None
+            checked = verified(m.verify, proc.verification.interval, win.checks, back) if back is not None else None
+            rec = rec.model_copy(update={"repeat_reason": item.reason, "caches_dropped": dropped,
+                                         "verification": checked})
             rundir.add_series(rows)
             rundir.add_record(rec, figures(rec).csv_fields())
             self.progress.done(rec)
@@ -258,6 +282,9 @@ class Study:
             if rec.failed:
                 why = self._problems(testbed)  # say which part died, when one did, before fio's own words
                 raise ToolError(f"cell {cell.id}: {'; '.join([*why, *rec.result.error_messages[:3]])}")
+            if checked is not None and checked.mismatches:  # counted and measured on: the report says where
+                self.progress.note(f"cell {cell.id}: {checked.mismatches} block(s) failed verification, the first "
+                                   f"at offset {checked.first_bad_offset}")
             if win.measurement.op_errors:  # kept and measured on; the report lists the window as having errors
                 self.progress.note(f"cell {cell.id}: {len(win.measurement.op_errors)} failed I/O operations "
                                    "(see report)")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -34,6 +33,7 @@ from ..telemetry.telemetry_window import Window
 from ..trust import private_base
 from .attachments import Attachments
 from .progress import Progress
+from .sessionmark import SessionMark, new_agents_dir
 from .steps import every_step  # noqa: F401  (re-exported: the testbeds' teardown)
 
 
@@ -74,6 +74,7 @@ class Testbed:
         self._local: dict[str, Access] = {}
         self.on_agents: Callable[[list[str]], None] | None = None  # told when the set of agents changes
         self.attachments = Attachments(plan, runner, progress)
+        self.mark: SessionMark | None = None  # the session's mark (Study gives it before `up`)
 
     # -- before anything is created ----------------------------------------------------------------
 
@@ -87,7 +88,11 @@ class Testbed:
         """Bring the testbed up for a run writing to ``run_path``; returns what the manifest records."""
         self.run_path = run_path
         # fio servers' sockets (local ones, and ssh forwards of remote ones) where only root can reach them
-        self.sockets = Path(tempfile.mkdtemp(prefix="agents-", dir=private_base()))
+        private_base()
+        sockets = new_agents_dir()
+        self.note_made(agents=str(sockets))
+        os.mkdir(sockets, 0o700)
+        self.sockets = sockets
         self.cgroups = self._make_cgroups(run_path)
         self.fio = replace(self.fio, cgroups=self.cgroups)
         if self.cgroups is not None and self.plan.method.cpu_priority == "high":
@@ -98,7 +103,16 @@ class Testbed:
 
     def _make_cgroups(self, run_path: Path) -> RoleCgroups | None:
         cg = RoleCgroups(f"run-{run_path.name}")
+        if cg.available:
+            self.note_made(cgroup=str(cg.group))
         return cg if cg.available and cg.create() else None
+
+    def note_made(self, **made: str) -> None:
+        """Note in the session's mark (run.sessionmark) what is about to be made, so that a later session removes it
+        if this one is killed before its teardown."""
+        mark = getattr(self, "mark", None)
+        if mark is not None:
+            mark.note(**made)
 
     def describe(self) -> dict[str, Any]:
         """The testbed as the manifest records it (compared on resume)."""

@@ -119,3 +119,37 @@ def test_netem_missing_is_one_line_protolab_error():
     with pytest.raises(ProtolabError, match="delay and loss_pct need the kernel's netem") as err:
         Net(runner).check_netem("pl-sw")
     assert "\n" not in str(err.value)
+
+
+def _config(tmp_path, text: str | None, gz: bool = True):
+    import gzip
+
+    proc = tmp_path / "config.gz"
+    if text is not None and gz:
+        proc.write_bytes(gzip.compress(text.encode()))
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    if text is not None and not gz:
+        (boot / "config-6.1.0-x").write_text(text)
+    return {"release": "6.1.0-x", "sys_module": tmp_path / "sys-module", "proc_config": proc, "boot": boot,
+            "modules": tmp_path / "modules"}
+
+
+@pytest.mark.parametrize("text, gz, module, expect", [
+    ("# CONFIG_NET_SCH_NETEM is not set\nCONFIG_NET_SCH_TBF=y\n", True, False, False),  # this machine's kernel
+    ("CONFIG_NET_SCH_NETEM=y\n", True, False, True),
+    ("CONFIG_NET_SCH_NETEM=m\n", False, True, True),  # Debian's: a module, installed
+    ("CONFIG_NET_SCH_NETEM=m\n", False, False, False),  # a module that is not installed
+    (None, True, False, None),  # the kernel says nothing of itself: not known
+])
+def test_kernel_netem_reads_what_the_kernel_says_of_itself(tmp_path, text, gz, module, expect):
+    from protolab.lab.netns import kernel_netem
+
+    where = _config(tmp_path, text, gz)
+    if module:
+        ko = where["modules"] / "6.1.0-x" / "kernel/net/sched/sch_netem.ko.xz"
+        ko.parent.mkdir(parents=True)
+        ko.touch()
+    assert kernel_netem(**where) is expect
+    (where["sys_module"] / "sch_netem").mkdir(parents=True)  # loaded: whatever the configuration says
+    assert kernel_netem(**where) is True

@@ -40,6 +40,7 @@ FIGURE = {
     "added-time": lambda m: m.added[0],  # the first configuration's added time per I/O
     "capacity": lambda m: m.sentences[0][3],  # the first configuration's knee and capacity, in words
     "faults": lambda m: m.sentences[0][2],  # the configurations compared after the first fault, in words
+    "verified": lambda m: m[-1].sentence(),  # the last configuration's MiB verified and its first bad offset
 }
 
 
@@ -67,6 +68,20 @@ def _faults(records: list) -> list:
     return [r.model_copy(update={"coords": {**r.coords, "fault": "port0-down"}, "fault": fw(r)}) for r in records]
 
 
+def _verified(records: list) -> list:
+    """method.verify: 64 MiB read back after each window; the baseline's clean, the other's third window had two
+    bad chunks."""
+    from protolab.results.records import Verified
+
+    out = []
+    for r in records:
+        bad = [] if r.baseline or r.repeat != 3 else [1060864, 6291456]
+        out.append(r.model_copy(update={"verification": Verified(
+            algorithm="crc32c", verified_bytes=64 * 2**20, mismatches=len(bad), during_window=len(bad[:1]),
+            first_bad_offset=bad[0] if bad else None, bad_offsets=bad, chunk=4096)}))
+    return out
+
+
 def _no_telemetry(records: list) -> list:
     """No CPU, packets or bytes were sampled."""
     return [r.model_copy(update={"telemetry": None}) for r in records]
@@ -80,6 +95,7 @@ CASES = {"exchange-quick": ("exchange-quick", None, None),
          "two-sessions": ("exchange-quick", _two_sessions, None),
          "io-errors": ("v1-run", None, _errors),
          "no-telemetry": ("v1-run", None, _no_telemetry),
+         "verified": ("v1-run", None, _verified),
          "sweep-lab": ("sweep-lab", None, None),
          "capacity-lab": ("capacity-lab", None, None),
          "faults": ("v1-run", None, _faults)}
@@ -184,6 +200,17 @@ def test_the_sessions_section_lists_each_session_in_both_formats(tmp_path):
     assert '<a href="#sessions">sessions</a>' in html  # the page's navigation lists it
 
 
+def test_a_session_found_killed_says_so_in_the_sessions_section(tmp_path):
+    def killed(m: dict) -> None:
+        _two_sessions(m)
+        m["sessions"][0] = {**m["sessions"][0], "ended": None, "killed": "2026-12-07T06:00:00+00:00"}
+
+    run = _copy(tmp_path, "exchange-quick", killed)
+    write_report(RunDir.open(run), figures=False)
+    md = (run / "report.md").read_text()
+    assert "– ?, ended killed (found at 2026-12-07T06:00:00+00:00)" in md and md.count("ended interrupted") == 0
+
+
 def test_io_errors_are_named_in_both_formats_and_escaped_on_the_page(built_data):
     data = built_data["io-errors"]
     section = next(s for s in SECTIONS if s.name == "errors")
@@ -192,6 +219,24 @@ def test_io_errors_are_named_in_both_formats_and_escaped_on_the_page(built_data)
     assert model.count == 2 and "**2 measured windows had I/O errors**" in md
     assert "<b>2 measured windows had I/O errors</b>" in page
     assert "&lt;b&gt;5&lt;/b&gt; &amp; more" in page and "<b>5</b>" not in page
+
+
+def test_the_verified_section_says_each_configuration_s_mib_and_mismatches(built_data):
+    data = built_data["verified"]
+    section = next(s for s in SECTIONS if s.name == "verified")
+    model = section.build(data)
+    assert [c.configuration for c in model] == data.configurations
+    by = {c.configuration: c for c in model}
+    windows = {c: sum(1 for r in data.records if r.configuration == c) for c in data.configurations}
+    clean, other = by[data.baseline], next(c for c in model if c.configuration != data.baseline)
+    assert clean.sentence() == (f"{data.baseline}: {64 * windows[data.baseline]:,} MiB verified (crc32c, "
+                                f"{windows[data.baseline]} windows), 0 mismatches")
+    bad_cell = next(r.cell_id for r in data.records if r.configuration == other.configuration and r.repeat == 3)
+    assert other.sentence().endswith(f"2 mismatches, the first bad offset 1,060,864 (cell {bad_cell}); 1 found "
+                                     "during a window")
+    md = "\n".join(section.markdown(model))
+    assert md.count("- ") >= 2 and clean.sentence() in md and other.sentence() in md
+    assert section.build(built_data["v1-run"]) is None  # not verified: not in the report
 
 
 def test_a_workload_part_holds_its_summary_table_on_the_page_too(built_data):

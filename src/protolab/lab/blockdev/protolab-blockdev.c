@@ -8,7 +8,9 @@
  *   - an optional throughput cap: the transfer (bytes / rate) follows service on one shared channel;
  *   - an optional LRU read cache of 4 KiB blocks: a read whose blocks are all cached skips the model;
  *   - an optional write-back cache (an array's NVRAM): a write is acknowledged after WRITE_NS and holds no server
- *     and no channel (destaged later in full stripes); WRITE_NS 0: writes are served like reads.
+ *     and no channel (destaged later in full stripes); WRITE_NS 0: writes are served like reads;
+ *   - a stall (an array that stops answering for a while): no request is answered before the stall ends;
+ *   - a corrupted byte range: a read overlapping it returns those bytes flipped (the backing file keeps them).
  * "overhead" is the time the rest of the stack (fio, btrfs, loop, FUSE) adds to a request (measured by protolab):
  * each request counts as issued that much before it arrived here, so the host sees the model's service time at 1
  * outstanding I/O while each server is still held for the whole service time (saturation unchanged).
@@ -23,8 +25,14 @@
  *   - "user.protolab.model" = "KEY=VALUE ..." (service, spread, write in ns; parallelism up to MAX_SERVERS; rate in
  *     bytes/s): the model's figures from now on, the others kept; every server and the channel start free (the
  *     caller quiesces the device first). A key not known, a value out of range or a spread above the service time
- *     is refused whole (EINVAL). getxattr of it reads the model in effect in the same form. Later controls (an
- *     array stalled for a while) are further keys of it.
+ *     is refused whole (EINVAL). getxattr of it reads the model in effect in the same form;
+ *   - "user.protolab.stall" = NS (at most MAX_STALL_NS): the array stalls until now + NS: every request pending or
+ *     arriving before then is answered no earlier than then (a request's own due time still counts: the later of
+ *     the two). A later stall extends it, never shortens it; "0" ends it at once. getxattr reads the nanoseconds
+ *     left (0: none);
+ *   - "user.protolab.corrupt" = "OFFSET LENGTH" (bytes, within the disk, LENGTH > 0): every read overlapping
+ *     [OFFSET, OFFSET + LENGTH) returns the bytes in that range XOR 0xff, the backing file untouched (writes land
+ *     as written); "" clears it. getxattr reads it back in the same form ("" when none).
  *
  * One thread reads /dev/fuse (libfuse's single-threaded loop); one thread answers requests when they are due.
  * max_background is raised at INIT so that the kernel keeps many asynchronous (loop direct-I/O) requests in
@@ -49,6 +57,7 @@
 #define DISK_INO 2
 #define MAX_SERVERS 1024 /* protolab's plan.storage.MAX_PARALLELISM: free_at is allocated for it once */
 #define CACHE_BLOCK 4096ULL
+#define MAX_STALL_NS 3.6e12 /* an hour: protolab's faults last at most 300 s */
 
 static const char *disk_name;
 
@@ -61,6 +70,8 @@ static struct {
 	int parallelism;
 	uint64_t *free_at; /* per server: when it is next free (ns) */
 	uint64_t channel_free;
+	uint64_t stall_until; /* no answer before this (ns, CLOCK_MONOTONIC); 0: no stall */
+	uint64_t corrupt_off, corrupt_len; /* reads of this byte range come back flipped; len 0: none */
 	uint64_t rng;
 	pthread_mutex_t lock;
 	pthread_cond_t due;
@@ -317,7 +328,9 @@ static void *answerer(void *arg)
 			pthread_cond_wait(&dev.due, &dev.lock);
 			continue;
 		}
-		uint64_t t = now_ns(), due = heap[0].due, wake = due - (uint64_t)late_ns;
+		uint64_t hold = dev.stopping ? 0 : dev.stall_until; /* stopping: a stall keeps no answer back */
+		uint64_t t = now_ns(), due = heap[0].due > hold ? heap[0].due : hold;
+		uint64_t wake = due - (uint64_t)late_ns;
 		if (wake > t) {
 			struct timespec ts = {.tv_sec = wake / 1000000000ULL, .tv_nsec = wake % 1000000000ULL};
 			if (pthread_cond_timedwait(&dev.due, &dev.lock, &ts) == ETIMEDOUT) {
@@ -434,6 +447,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* Flip the bytes of [off, off+len) that lie in the corrupted range (none: nothing). */
+static void corrupt(char *buf, uint64_t len, uint64_t off)
+{
+	pthread_mutex_lock(&dev.lock);
+	uint64_t c0 = dev.corrupt_off, c1 = dev.corrupt_off + dev.corrupt_len;
+	pthread_mutex_unlock(&dev.lock);
+	uint64_t from = off > c0 ? off : c0, to = off + len < c1 ? off + len : c1;
+	for (uint64_t i = from; i < to; i++)
+		buf[i - off] ^= (char)0xff;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -449,6 +473,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		schedule(req, NULL, 0, errno, (uint64_t)off, 1);
 		return;
 	}
+	corrupt(buf, (uint64_t)got, (uint64_t)off);
 	schedule(req, buf, (size_t)got, 0, (uint64_t)off, 1);
 }
 
@@ -482,6 +507,8 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 #define XATTR_OVERHEAD "user.protolab.overhead"
 #define XATTR_WRITE_OVERHEAD "user.protolab.write_overhead"
 #define XATTR_MODEL "user.protolab.model"
+#define XATTR_STALL "user.protolab.stall"
+#define XATTR_CORRUPT "user.protolab.corrupt"
 
 /* "service=150000 parallelism=8": each known key sets its figure (all or nothing); 0 or -1 (EINVAL). */
 static int set_model(const char *text)
@@ -523,14 +550,25 @@ static int set_model(const char *text)
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	if (ino != DISK_INO || strcmp(name, XATTR_MODEL) != 0) {
+	int model = strcmp(name, XATTR_MODEL) == 0, stall = strcmp(name, XATTR_STALL) == 0;
+	if (ino != DISK_INO || (!model && !stall && strcmp(name, XATTR_CORRUPT) != 0)) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
 	char text[256];
+	int n = 0;
 	pthread_mutex_lock(&dev.lock);
-	int n = snprintf(text, sizeof text, "service=%.0f spread=%.0f parallelism=%d rate=%.0f write=%.0f",
-			 dev.service_ns, dev.spread_ns, dev.parallelism, dev.rate_bps, dev.write_ns);
+	if (model) {
+		n = snprintf(text, sizeof text, "service=%.0f spread=%.0f parallelism=%d rate=%.0f write=%.0f",
+			     dev.service_ns, dev.spread_ns, dev.parallelism, dev.rate_bps, dev.write_ns);
+	} else if (stall) {
+		uint64_t t = now_ns();
+		n = snprintf(text, sizeof text, "%llu",
+			     (unsigned long long)(dev.stall_until > t ? dev.stall_until - t : 0));
+	} else if (dev.corrupt_len) {
+		n = snprintf(text, sizeof text, "%llu %llu", (unsigned long long)dev.corrupt_off,
+			     (unsigned long long)dev.corrupt_len);
+	}
 	pthread_mutex_unlock(&dev.lock);
 	if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
@@ -540,15 +578,49 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_buf(req, text, (size_t)n);
 }
 
-/* Runtime control (see the top): NS, or "off" for calibrate; anything else is refused (EINVAL, ENOTSUP). */
+/* "OFFSET LENGTH" within the disk (LENGTH > 0), or "" (none): 0, or -1 (EINVAL). */
+static int set_corrupt(const char *value, size_t size)
+{
+	char text[64], *end, *rest;
+	if (size >= sizeof text)
+		return -1;
+	memcpy(text, value, size);
+	text[size] = 0;
+	uint64_t off = 0, len = 0;
+	if (size) {
+		if (text[0] < '0' || text[0] > '9')
+			return -1;
+		errno = 0;
+		off = strtoull(text, &rest, 10);
+		if (*rest != ' ' || rest[1] < '0' || rest[1] > '9')
+			return -1;
+		len = strtoull(rest + 1, &end, 10);
+		if (errno || *end || len == 0 || off >= dev.size || len > dev.size - off)
+			return -1;
+	}
+	pthread_mutex_lock(&dev.lock);
+	dev.corrupt_off = off;
+	dev.corrupt_len = len;
+	pthread_mutex_unlock(&dev.lock);
+	return 0;
+}
+
+/* Runtime control (see the top): NS, "off" for calibrate, "OFFSET LENGTH" or "" for corrupt; anything else is
+ * refused (EINVAL, ENOTSUP). */
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 			int flags)
 {
 	(void)flags;
 	int calibrate = strcmp(name, XATTR_CALIBRATE) == 0, write = strcmp(name, XATTR_WRITE_OVERHEAD) == 0;
-	int model = strcmp(name, XATTR_MODEL) == 0;
-	if (ino != DISK_INO || (!calibrate && !write && !model && strcmp(name, XATTR_OVERHEAD) != 0)) {
+	int model = strcmp(name, XATTR_MODEL) == 0, stall = strcmp(name, XATTR_STALL) == 0;
+	int corrupted = strcmp(name, XATTR_CORRUPT) == 0;
+	if (ino != DISK_INO || (!calibrate && !write && !model && !stall && !corrupted
+				&& strcmp(name, XATTR_OVERHEAD) != 0)) {
 		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	if (corrupted) {
+		fuse_reply_err(req, set_corrupt(value, size) == 0 ? 0 : EINVAL);
 		return;
 	}
 	if (model) {
@@ -571,12 +643,17 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	text[size] = 0;
 	int off = calibrate && strcmp(text, "off") == 0;
 	double ns = off ? -1 : strtod(text, &end);
-	if (!off && (end == text || *end || !(ns >= 0 && ns <= 1e10))) {
+	if (!off && (end == text || *end || !(ns >= 0 && ns <= (stall ? MAX_STALL_NS : 1e10)))) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	pthread_mutex_lock(&dev.lock);
-	if (calibrate)
+	if (stall) {
+		uint64_t until = ns > 0 ? now_ns() + (uint64_t)ns : 0;
+		if (until == 0 || until > dev.stall_until)
+			dev.stall_until = until;
+		pthread_cond_signal(&dev.due); /* the answerer waits again, for the new end */
+	} else if (calibrate)
 		dev.calibrate_ns = ns;
 	else if (write)
 		dev.write_overhead_ns = ns;

@@ -19,7 +19,7 @@ from ...trust import open_nofollow
 from ..device import ganesha_preload
 from ..names import Names
 from ..pool import Pool
-from ..procs import Processes, wait_until
+from ..procs import Processes, listening, wait_until
 from ..record import Resource
 from .server_adapter import Adapter, Serving
 
@@ -97,14 +97,20 @@ class Ganesha:
         rpcbind = self.procs.start("rpcbind", private_run(["rpcbind", "-f"]), self.netns)
         wait_until("rpcbind", lambda: self._registered("portmapper"), TIMEOUT,
                    lambda: self.procs.running(rpcbind), lambda: self.procs.log_tail("rpcbind"))
-        argv = ["ganesha.nfsd", "-F", "-f", str(conf), "-L", str(self.workdir / "ganesha.nfsd.log"),
-                "-p", str(self.workdir / "ganesha.pid")]
+        return [rpcbind, self.start_nfsd(preload)]
+
+    def start_nfsd(self, preload: str | None = None) -> Resource:
+        """Start ganesha.nfsd with the configuration ``start`` wrote (rpcbind already serving); returns once it is
+        registered and listens (a killed one's registrations outlive it)."""
+        argv = ["ganesha.nfsd", "-F", "-f", str(self.workdir / "ganesha.conf"),
+                "-L", str(self.workdir / "ganesha.nfsd.log"), "-p", str(self.workdir / "ganesha.pid")]
         if preload is not None:
             argv = ["env", f"LD_PRELOAD={preload}", *argv]
         nfsd = self.procs.start("ganesha.nfsd", private_run(argv), self.netns)
-        wait_until("ganesha.nfsd", lambda: self._registered("mountd") and self._registered("nfs"), TIMEOUT,
+        wait_until("ganesha.nfsd", lambda: self._registered("mountd") and self._registered("nfs")
+                   and listening(self.runner, self.netns, NFS_PORT), TIMEOUT,
                    lambda: self.procs.running(nfsd), self._log)
-        return [rpcbind, nfsd]
+        return nfsd
 
     def _registered(self, service: str) -> bool:
         out = self.runner.run(["rpcinfo", "-p", "127.0.0.1"], netns=self.netns, check=False, timeout=10)
@@ -138,6 +144,9 @@ class GaneshaAdapter(Adapter):
         Ganesha(s.runner, s.procs, s.names.storage_ns, s.workdir).start(export, s.granted,
                                                                           ganesha_preload(s.spec.device))
 
+    def restart(self, s: Serving) -> None:
+        Ganesha(s.runner, s.procs, s.names.storage_ns, s.workdir).start_nfsd(ganesha_preload(s.spec.device))
+
     def data_file(self, names: Names, mounts: Path, pool: Pool, protocol: str) -> Path:
         return mounts / names.nfs_mount / DATA_FILE
 
@@ -146,6 +155,7 @@ class GaneshaAdapter(Adapter):
 
 ADAPTER = GaneshaAdapter(
     "ganesha", workdir_files=("ganesha.conf", "ganesha-recovery", "ganesha.nfsd.log"), write_back=WRITE_BACK,
+    processes=("ganesha.nfsd",),  # rpcbind, its helper, keeps running
     tools=(("ganesha.nfsd", "nfs-ganesha", "NFS server"), ("rpcbind", "rpcbind", "NFSv3 mount service")),
     cache="none for whole 4 KiB blocks: NFS-Ganesha's VFS FSAL has no direct-I/O option, so protolab-direct.so "
           "(preloaded) sends its block-aligned reads and writes to an O_DIRECT twin of the file; other sizes go "

@@ -45,9 +45,12 @@ class Nbdkit:
     procs: Processes
     netns: str
 
-    def start(self, data_file: Path, allowed: list[str], storage_ports: list[str], uncached: bool = False) -> Resource:
-        """Start nbdkit in the storage namespace, serving ``data_file`` to ``allowed`` addresses only."""
-        Net(self.runner).guard(self.netns, storage_ports, NBD_PORT, allowed)
+    def start(self, data_file: Path, allowed: list[str], storage_ports: list[str], uncached: bool = False,
+              guard: bool = True) -> Resource:
+        """Start nbdkit in the storage namespace, serving ``data_file`` to ``allowed`` addresses only (``guard``:
+        make the routing rules that admit them; False on a restart, where they are still in force)."""
+        if guard:
+            Net(self.runner).guard(self.netns, storage_ports, NBD_PORT, allowed)
         pidfile = self.procs.logdir / "nbdkit.pid"
         pidfile.unlink(missing_ok=True)
         res = self.procs.start("nbdkit-parent", nbdkit_argv(data_file, pidfile, uncached=uncached), self.netns)
@@ -64,14 +67,17 @@ class Nbdkit:
 class NbdkitAdapter(Adapter):
     """nbdkit as the lab's server of an NBD export (lab.servers.server_adapter)."""
 
-    def start(self, s: Serving) -> None:
+    def start(self, s: Serving, guard: bool = True) -> None:
         ports = [s.names.storage_link(p).near.ifname for p in range(s.spec.storage_ports)]
         Nbdkit(s.runner, s.procs, s.names.storage_ns).start(s.volume / DATA_FILE, s.granted, ports,
-                                                            uncached=s.modelled)
+                                                            uncached=s.modelled, guard=guard)
+
+    def restart(self, s: Serving) -> None:
+        self.start(s, guard=False)
 
     def url(self, names: Names, protocol: str, port: int, data: Path) -> str:
         return f"{protocol}://{names.storage_address(port)}:{NBD_PORT}"
 
 
-ADAPTER = NbdkitAdapter("nbdkit", tools=(("nbdkit", "nbdkit", "NBD server"),),
+ADAPTER = NbdkitAdapter("nbdkit", tools=(("nbdkit", "nbdkit", "NBD server"),), processes=("nbdkit", "nbdkit-parent"),
                         cache="page cache dropped after each access (nbdkit file plugin, cache=none)")

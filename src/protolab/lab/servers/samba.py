@@ -212,14 +212,19 @@ class Samba:
         self._write("password", secret + "\n")
         self.runner.run(["pdbedit", "-s", str(self.conf), "-a", "-u", UNIX_USER, "-t"], input=f"{secret}\n{secret}\n",
                         timeout=TIMEOUT)
-        res = self.procs.start("smbd", smbd_argv(self.conf, preload), self.netns)
+        return [tree, self.start_smbd(preload)]
+
+    def start_smbd(self, preload: str | None = None) -> Resource:
+        """Start smbd with the configuration, user and directories ``start`` made; returns once it listens."""
         pidfile = self.root / "pid" / "smbd.pid"
+        pidfile.unlink(missing_ok=True)  # a killed smbd's
+        res = self.procs.start("smbd", smbd_argv(self.conf, preload), self.netns)
         wait_until("smbd", lambda: pidfile.exists() and listening(self.runner, self.netns, SMB_PORT), TIMEOUT,
                    lambda: self.procs.running(res), lambda: self.procs.log_tail("smbd"))
         pid = int(pidfile.read_text().split()[0])
         if pid != res.extra.get("pid"):  # smbd is the process we spawned (exec'd through env and ip netns exec)
             raise ToolError(f"smbd: its pidfile names pid {pid}, not the one started ({res.extra.get('pid')})")
-        return [tree, res]
+        return res
 
     def _write(self, name: str, text: str) -> None:
         fd = open_nofollow(self.root / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -244,6 +249,9 @@ class SambaAdapter(Adapter):
         Samba(s.runner, s.procs, s.names.storage_ns, s.workdir).start(
             s.volume, s.granted, ganesha_preload(s.spec.device), modelled=s.modelled)
 
+    def restart(self, s: Serving) -> None:
+        Samba(s.runner, s.procs, s.names.storage_ns, s.workdir).start_smbd(ganesha_preload(s.spec.device))
+
     def target(self, names: Names) -> str | None:
         return SHARE
 
@@ -253,5 +261,5 @@ class SambaAdapter(Adapter):
     def url(self, names: Names, protocol: str, port: int, data: Path) -> str:
         return SmbShare(names.storage_address(port)).url
 
-ADAPTER = SambaAdapter("samba", cache=CACHE, workdir_files=(DIR,), guests=True,
+ADAPTER = SambaAdapter("samba", cache=CACHE, workdir_files=(DIR,), guests=True, processes=("smbd",),
                        tools=(("smbd", "samba", "SMB server"), ("pdbedit", "samba", "the SMB lab user")))

@@ -57,9 +57,15 @@ class Adapter:
     own_volume: bool = False  # it serves the pool's knfsd volume (an ext4 image, lab.fsvolume), not its data file
     tools: tuple[tuple[str, str, str], ...] = ()  # (program, Debian package, what for): `protolab doctor` checks
     guests: bool = False  # its clients are the load guests' kernels: it admits their addresses too
+    processes: tuple[str, ...] = ()  # the recorded processes that are the server (lab.fault_controls kills them)
 
     def start(self, s: Serving) -> None:
         """Start the server in the storage namespace for ``s``'s export (a kernel server: nothing here)."""
+
+    def restart(self, s: Serving) -> None:
+        """Start ``processes`` again after a fault killed them, as at lab up, over what ``start`` made once and
+        is still there (configuration, access rules, helpers); returns once the server listens."""
+        self.start(s)
 
     def data_file(self, names: Names, mounts: Path, pool: Pool, protocol: str) -> Path:
         """The export's data file as the lab writes it."""

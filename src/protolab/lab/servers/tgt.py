@@ -121,6 +121,17 @@ class TgtAdapter(Adapter):
         Tgt(s.runner, s.procs, s.names.storage_ns, s.spec.prefix).start(
             s.names.iqn, s.volume / DATA_FILE, s.granted, direct=s.modelled)
 
+    def restart(self, s: Serving) -> None:
+        """A killed tgtd leaves its control socket: removed (and its record dropped) so that the new tgtd takes the
+        same control port, not one more of the hundred each restart."""
+        live = {r.extra.get("control_port") for r in s.procs.record.find("process", "tgtd") if s.procs.running(r)}
+        for r in s.procs.record.find("tgtd-socket"):
+            if r.extra.get("port") not in live:
+                for path in socket_paths(int(r.extra["port"])):
+                    path.unlink(missing_ok=True)
+                s.procs.record.drop(r)
+        self.start(s)
+
     def target(self, names: Names) -> str | None:
         return names.iqn
 
@@ -128,5 +139,5 @@ class TgtAdapter(Adapter):
         return f"{protocol}://{names.storage_address(port)}:{ISCSI_PORT}/{names.iqn}/{LUN}"
 
 
-ADAPTER = TgtAdapter("tgt", tools=(("tgtd", "tgt", "iSCSI target"),),
+ADAPTER = TgtAdapter("tgt", tools=(("tgtd", "tgt", "iSCSI target"),), processes=("tgtd",),
                      cache="none: tgt opens the LUN with O_DIRECT (bsoflags=direct)")

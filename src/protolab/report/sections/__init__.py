@@ -31,6 +31,7 @@ from .series_section import SeriesSection
 from .sessions_section import SessionsSection
 from .stages_section import StagesSection
 from .summary_section import SummarySection
+from .verified_section import VerifiedSection
 from .vm_section import VmSection
 from .workloads_section import WorkloadsSection
 
@@ -40,7 +41,7 @@ from .workloads_section import WorkloadsSection
 SECTIONS: list[Section[Any]] = [
     CrossoverSection(first=True), SummarySection(), SeedSection(), CrossoverSection(first=False), CapacitySection(),
     FaultsSection(), PlanSection(),
-    EnvironmentSection(), ErrorsSection(), FindingsSection(),
+    EnvironmentSection(), ErrorsSection(), VerifiedSection(), FindingsSection(),
     WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
     SeriesSection(), CeilingSection(), MethodSection(),
 ]

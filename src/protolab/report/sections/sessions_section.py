@@ -40,7 +40,8 @@ class SessionsSection(Section[list[SessionLine]]):
         out = []
         for s in sessions:
             n, prov = s.session, s.provenance
-            out.append(SessionLine(n, s.started or "?", s.ended or "?", s.how,
+            how = f"killed (found at {s.killed})" if s.killed else s.how
+            out.append(SessionLine(n, s.started or "?", s.ended or "?", how,
                                    [r.cell_id for r in data.records if r.session == n],
                                    prov.fio_version if prov else None, prov.kernel if prov else None))
         return out
