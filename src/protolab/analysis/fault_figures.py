@@ -134,6 +134,8 @@ class FaultRow:
     recovery_s: Estimate | None
     not_back: int  # repeats not back to steady within the window
     first_error: str | None
+    gave_up: int = 0  # repeats whose fio gave up before the window's end (an error of the initiator)
+    gave_up_with: str | None = None  # the first such error
     per_repeat: list[FaultFigures] = field(default_factory=list)
 
 
@@ -156,7 +158,8 @@ def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
             estimate(f.degraded_iops for f in figs if f.degraded_iops is not None),
             estimate(f.recovery_s for f in figs if f.recovery_s is not None),
             sum(1 for f in figs if f.back is False), next((f.first_error for f in figs if f.first_error), None),
-            figs))
+            sum(1 for r, _ in got if r.fault is not None and r.fault.ended_early),
+            next((r.fault.ended_early for r, _ in got if r.fault is not None and r.fault.ended_early), None), figs))
     return out
 
 
@@ -192,6 +195,8 @@ def clause(r: FaultRow, control: FaultRow | None) -> str:
     out = f"{r.configuration} stalled {seconds_words(r.stall_ms, 1e-3)}"
     errs = r.errors.mean if r.errors else 0.0
     out += ", no I/O error" if errs == 0 else f", {errs:,.1f} I/O errors per window (first: {r.first_error})"
+    if r.gave_up:
+        out += f", fio gave up in {r.gave_up} of {r.repeats} repeats ({(r.gave_up_with or '')[-160:]})"
     if r.degraded_pct is not None:
         out += f", {r.degraded_pct.mean:.0f} % of its IOPS while it lasted"
     if r.repeats and r.not_back == r.repeats:

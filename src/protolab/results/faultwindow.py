@@ -37,6 +37,8 @@ class FaultWindow(_Record):
     iops: list[int] = Field(default_factory=list, description="IOPS per bin over the window, summed over jobs "
                             "(0: no completion in the bin)")
     lat_us: list[float | None] = Field(default_factory=list, description="mean completion latency per 100 ms, µs")
+    ended_early: str | None = Field(default=None, description="fio gave up before the window's end (its error): "
+                                    "the timeline has no completion from there")
     timeline_file: str | None = Field(default=None, description="the 10 ms timeline's file, relative to the run "
                                       "directory")
 

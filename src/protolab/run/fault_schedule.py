@@ -144,11 +144,11 @@ def per_100ms(timeline: Timeline) -> list[float | None]:
 
 
 def fault_window(value: str, fault: Fault | None, schedule: FaultSchedule | None, timeline: Timeline, errors: int,
-                 first_error: str | None, file: str) -> FaultWindow:
+                 first_error: str | None, file: str, ended_early: str | None = None) -> FaultWindow:
     """The record's account of a window of a plan with faults."""
     return FaultWindow(
         fault=value, kind=fault.kind if fault else None, at_s=fault.at if fault else None,
         duration_s=fault.duration if fault else None, port=fault.link_port if fault else None,
         actions=list(schedule.actions) if schedule else [], restored=list(schedule.restored) if schedule else [],
         errors=errors, first_error=first_error, step_ms=timeline.step_ms, iops=[round(v) for v in timeline.iops],
-        lat_us=per_100ms(timeline), timeline_file=file)
+        lat_us=per_100ms(timeline), timeline_file=file, ended_early=ended_early)

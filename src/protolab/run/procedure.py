@@ -283,16 +283,22 @@ class Procedure:
                              folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
                              timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
                              on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
-                             interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification)
+                             interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification,
+                             keep_failed=schedule is not None)
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
             if schedule is not None:
                 schedule.stop()
         fault = None
         if faulted is not None:
             store = inside(make_dir(self.rundir.path / "timeline"), f"{cell.id}.json")
+            # fio that gave up ended the window early: the timeline runs to the window's planned end, without I/O
             fault = fault_window(faulted.value, faulted.fault, schedule, *gather(
-                prefix, run.output, warmup_s=run.warmup_s, window_s=run.window_s, store=store),
-                str(store.relative_to(self.rundir.path)))
+                prefix, run.output, warmup_s=run.warmup_s, window_s=max(run.window_s, duration) if
+                run.ended_by_error else run.window_s, store=store), str(store.relative_to(self.rundir.path)),
+                ended_early=run.ended_by_error)
+            if run.ended_by_error:
+                self.progress.note(f"cell {cell.id}: fio gave up {run.window_s:.1f}s into the window: "
+                                   f"{run.ended_by_error[-200:]}")
         if not run.streamed:
             write([row(iv) for iv in run.intervals])
         if cell.in_sequence:

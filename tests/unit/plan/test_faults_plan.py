@@ -149,12 +149,13 @@ def test_the_failover_study_loads_at_both_scales_with_its_faults_and_the_control
     assert len(expand(quick)) == 3 * 4 * 3 and len(expand(full)) == 3 * 5 * 5
     down = quick.faults[0]
     assert (down.kind, down.duration, down.link_port) == ("link_down", 5.0, 0)
-    # each fault ends early enough for the recovery's steady window (5 × 0.5 s) before the window's end
+    # a link down's stall may last until TCP's next try, up to the outage again later (the first run's: 6.4–6.7 s
+    # for 5 s): even then the recovery's steady window (5 × 0.5 s) fits before the window's end
     for plan in (quick, full):
-        assert all(plan.method.duration - f.end >= 2.5 for f in plan.faults)
-    # ≤ 10 min at quick: every window's warm-up and length, plus ~1.5 s of fio start and stop each
+        assert all(plan.method.duration - (f.at + 2 * f.duration + 0.2) >= 2.5 for f in plan.faults)
+    # ≤ 10 min at quick: every window's warm-up and length, plus ≤ 0.5 s each (the first run's cost)
     m = quick.method
-    assert len(expand(quick)) * (m.warmup + m.duration + 1.5) <= 9 * 60
+    assert len(expand(quick)) * (m.warmup + m.duration + 0.5) <= 9.5 * 60
     assert max(f.duration for f in full.faults) == 30.0 and full.method.repeats == 5
 
 

@@ -72,3 +72,37 @@ def test_a_faulted_cell_logs_at_10ms_is_restored_and_its_record_carries_the_time
     assert not list((rd.path / "raw").glob("*.fault_*.log"))  # merged, then removed
     none = recs[0].fault
     assert none.fault == "none" and none.kind is None and len(none.iops) == 200
+
+
+class GivingUpFio(LoggingFio):
+    """fio whose initiator gives up under the fault: its statuses so far, then an error exit."""
+
+    def run_job(self, job, output, **kw):
+        text = super().run_job(job, output, **kw)
+        if "fault-down" in Path(job).name:
+            from protolab.errors import ToolError
+
+            raise ToolError("cell x: fio failed: iscsi: request failed with error SENSE KEY:UNIT_ATTENTION(6)")
+        return text
+
+
+def test_fio_giving_up_under_a_fault_is_the_windows_outcome_not_a_failed_run(tmp_path):
+    text = PLAN.format(dir=tmp_path).replace("repeats = 3", "repeats = 1").replace(
+        "[[load_points]]\nstreams = 2\noio = 1\n", "").replace('duration = "1s"', 'duration = "4s"')
+    plan = load_plan_text(text)
+    plan = plan.model_copy(update={"faults": [Fault(name="down", kind="link_down", at=1, duration=1, port=0)]})
+    events: list = []
+    fio = GivingUpFio(events)
+    rd = Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+               testbed=FaultBed(plan, fio, events)).run()
+    recs = rd.records()
+    assert len(recs) == 4 and all(r.status == "ok" for r in recs) and rd.manifest().status == "complete"
+    down = recs[2].fault
+    assert down.ended_early.endswith("UNIT_ATTENTION(6)") and recs[0].fault.ended_early is None
+    # the timeline runs to the window's planned 4 s: no completion after fio's end (its 2 s of logs)
+    assert len(down.iops) == 400 and all(v == 0 for v in down.iops[200:])
+    assert events.count("restore") == 2
+    from protolab.analysis.fault_figures import rows, sentences
+
+    (_, _, words), = sentences(rows(recs))
+    assert "fio gave up in 1 of 1 repeats (cell x: fio failed: iscsi: request failed" in words
