@@ -17,10 +17,11 @@ thread (on a busy machine a few tens of ms).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .parse import error_words
 
 #: fio's averaging period for a faulted cell's logs, and the timeline's bin.
 STEP_MS = 10
@@ -132,5 +133,5 @@ def io_errors(docs: list[dict[str, Any]]) -> tuple[int, str | None]:
     jobs = last.get("jobs") or [j for j in last.get("client_stats", []) if j.get("jobname") != "All clients"]
     total = sum(int(j.get("total_err", 0) or 0) for j in jobs)
     first = next((int(j["first_error"]) for j in jobs if int(j.get("first_error", 0) or 0)), None)
-    words = None if first is None else f"error {first} ({os.strerror(first)})"
+    words = None if first is None else error_words(first)
     return total, words

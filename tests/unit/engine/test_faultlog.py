@@ -63,3 +63,15 @@ def test_a_faulted_cells_job_file_asks_fio_for_the_10ms_logs_and_goes_on_after_e
     assert opts == {"write_iops_log": "/run/x/raw/c.fault", "write_lat_log": "/run/x/raw/c.fault",
                     "log_avg_msec": "10", "continue_on_error": "all"}
     assert "log_avg_msec" in (LOGS / "t.fio").read_text()
+
+
+def test_fios_unsigned_negative_error_codes_are_said_not_a_traceback():
+    from protolab.engine.parse import error_words, parse_fio_json
+
+    assert error_words(5) == "error 5 (Input/output error)"
+    assert error_words(4294967295) == "error -1 (Operation not permitted)"  # libnbd's engine, DEAD connection
+    assert error_words(2**64 - 22) == "error -22 (Invalid argument)"
+    assert error_words(10**30).startswith("error ")
+    docs = documents((LOGS / "status.json").read_text())
+    doc = {**docs[-1], "jobs": [{**docs[-1]["jobs"][0], "error": 4294967295}]}
+    assert parse_fio_json(doc).error_messages == ["a: error -1 (Operation not permitted)"]
