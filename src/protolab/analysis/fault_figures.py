@@ -136,18 +136,31 @@ class FaultRow:
     first_error: str | None
     gave_up: int = 0  # repeats whose fio gave up before the window's end (an error of the initiator)
     gave_up_with: str | None = None  # the first such error
+    not_done: int = 0  # windows whose fault's control failed (the fault did not happen): left out of the figures
+    not_done_with: str | None = None  # the first such control's error
     per_repeat: list[FaultFigures] = field(default_factory=list)
 
 
 def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
     """Each configuration's fault figures at each workload and point, over its repeats (ok windows only)."""
     groups: dict[tuple[str, Point, str], list[tuple[CellRecord, FaultFigures]]] = {}
+    undone: dict[tuple[str, Point, str], list[str]] = {}
+    records = list(records)
     for r in records:
         f = figures(r) if not r.failed else None
-        if f is not None:
-            groups.setdefault((r.workload, point_of(r), r.configuration), []).append((r, f))
+        if f is None:
+            continue
+        key = (r.workload, point_of(r), r.configuration)
+        groups.setdefault(key, [])
+        failed = [a.error for a in r.fault.actions if a.error] if r.fault is not None else []
+        if failed:  # the fault was not done: this window measured no fault, and says nothing of one
+            undone.setdefault(key, []).append(failed[0])
+        else:
+            groups[key].append((r, f))
     out = []
     for (w, p, c), got in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        if not got:
+            continue
         fw = got[0][0].fault
         assert fw is not None
         figs = [f for _, f in got]
@@ -159,7 +172,15 @@ def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
             estimate(f.recovery_s for f in figs if f.recovery_s is not None),
             sum(1 for f in figs if f.back is False), next((f.first_error for f in figs if f.first_error), None),
             sum(1 for r, _ in got if r.fault is not None and r.fault.ended_early),
-            next((r.fault.ended_early for r, _ in got if r.fault is not None and r.fault.ended_early), None), figs))
+            next((r.fault.ended_early for r, _ in got if r.fault is not None and r.fault.ended_early), None),
+            len(undone.get((w, p, c), [])), next(iter(undone.get((w, p, c), [])), None), figs))
+    for (w, p, c), errors in sorted(undone.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        if not groups.get((w, p, c)):  # no window had the fault: a row that says so, without figures
+            r = next(x for x in records if (x.workload, point_of(x), x.configuration) == (w, p, c))
+            fw = r.fault
+            assert fw is not None
+            out.append(FaultRow(w, p, c, fw.fault, fw.kind, fw.at_s, fw.duration_s, fw.port, 0, None, None, None,
+                                None, None, 0, None, 0, None, len(errors), errors[0]))
     return out
 
 
@@ -192,7 +213,13 @@ def what_happened(r: FaultRow) -> str:
 def clause(r: FaultRow, control: FaultRow | None) -> str:
     """One configuration's part of a sentence: 'iscsi stalled 5.1 s (4.9–5.3), 0 errors, 48 % of its IOPS while it
     lasted, back to steady 1.5 s after it (0.2 s with no fault)'."""
+    if not r.repeats:
+        return (f"{r.configuration}: the fault was not done in any of its {r.not_done} windows (the lab's control "
+                f"failed: {(r.not_done_with or '')[:200]}), so nothing is measured of it")
     out = f"{r.configuration} stalled {seconds_words(r.stall_ms, 1e-3)}"
+    if r.not_done:
+        out += (f" (over {r.repeats} windows; the fault was not done in {r.not_done} more: "
+                f"{(r.not_done_with or '')[:160]})")
     errs = r.errors.mean if r.errors else 0.0
     out += ", no I/O error" if errs == 0 else f", {errs:,.1f} I/O errors per window (first: {r.first_error})"
     if r.gave_up:

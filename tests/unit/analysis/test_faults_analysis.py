@@ -106,3 +106,18 @@ def test_rows_and_sentences_compare_configurations_at_each_fault():
     assert words.startswith("After down (port 0's link went down for 5 s at 5 s): iscsi stalled 5.2 s (5.0–5.4)")
     assert "(with no fault its longest stall was 0.03 s)" in words
     assert "; nbd stalled 0.20 s, 2.0 I/O errors per window (first: error 5 (x))" in words
+
+
+def test_a_window_whose_fault_control_failed_measures_no_fault_and_says_so():
+    recs = [rec("a", k + 1, timeline(stall=None, seed=k)) for k in range(2)]
+    err = FaultAction(action="stall 3s", planned_s=5.0, at_s=5.0, wall="w", error="ToolError: refused stall")
+    recs = [r.model_copy(update={"fault": r.fault.model_copy(update={"actions": [err], "kind": "array_stall"})})
+            for r in recs]
+    recs.append(rec("b", 1, timeline(stall=(5.0, 6.0))))
+    recs.append(rec("b", 2, timeline(stall=(5.0, 6.0))).model_copy(update={"fault": recs[0].fault}))
+    got = {r.configuration: r for r in rows(recs)}
+    assert got["a"].repeats == 0 and got["a"].not_done == 2 and got["a"].stall_ms is None
+    assert got["b"].repeats == 1 and got["b"].not_done == 1 and got["b"].stall_ms.mean == 1000
+    (_, _, words), = sentences(list(got.values()))
+    assert "a: the fault was not done in any of its 2 windows (the lab's control failed: ToolError: refused" in words
+    assert "b stalled 1.0 s (over 1 windows; the fault was not done in 1 more: ToolError: refused stall)" in words

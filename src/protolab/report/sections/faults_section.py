@@ -42,14 +42,15 @@ def row(r: FaultRow) -> list[str]:
     degraded = "–" if r.degraded_pct is None else (f"{interval(r.degraded_pct, digits=0)} %"
                                                    + (f" · {r.degraded_iops.mean:,.0f} IOPS" if r.degraded_iops
                                                       else ""))
-    if r.kind is None:
+    if r.kind is None or not r.repeats:
         back = "–"
     elif r.not_back == r.repeats:
         back = "not back within the window"
     else:
         back = interval(r.recovery_s) + (f" ({r.not_back} of {r.repeats} not back)" if r.not_back else "")
     errors = interval(r.errors, digits=1) + (f" (first: {r.first_error})" if r.first_error else "")
-    return [r.workload, r.point.label.replace(f"fault {r.fault} · ", ""), r.configuration, r.fault,
+    fault = r.fault + (f" (not done in {r.not_done} windows: the lab's control failed)" if r.not_done else "")
+    return [r.workload, r.point.label.replace(f"fault {r.fault} · ", ""), r.configuration, fault,
             str(r.repeats), interval(r.stall_ms, 1e-3), errors, degraded, back]
 
 
