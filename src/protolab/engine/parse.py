@@ -28,6 +28,22 @@ def load_json(text: str, *, source: str = "fio output") -> dict[str, Any]:
         raise ToolError(f"{source}: fio's JSON output is incomplete ({e.msg}); see the raw output file") from None
 
 
+def error_words(code: object) -> str:
+    """'error 5 (Input/output error)' for fio's error code; fio writes a negative one as unsigned (-1 as 4294967295,
+    from an engine that failed as a whole: libnbd's "nothing to poll for in state DEAD"), which os.strerror
+    cannot take."""
+    try:
+        n = int(code)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return f"error {code}"
+    signed = n - 2**32 if 2**31 <= n < 2**32 else (n - 2**64 if 2**63 <= n < 2**64 else n)
+    try:
+        words = os.strerror(abs(signed)) if signed else "no error"
+    except (ValueError, OverflowError):
+        words = "unknown"
+    return f"error {signed} ({words})"
+
+
 def job_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The per-job entries of a local run ('jobs') or a client/server run ('client_stats', without 'All clients')."""
     if "client_stats" in doc:
@@ -108,7 +124,7 @@ def parse_fio_json(doc: dict[str, Any] | str) -> CellResult:
         runtime_s=max(float(j.get("job_runtime", 0)) for j in jobs) / 1000.0,
         errors=len(errors),
         error_messages=[
-            f"{j.get('jobname', '?')}: error {j['error']} ({os.strerror(int(j['error']))})" for j in errors
+            f"{j.get('jobname', '?')}: {error_words(j['error'])}" for j in errors
         ],
         per_host_iops={h: _host_iops(js, jobs) for h, js in by_host.items()},
         per_host_cpu_s=cpu,

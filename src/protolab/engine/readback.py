@@ -31,6 +31,7 @@ from ..safepath import inside
 from ..trust import make_dir
 from .fio import FAILED_CHECK
 from .jobfile import Stream, _section
+from .parse import error_words
 
 if TYPE_CHECKING:
     from ..plan.expand import Cell
@@ -101,7 +102,6 @@ class ReadBack:
 def read_back(fio: Fio, cell: Cell, hosts: list[HostRun], v: Verification, *, folder: Path, label: str,
               socket_dir: Path | None = None) -> ReadBack:
     """Read every chunk of ``cell``'s streams' regions back through the hosts that wrote them, and check it."""
-    import os
 
     from .measure import client_plan
     from .parse import job_entries, load_json, went_on_past_mismatches
@@ -124,7 +124,7 @@ def read_back(fio: Fio, cell: Cell, hosts: list[HostRun], v: Verification, *, fo
                         **({"netns": netns} if netns else {}))
     text = output.read_text()
     entries = job_entries(load_json(text, source=str(output)))
-    errors = [f"{j.get('jobname', '?')}: error {j['error']} ({os.strerror(int(j['error']))})" for j in entries
+    errors = [f"{j.get('jobname', '?')}: {error_words(j['error'])}" for j in entries
               if int(j.get("error", 0)) and not went_on_past_mismatches(j)]
     checked = sum(int(j.get("read", {}).get("io_bytes", 0)) for j in entries)
     bad = mismatches([*getattr(fio, "verify_lines", []), *failed_lines(text)])

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import ToolError
 from ..plan.expand import Cell
 from ..plan.verify import Verification
 from ..safepath import inside
@@ -76,6 +77,9 @@ class WindowRun:
     out_of_step_s: float = 0.0
     intervals: list[Interval] = field(default_factory=list)  # the window's, merged over jobs and hosts
     streamed: bool = False  # True: each interval went to on_interval as its status was written
+    #: ``keep_failed``: fio's own failure that ended the run before the window's end (a faulted window whose
+    #: initiator gave up: the window is what it measured until then)
+    ended_by_error: str | None = None
     verify_lines: list[str] = field(default_factory=list)  # a direct run's lines for blocks that failed a check
 
 
@@ -182,6 +186,7 @@ def run_window(
     progress: Callable[[Any], tuple[float, float] | None] = lambda sample: None,
     interval_s: int = 1,
     on_interval: Callable[[Interval], None] | None = None,
+    keep_failed: bool = False,
     verify: Verification | None = None,
 ) -> WindowRun:
     """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
@@ -206,9 +211,17 @@ def run_window(
         live.before, live.start = sample(), -1
         on_warmup_end()
     if direct:
-        fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
-                    on_status=live, status_interval_s=interval_s)
-        return _direct(output, live, fio)
+        ended = None
+        try:
+            fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
+                        on_status=live, status_interval_s=interval_s)
+        except ToolError as e:  # a faulted window: fio giving up is the fault's outcome, once the window started
+            if not keep_failed or live.start is None:
+                raise
+            ended = str(e)
+        run = _direct(output, live, fio)
+        run.ended_by_error = ended
+        return run
     return _client(fio, hosts, jobs, output, live, warmup_done, duration_s, tick, interpolate, socket_dir,
                    timeout, label, clock, progress, on_iops)
 

@@ -34,7 +34,8 @@ UNITS: dict[str, str] = {"fill": "%", "service_time": "µs", "link_rate": "Mbit/
 AXES: dict[str, str] = {"fill": "fill level (% of each target written)",
                         "service_time": "the array's service time (µs; plan.sweep)",
                         "link_rate": "every lab link's rate (Mbit/s; plan.sweep)",
-                        "rate": "the offered rate (IOPS in all; plan.rate_ladder)"}
+                        "rate": "the offered rate (IOPS in all; plan.rate_ladder)",
+                        "fault": "the fault in the measured window (\"none\": no fault; plan.faults)"}
 #: The load ladder's coordinate: always the innermost of a point.
 LOAD = "load"
 

@@ -120,11 +120,13 @@ def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = 
     if plan.uses_lab() and plan.lab is None:
         plan = plan.model_copy(update={"lab": _validate_lab({}, source, text)})  # the lab's defaults
     from .drop_caches import check_drop_caches
+    from .faults import check_faults
     from .rate_ladder import check_capacity
     from .sweep import check_sweep
     from .verify import check_verify
 
-    for why in (check_sweep(plan), check_drop_caches(plan), check_capacity(plan), check_verify(plan)):
+    for why in (check_sweep(plan), check_drop_caches(plan), check_capacity(plan), check_verify(plan),
+                check_faults(plan)):
         if why:
             raise PlanError(f"{source}: {why}")
     return plan

@@ -10,7 +10,7 @@ def matrix_line(p: Any, cells: int) -> str:
     m = p.method
     return (f"{len(p.configurations)} configurations × {len(p.workloads)} workloads × {len(p.load_points)} load "
             f"points × {_repeats(m)}{f' × {len(p.fill.levels)} fill levels' if p.fill is not None else ''}"
-            f"{_aging(p)}{_ladder(p)} = {_cells(m, cells)}{_search(p)}, about "
+            f"{_aging(p)}{_ladder(p)}{_faults(p)} = {_cells(m, cells)}{_search(p)}, about "
             f"{_minutes(m, cells, p.seconds_per_cell)} min of measurement"
             f"{f'; {p.fill.summary()}' if p.fill is not None else ''}")
 
@@ -25,6 +25,13 @@ def _ladder(p) -> str:
     """' × 3 offered rates' (plan.rate_ladder), or nothing."""
     cap = getattr(p, "capacity", None)
     return f" × {len(cap.ladder)} offered rates" if cap is not None else ""
+
+
+def _faults(p) -> str:
+    """' × 4 fault values (none and 3 faults)' (plan.faults), or nothing."""
+    faults = getattr(p, "faults", None) or []
+    return f" × {len(faults) + 1} fault values (none and {len(faults)} fault{'s' if len(faults) != 1 else ''})" \
+        if faults else ""
 
 
 def _search(p) -> str:

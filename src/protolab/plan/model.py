@@ -6,7 +6,6 @@ passed down; nothing else reads the file.
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
@@ -15,11 +14,12 @@ from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
 from .coordinates import load_label
 from .drop_caches import DropCachesField
+from .faults import Fault, FaultAxis, check_fault_names
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .rate_ladder import Capacity
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
-from .seed import SeedFinding
+from .seed import SeedFinding, check_seed_findings
 from .servers import check_server, kernel_path
 from .stages import Fill, normalise_stages
 from .sweep import Sweep
@@ -271,6 +271,8 @@ class Plan(_Model):
     sweep: Sweep | None = Field(default=None, description="[sweep] service_time, link_rate (plan.sweep)")
     capacity: Capacity | None = Field(default=None,
                                       description="[capacity] a rate ladder and its SLO (plan.rate_ladder)")
+    faults: list[Fault] = Field(default_factory=list, max_length=20, description="[[faults]] during the measured "
+                                "window: each a value of the fault coordinate, beside \"none\" (plan.faults)")
     hosts: list[LoadHost] = Field(default_factory=list, description="load hosts (real infrastructure)")
     lab: Any = None  # protolab.plan.topology.LabSpec when the study uses the embedded lab
     hypervisor: Any = None  # protolab.plan.hypervisor.Hypervisor: VMs as load hosts (needs the lab)
@@ -283,7 +285,8 @@ class Plan(_Model):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:  # without a sweep, a ladder as before they existed: no format bump
-        return {k: v for k, v in handler(self).items() if k not in ("sweep", "capacity") or getattr(self, k)}
+        return {k: v for k, v in handler(self).items()
+                if k not in ("sweep", "capacity", "faults") or getattr(self, k)}
 
     @field_validator("name", mode="before")
     @classmethod
@@ -303,7 +306,8 @@ class Plan(_Model):
         cells = (len(self.configurations) * len(self.workloads) * len(self.load_points) * self.method.max_repeats
                  * (len(self.fill.levels) if self.fill is not None else 1) * self.age_steps
                  * (self.sweep.values if self.sweep is not None else 1)
-                 * (len(self.capacity.ladder) + self.capacity.refine if self.capacity is not None else 1))
+                 * (len(self.capacity.ladder) + self.capacity.refine if self.capacity is not None else 1)
+                 * (len(self.faults) + 1))
         if cells > MAX_CELLS:  # expanding it would exhaust memory long before the study could ever run
             raise ValueError(f"the plan expands to {cells} cells (configurations × workloads × load points × "
                              f"repeats × steps × swept values); at most {MAX_CELLS} are allowed: split it in several")
@@ -322,15 +326,8 @@ class Plan(_Model):
         if self.hosts and most > len(self.hosts):
             raise ValueError(f"a load point asks for {most} hosts but [[hosts]] names {len(self.hosts)}; "
                              "add hosts or lower the load point's hosts")
-        for f in self.seed_findings:
-            if set(f.workloads) - set(wnames):
-                raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(wnames)))} "
-                                 f"are not in the plan; choose from: {', '.join(wnames)}")
-            for c in f.claims:
-                unmatched = [p for p in c.subjects if not fnmatch.filter(names, p)]
-                if unmatched or (c.reference is not None and c.reference not in names):
-                    raise ValueError(f"seed_findings.claims: {', '.join(unmatched) or c.reference} names no "
-                                     f"configuration; choose from: {', '.join(names)}")
+        check_seed_findings(self.seed_findings, wnames, names)
+        check_fault_names(self.faults)
         age = self.stage.age if self.stage is not None else None
         if age is not None and age.at_fill is not None and (self.fill is None or age.at_fill not in self.fill.levels):
             raise ValueError(f"stage.age.at_fill = {age.at_fill}: not one of stage.fill's levels; add it to "
@@ -371,7 +368,8 @@ class Plan(_Model):
         """The method in words, with the stages that change the data between cells."""
         return (self.method.summary() + (f"; {self.fill.summary()}" if self.fill is not None else "")
                 + (f"; swept: {self.sweep.summary()}" if self.sweep is not None else "")
-                + (f"; {self.capacity.summary()}" if self.capacity is not None else ""))
+                + (f"; {self.capacity.summary()}" if self.capacity is not None else "")
+                + "".join(f"; fault {f.summary()}" for f in self.faults))
 
     @property
     def fill(self) -> Fill | None:
@@ -383,7 +381,8 @@ class Plan(_Model):
         """The plan's stages, outermost first (plan.stages): the swept values (plan.sweep), the fill, the aging."""
         age = self.stage.age if self.stage is not None else None
         return [*(self.sweep.axes() if self.sweep is not None else []),
-                *([self.capacity.axis()] if self.capacity is not None else []), *(s for s in (self.fill, age) if s)]
+                *([self.capacity.axis()] if self.capacity is not None else []),
+                *([FaultAxis(tuple(self.faults))] if self.faults else []), *(s for s in (self.fill, age) if s)]
 
     @property
     def age_steps(self) -> int:

@@ -149,3 +149,18 @@ class SeedFinding(BaseModel):
         """The figures one of its claims tests (any of them)."""
         m = claim.metric if claim.metric is not None else self.metrics[0]
         return [m] if isinstance(m, str) else list(m)
+
+
+def check_seed_findings(findings: list[SeedFinding], workloads: list[str], configurations: list[str]) -> None:
+    """ValueError when a seed finding names a workload, or a claim a configuration, that the plan lacks."""
+    import fnmatch
+
+    for f in findings:
+        if set(f.workloads) - set(workloads):
+            raise ValueError(f"seed_findings: workload(s) {', '.join(sorted(set(f.workloads) - set(workloads)))} "
+                             f"are not in the plan; choose from: {', '.join(workloads)}")
+        for c in f.claims:
+            unmatched = [p for p in c.subjects if not fnmatch.filter(configurations, p)]
+            if unmatched or (c.reference is not None and c.reference not in configurations):
+                raise ValueError(f"seed_findings.claims: {', '.join(unmatched) or c.reference} names no "
+                                 f"configuration; choose from: {', '.join(configurations)}")

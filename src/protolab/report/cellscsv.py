@@ -56,7 +56,21 @@ def write(rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
 
     place = configuration_columns(plan)
     at = swept_models(plan, records)
-    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **at(r), **derived(r).csv_fields()})
+    rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **at(r), **derived(r).csv_fields(),
+                                         **fault_columns(r)})
+
+
+def fault_columns(r: CellRecord) -> dict[str, Any]:
+    """A window's fault figures for cells.csv (analysis.fault_figures; results.rundir.FAULT_COLUMNS), {} without a
+    timeline."""
+    from ..analysis.fault_figures import figures
+
+    f = figures(r) if r.fault is not None else None
+    if f is None:
+        return {}
+    return {"stall_ms": f.stall_ms, "io_errors": f.errors,
+            "degraded_iops": None if f.degraded_iops is None else round(f.degraded_iops, 1),
+            "recovery_s": f.recovery_s}
 
 
 def swept_models(plan: Any, records: list[CellRecord]):

@@ -39,3 +39,4 @@ class Chart:
     log_x: bool = False
     xlabel: str = ""
     hline: float | None = None  # a reference level drawn dashed (a latency objective)
+    span: tuple[float, float] | None = None  # an x range drawn shaded (a fault's time in the window)

@@ -129,6 +129,8 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
             ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         if chart.hline is not None:
             ax.axhline(chart.hline, color="#555555", linewidth=0.8, linestyle="--")
+        if chart.span is not None:
+            ax.axvspan(*chart.span, color="#d62728", alpha=0.12, linewidth=0)
     elif chart.kind == "series":
         _xticks(ax, xs, chart.x)
         ax.set_xlabel("second of the measured window")

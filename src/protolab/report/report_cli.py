@@ -101,6 +101,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     each seed claim."""
     from ..plan.sweep import chosen as sweep_chosen
     from .capacitydata import capacity_json
+    from .faultdata import fault_json
 
     data = getattr(rundir, "report_data", None)
     if data is None:
@@ -122,6 +123,8 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "claims_judged_at": sweep_chosen(data.plan) or None,
         # a rate ladder (plan.rate_ladder): each configuration's knee and capacity under the objective, None without
         "capacity": capacity_json(data.capacity, data.alpha),
+        # a plan with faults (plan.faults): each configuration's stall, errors, degraded IOPS, recovery; None without
+        "faults": fault_json(data.faults),
         # method.verify, per configuration: MiB read back and checked, failed chunks, the lowest bad offset; [] without
         "verified": [{"configuration": c.configuration, "algorithm": c.algorithm, "windows": c.windows,
                       "verified_mib": round(c.verified_mib, 3), "mismatches": c.mismatches,

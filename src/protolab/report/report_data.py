@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..analysis.claims import ClaimVerdict
     from ..analysis.crossover import Added, AtPoint
     from ..analysis.derived import Figures
+    from ..analysis.fault_figures import FaultRow
     from ..analysis.headlines import Headline
     from ..analysis.paths import PathShare
     from ..analysis.summary import Matrix
@@ -88,6 +89,14 @@ class CapacityData:
     #                                                                          (workload, configuration)
 
 
+@dataclass(frozen=True)
+class FaultData:
+    """What the faults section says of a run with [[faults]] (plan.faults, analysis.fault_figures)."""
+
+    rows: list[FaultRow]  # each configuration at each workload and point (the fault one of its coordinates)
+    sentences: list[tuple[str, str, str]]  # (workload, point label, the configurations compared after a fault)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunData:
     """One run as the report reads it, before any statistics: what the chart builders take."""
@@ -129,6 +138,7 @@ class ReportData(RunData):
     reach: list[tuple[dict[str, int], list[ClaimVerdict]]] = field(default_factory=list)  # … at each swept point
     crossover: CrossoverData | None = None  # the sweep's crossover and each configuration's added time per I/O
     capacity: CapacityData | None = None  # the rate ladder's knee and capacity under the objective (plan.rate_ladder)
+    faults: FaultData | None = None  # the faults' stall, errors, degraded IOPS and recovery (plan.faults)
     judged: str = ""  # a swept plan: where its seed's claims are judged, in one sentence (analysis.claims.judged_at)
     figures: dict[str, list[Figures]] = field(default_factory=dict)  # configuration → its records' derived figures
     verified: list[ConfigurationVerified] = field(default_factory=list)  # method.verify, per configuration

@@ -35,6 +35,7 @@ from .capacitydata import capacity_data
 from .chart import Chart, Series
 from .crossoverdata import crossover_data
 from .detail import percentile_charts, series_charts, series_loads
+from .faultdata import fault_data
 from .longrun_charts import Intervals, LongRunParts, long_run_parts
 from .report_data import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
 from .stagecharts import stage_charts, stage_findings
@@ -285,7 +286,8 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     found += long.findings
     saturation = device_saturation(run)
     ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.rate_ladder)
-    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ladder_charts, *ceilings]
+    faults, fault_charts = fault_data(run)  # the faults' stall, errors, degraded IOPS and recovery (plan.faults)
+    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ladder_charts, *fault_charts, *ceilings]
     held = bottlenecks(records, *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
     ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)
@@ -299,7 +301,7 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     return ReportData(**run.parts(), verdicts=vs, findings=found, charts=charts,
                       notes=_notes(run, charts, ceiling_note, figs), bottlenecks=held, paths=paths,
                       trends=long.trends, matrices=ms, headlines=headlines(ms), claims=claims, reach=reach,
-                      crossover=crossover_data(run), capacity=ladder,
+                      crossover=crossover_data(run), capacity=ladder, faults=faults,
                       judged=judged_at(plan) if plan is not None else "", figures=by_config,
                       verified=verified_by_configuration(run.records, run.configurations))
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .faultwindow import FaultWindow
 from .histogram import Histogram
 
 RECORD_SCHEMA = 2
@@ -189,6 +190,8 @@ class CellRecord(_Record):
                                             "the window (method.drop_caches)")
     verification: Verified | None = Field(default=None, description="method.verify: what the read-back found "
                                           "(None: not verified)")
+    fault: FaultWindow | None = Field(default=None, description="a plan with faults: the window's fault, what was "
+                                      "done when, fio's errors and the 10 ms timeline (plan.faults)")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
 

@@ -48,6 +48,9 @@ _CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "en
 #: cells.csv's columns of a verified run (method.verify; results.records.Verified): MiB read back and checked
 #: after the window, chunks that failed a check, the lowest bad offset in bytes ('' when none).
 VERIFY_COLUMNS = ["verified_mib", "mismatches", "first_bad_offset"]
+#: A run with faults (plan.faults) adds its figures of each window (analysis.fault_figures, written by the report):
+#: the longest stall, the I/O errors fio counted and went on, IOPS while the fault lasted, the time back to steady.
+FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
 
 
 def csv_columns() -> list[str]:
@@ -230,7 +233,8 @@ class RunDir:
         man = self.manifest()
         columns = csv_columns()
         columns += VERIFY_COLUMNS if ((man.plan or {}).get("method") or {}).get("verify") else []
-        return columns + [d for d in man.dimensions if d not in columns]
+        return columns + [d for d in man.dimensions if d not in columns] + (FAULT_COLUMNS if "fault" in man.dimensions
+                                                                           else [])
 
     # -- paths -------------------------------------------------------------------------------------
 
@@ -351,7 +355,7 @@ class RunDir:
 
     def write_csv(self, records: list[CellRecord], figures: RowFigures | None = None) -> None:
         """Rewrite cells.csv from ``records`` (what `protolab report` does with today's formulas)."""
-        columns = set(csv_columns())
+        columns = set(self.csv_columns)
         rows = (cell_row(r, figures(r) if figures else None, columns) for r in records)  # one at a time
         atomic_write(self.path / "cells.csv", _csv_text(rows, self.csv_columns, header=True))
 

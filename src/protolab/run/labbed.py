@@ -15,6 +15,7 @@ from ..engine.fio import Fio
 from ..engine.jobfile import Stream
 from ..engine.measure import HostRun
 from ..engine.targets import Access, resolve
+from ..errors import ToolError
 from ..plan.model import Configuration, Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.servers import uses_knfsd
@@ -138,6 +139,13 @@ class LabTestbed(Testbed):
         """``lab:local`` reaches the pool in the storage namespace, past every server: none serves it."""
         ref = parse_target(self.plan.target_of(c).url)
         return None if not ref.is_lab else bool(PROTOCOLS[ref.lab or ""].server)
+
+    def fault_controls(self, c: Configuration) -> tuple[object, str]:
+        """The lab's fault controls (lab.faults, ``Lab.faults``) and ``c``'s protocol, whose server a restart kills."""
+        controls = getattr(self.lab, "faults", None)
+        if controls is None:
+            raise ToolError("this lab has no fault controls (lab.faults); it cannot do the plan's faults")
+        return controls, lab_protocol(self.plan, c) or ""
 
     def storage_ports(self) -> list[str]:
         ns = self.lab.names.storage_ns

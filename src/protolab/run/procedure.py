@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.steady import steady_state
+from ..engine.faultlog import log_options
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
 from ..engine.parse import parse_fio_json
@@ -26,12 +27,15 @@ from ..plan.library import BUILTIN_WORKLOADS
 from ..plan.model import Configuration, LoadPoint, Plan
 from ..plan.stages import FillStep, Step, filled_bytes
 from ..plan.verify import verification
+from ..results.faultwindow import FaultWindow
 from ..results.files import now
 from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.telemetry_window import Window
+from ..trust import make_dir
 from .attaching import storage_of
+from .fault_schedule import FaultSchedule, fault_window, gather
 from .progress import Progress
 from .testbed import Testbed
 
@@ -48,6 +52,7 @@ class Window_:
     t0_s: float = 0.0  # where the window's series starts on its time axis (an aging step's: after the previous)
     out_of_step_s: float = 0.0  # how far the fio servers' statuses fell out of step (a client run)
     checks: list[str] = field(default_factory=list)  # fio's lines for blocks that failed a verify check meanwhile
+    fault: FaultWindow | None = None  # a plan with faults: the fault done, fio's errors, the 10 ms timeline
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -247,9 +252,19 @@ class Procedure:
         self.phase("warm-up" if warmup > 0 else "measure")
         rule = WarmupRule(warmup, m.warmup_until_steady, m.steady_window, interval=m.interval)
         started: list[str] = [now()]
+        faulted = cell.step("fault")  # a plan with faults (plan.faults): a 10 ms timeline, and the fault's schedule
+        extra = dict(cell.configuration.fio)
+        prefix, schedule = inside(self.rundir.path / "raw", f"{cell.id}.fault"), None
+        if faulted is not None:
+            extra |= log_options(str(prefix))
+            if faulted.fault is not None:
+                controls, protocol = self.testbed.fault_controls(cell.configuration)
+                schedule = FaultSchedule(faulted.fault, protocol, controls)
 
         def warmed() -> None:
             started[0] = now()
+            if schedule is not None:
+                schedule.start()
             if warmup > 0:
                 self.phase("measure")
 
@@ -262,12 +277,28 @@ class Procedure:
             self.rundir.add_series(rows)
 
         window.start()  # the cell's link is set: its offload state is read anew
-        run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=duration, warmup_done=rule,
-                         sample=window.sample, tick=window.sample, interpolate=window.interpolate,
-                         folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
-                         timeout_margin_s=FIO_MARGIN_S, extra=cell.configuration.fio, on_iops=self.progress.iops,
-                         on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
-                         interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification)
+        try:
+            run = run_window(self.fio, cell, hosts, warmup_max_s=warmup, duration_s=duration, warmup_done=rule,
+                             sample=window.sample, tick=window.sample, interpolate=window.interpolate,
+                             folder=self.rundir.path / "raw", tag="measure", label=f"cell {cell.id}",
+                             timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
+                             on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
+                             interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification,
+                             keep_failed=schedule is not None)
+        finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
+            if schedule is not None:
+                schedule.stop()
+        fault = None
+        if faulted is not None:
+            store = inside(make_dir(self.rundir.path / "timeline"), f"{cell.id}.json")
+            # fio that gave up ended the window early: the timeline runs to the window's planned end, without I/O
+            fault = fault_window(faulted.value, faulted.fault, schedule, *gather(
+                prefix, run.output, warmup_s=run.warmup_s, window_s=max(run.window_s, duration) if
+                run.ended_by_error else run.window_s, store=store), str(store.relative_to(self.rundir.path)),
+                ended_early=run.ended_by_error)
+            if run.ended_by_error:
+                self.progress.note(f"cell {cell.id}: fio gave up {run.window_s:.1f}s into the window: "
+                                   f"{run.ended_by_error[-200:]}")
         if not run.streamed:
             write([row(iv) for iv in run.intervals])
         if cell.in_sequence:
@@ -289,7 +320,8 @@ class Procedure:
         checks = list(run.verify_lines)
         if self.verification is not None and not run.live:  # a client run writes its servers' lines into its output
             checks += failed_lines(run.output.read_text())
-        return Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks), rule.record(run.warmup_s)
+        return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault),
+                rule.record(run.warmup_s))
 
     def read_back(self, cell: Cell, hosts: list[HostRun]) -> ReadBack | None:
         """method.verify: read every block of the cell's regions back and check it (None: nothing to verify, the

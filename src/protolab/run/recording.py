@@ -63,6 +63,8 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
     update: dict = {"per_host_iops": {names.get(k, k): v for k, v in result.per_host_iops.items()},
                     "per_host_cpu_s": {names.get(k, k): v for k, v in result.per_host_cpu_s.items()}}
     failed = result.errors > 0  # a job ended with an error: the run cannot go on, resume measures it again
+    if window.fault is not None and window.fault.kind is not None:  # under a fault, an error is what it measures
+        failed = False
     if meas.op_errors:  # fio printed failed operations but counted none: they are errors all the same
         n = len(meas.op_errors)
         update |= {"errors": result.errors + n, "error_messages": [
@@ -79,6 +81,7 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
         out_of_step_s=round(window.out_of_step_s, 3) if window.out_of_step_s > OUT_OF_STEP_S else None,
+        fault=window.fault,
     )
     offset = window.t0_s
     rows = []

@@ -269,6 +269,10 @@ class Testbed:
         """Telemetry fields a window of ``c`` reads but that are not its figures (another path's counters)."""
         return ()
 
+    def fault_controls(self, c: Configuration) -> tuple[object, str]:
+        """The lab's fault controls and ``c``'s protocol (plan.faults); only the embedded lab has them."""
+        raise ToolError("faults need the embedded lab (plan.faults.check_faults refuses other plans)")
+
     def serves(self, c: Configuration) -> bool | None:
         """Whether ``c``'s I/O goes through the storage servers whose CPU is measured (None: not known)."""
         return None

@@ -39,6 +39,7 @@ FIGURE = {
     "crossover": lambda m: m.sentences[0][2],  # the first configuration's crossover, in words
     "added-time": lambda m: m.added[0],  # the first configuration's added time per I/O
     "capacity": lambda m: m.sentences[0][3],  # the first configuration's knee and capacity, in words
+    "faults": lambda m: m.sentences[0][2],  # the configurations compared after the first fault, in words
     "verified": lambda m: m[-1].sentence(),  # the last configuration's MiB verified and its first bad offset
 }
 
@@ -53,6 +54,18 @@ def _errors(records: list) -> list:
     return [r.model_copy(update={"result": r.result.model_copy(update={
         "errors": 2, "error_messages": ["Input/output error: read offset=4096", "<b>5</b> & more"]})})
         if r.seq <= 2 else r for r in records]
+
+
+def _faults(records: list) -> list:
+    """Every window had port 0's link down from 1 s for 2 s and stalled from 1 s for 0.1 s × its seq (plan.faults)."""
+    from protolab.results.faultwindow import FaultAction, FaultWindow
+
+    def fw(r) -> FaultWindow:
+        iops = [0 if 100 <= i < 100 + 10 * r.seq else 1000 + (i % 7) for i in range(600)]
+        return FaultWindow(fault="port0-down", kind="link_down", at_s=1.0, duration_s=2.0, port=0, step_ms=10,
+                           actions=[FaultAction(action="link_down port 0", planned_s=1.0, at_s=1.0, wall="w")],
+                           iops=iops, lat_us=[None if v == 0 else 250.0 for v in iops[::10]])
+    return [r.model_copy(update={"coords": {**r.coords, "fault": "port0-down"}, "fault": fw(r)}) for r in records]
 
 
 def _verified(records: list) -> list:
@@ -84,7 +97,8 @@ CASES = {"exchange-quick": ("exchange-quick", None, None),
          "no-telemetry": ("v1-run", None, _no_telemetry),
          "verified": ("v1-run", None, _verified),
          "sweep-lab": ("sweep-lab", None, None),
-         "capacity-lab": ("capacity-lab", None, None)}
+         "capacity-lab": ("capacity-lab", None, None),
+         "faults": ("v1-run", None, _faults)}
 
 
 def _copy(tmp, name: str, edit=None):

@@ -19,6 +19,7 @@ from .ceiling_section import CeilingSection
 from .crossover_section import CrossoverSection
 from .environment_section import EnvironmentSection
 from .errors_section import ErrorsSection
+from .faults_section import FaultsSection
 from .findings_section import FindingsSection
 from .method_section import MethodSection
 from .not_measured_section import NotMeasuredSection
@@ -39,7 +40,7 @@ from .workloads_section import WorkloadsSection
 #: the seed found, and whether this run reproduced it; without a sweep, each protocol's added time per I/O follows.
 SECTIONS: list[Section[Any]] = [
     CrossoverSection(first=True), SummarySection(), SeedSection(), CrossoverSection(first=False), CapacitySection(),
-    PlanSection(),
+    FaultsSection(), PlanSection(),
     EnvironmentSection(), ErrorsSection(), VerifiedSection(), FindingsSection(),
     WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
     SeriesSection(), CeilingSection(), MethodSection(),

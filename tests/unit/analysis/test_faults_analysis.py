@@ -1,0 +1,123 @@
+"""The fault analysis (analysis.fault_figures) on synthetic 10 ms timelines with a known stall, known degraded IOPS and a
+known recovery."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from protolab.analysis.fault_figures import estimate, figures, longest_stall, recovery, rows, sentences
+from protolab.results.faultwindow import FaultAction, FaultWindow
+from protolab.results.records import CellRecord, CellResult, DirectionResult
+
+STEP = 10
+
+
+def timeline(seconds: float = 20.0, *, level: float = 1000.0, stall=(5.0, 6.2), degraded=None, ramp_s: float = 0.0,
+             seed: int = 0) -> list[int]:
+    """IOPS per 10 ms bin: ``level`` ±2 %, zero over ``stall`` (s), ``degraded`` = (start, end, fraction), then a
+    linear ramp back to the level over ``ramp_s`` after the stall."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(int(seconds * 1000 / STEP)):
+        t = i * STEP / 1000.0
+        v = level * (1 + rng.uniform(-0.02, 0.02))
+        if degraded and degraded[0] <= t < degraded[1]:
+            v *= degraded[2]
+        if stall and stall[0] <= t < stall[1]:
+            v = 0.0
+        elif stall and ramp_s and stall[1] <= t < stall[1] + ramp_s:
+            v *= 0.2 + 0.8 * (t - stall[1]) / ramp_s
+        out.append(round(v))
+    return out
+
+
+def rec(config: str, repeat: int, iops: list[int], *, fault: str = "down", at: float | None = 5.0,
+        duration: float | None = 5.0, errors: int = 0, first: str | None = None, kind: str | None = "link_down"):
+    d = DirectionResult(ios=1000, iops=1000.0)
+    res = CellResult(iops=1000.0, mbps=4.0, read=d, write=DirectionResult(), lat_mean_us=100.0,
+                     percentiles_us={}, jobs=1, runtime_s=20.0, errors=0)
+    fw = FaultWindow(fault=fault, kind=kind if fault != "none" else None, at_s=at if fault != "none" else None,
+                     duration_s=duration if fault != "none" else None, port=0 if fault != "none" else None,
+                     actions=[FaultAction(action="link_down port 0", planned_s=at, at_s=at + 0.004, wall="w")]
+                     if fault != "none" else [], errors=errors, first_error=first, step_ms=STEP, iops=iops)
+    return CellRecord(run_id="r", seq=repeat, cell_id=f"{config}-{fault}-{repeat}",
+                      coords={"workload": "w", "configuration": config, "load": 0, "repeat": repeat,
+                              "fault": fault}, baseline=config == "a", hosts=1, streams_per_host=1,
+                      oio_per_stream=4, total_oio=4, started="", ended="", result=res, raw_output="", job_file="",
+                      fault=fw)
+
+
+def test_the_stall_is_the_longest_run_of_bins_without_a_completion():
+    assert longest_stall([5, 0, 0, 3, 0, 0, 0, 1], 10) == (30, 0.04)
+    assert longest_stall([1, 2, 3], 10) == (0, None)
+    f = figures(rec("a", 1, timeline(stall=(5.0, 6.2))))
+    assert f.stall_ms == 1200 and f.stall_at_s == pytest.approx(5.0)
+
+
+def test_degraded_iops_while_the_fault_lasted_are_relative_to_the_same_windows_iops_before_it():
+    iops = timeline(stall=None, degraded=(5.0, 10.0, 0.5))
+    f = figures(rec("a", 1, iops, at=5.0, duration=5.0))
+    assert f.pre_iops == pytest.approx(1000, rel=0.01)
+    assert f.degraded_pct == pytest.approx(50, abs=1.5)  # the span starts at the action's 5.004 s: one bin later
+    assert f.stall_ms == 0 and f.back is True and f.recovery_s == pytest.approx(0.0, abs=0.01)
+
+
+def test_back_to_steady_follows_the_ramp_after_the_fault_and_says_when_it_never_comes():
+    iops = timeline(stall=(5.0, 10.0), ramp_s=3.0)
+    f = figures(rec("a", 1, iops))
+    assert f.stall_ms == 5000 and f.back
+    assert 1.0 <= f.recovery_s <= 3.0  # a steady window of 5 × 0.5 s may start once the ramp is within 20 %
+    dead = timeline(stall=(5.0, 20.0))
+    g = figures(rec("a", 1, dead))
+    assert g.back is False and g.recovery_s is None and g.stall_ms == 15000
+    assert recovery([1000] * 200, STEP, 1.99) is None  # too little after the fault for a steady window
+
+
+def test_a_window_with_no_fault_has_a_stall_but_nothing_to_come_back_from():
+    f = figures(rec("a", 1, timeline(stall=(3.0, 3.05)), fault="none"))
+    assert f.stall_ms == 50 and f.back is None and f.degraded_pct is None
+
+
+def test_repeats_give_a_mean_with_a_t_interval():
+    e = estimate([5000, 5100, 4900])
+    assert e.mean == pytest.approx(5000) and e.n == 3
+    assert (e.high - e.mean) == pytest.approx(4.303 * 100 / math.sqrt(3), rel=1e-3)
+    one = estimate([7.0])
+    assert one.mean == 7.0 and math.isnan(one.low)
+    assert estimate([]) is None
+
+
+def test_rows_and_sentences_compare_configurations_at_each_fault():
+    recs = []
+    for k in range(3):
+        recs.append(rec("iscsi", k + 1, timeline(stall=(5.0, 10.1 + 0.1 * k), seed=k)))
+        recs.append(rec("nbd", k + 1, timeline(stall=(5.0, 5.2), seed=10 + k), errors=2, first="error 5 (x)"))
+        recs.append(rec("iscsi", k + 1, timeline(stall=(2.0, 2.03), seed=20 + k), fault="none"))
+    got = rows(recs)
+    by = {(r.configuration, r.fault): r for r in got}
+    assert set(by) == {("iscsi", "down"), ("nbd", "down"), ("iscsi", "none")}
+    assert by[("iscsi", "down")].stall_ms.mean == pytest.approx(5200)
+    assert by[("nbd", "down")].errors.mean == 2 and by[("nbd", "down")].first_error == "error 5 (x)"
+    (w, label, words), = sentences(got)
+    assert w == "w" and label.startswith("fault down")
+    assert words.startswith("After down (port 0's link went down for 5 s at 5 s): iscsi stalled 5.2 s (5.0–5.4)")
+    assert "(with no fault its longest stall was 0.03 s)" in words
+    assert "; nbd stalled 0.20 s, 2.0 I/O errors per window (first: error 5 (x))" in words
+
+
+def test_a_window_whose_fault_control_failed_measures_no_fault_and_says_so():
+    recs = [rec("a", k + 1, timeline(stall=None, seed=k)) for k in range(2)]
+    err = FaultAction(action="stall 3s", planned_s=5.0, at_s=5.0, wall="w", error="ToolError: refused stall")
+    recs = [r.model_copy(update={"fault": r.fault.model_copy(update={"actions": [err], "kind": "array_stall"})})
+            for r in recs]
+    recs.append(rec("b", 1, timeline(stall=(5.0, 6.0))))
+    recs.append(rec("b", 2, timeline(stall=(5.0, 6.0))).model_copy(update={"fault": recs[0].fault}))
+    got = {r.configuration: r for r in rows(recs)}
+    assert got["a"].repeats == 0 and got["a"].not_done == 2 and got["a"].stall_ms is None
+    assert got["b"].repeats == 1 and got["b"].not_done == 1 and got["b"].stall_ms.mean == 1000
+    (_, _, words), = sentences(list(got.values()))
+    assert "a: the fault was not done in any of its 2 windows (the lab's control failed: ToolError: refused" in words
+    assert "b stalled 1.0 s (over 1 windows; the fault was not done in 1 more: ToolError: refused stall)" in words

@@ -1,0 +1,77 @@
+"""The fine timeline (engine.faultlog) read from real fio 3.33 logs: tests/data/fio-faultlog/ was written by fio on a
+file with the job file t.fio there (one job, psync, 4k random reads; 3000 I/Os, then a think time of 300 ms), so its
+IOPS log has gaps of about 300 ms with no completion."""
+
+from __future__ import annotations
+
+from fakes import DATA
+from protolab.engine.faultlog import io_errors, log_options, merge, parse_log, read_logs
+from protolab.engine.status import documents
+
+LOGS = DATA / "fio-faultlog"
+
+
+def _longest_zero_run(values) -> tuple[int, int]:
+    best, start, run = 0, 0, 0
+    for i, v in enumerate(values):
+        run = run + 1 if v == 0 else 0
+        if run > best:
+            best, start = run, i - run + 1
+    return best, start
+
+
+def test_fios_log_lines_are_time_value_direction():
+    rows = parse_log((LOGS / "ft_iops.1.log").read_text())
+    assert rows[0] == (149, 12771.0, 0) and len(rows) == 88
+    assert parse_log("10, 5, 0, 0, 0\n20, 7") == [(10, 5.0, 0)]  # a line fio did not finish is skipped
+
+
+def test_the_real_logs_merge_into_10ms_bins_whose_longest_empty_run_is_the_think_time():
+    jobs = read_logs(LOGS / "ft")
+    assert len(jobs) == 1 and len(jobs[0][1]) == 103
+    tl = merge(jobs, t0_ms=0.0, window_ms=2000.0)
+    assert len(tl.iops) == 200 and tl.step_ms == 10
+    # the log's entries go 233 → 528 ms, 771 → 1071, 1310 → 1610 and stop at 1891: pauses of ~300 ms
+    length, start = _longest_zero_run(tl.iops)
+    assert length == 29 and start == 131  # bins (1310, 1320] … (1590, 1600]: 290 ms without a completion
+    starts = [i + 1 for i, (a, b) in enumerate(zip(tl.iops, tl.iops[1:])) if a > 0 and b == 0]
+    assert starts == [24, 78, 131, 190]  # the pauses after every 3000 I/Os; the last one runs to the log's end
+    assert tl.iops[13] > 0 and all(v == 0 for v in tl.iops[:13])  # the first entry, 149 ms: fio's start
+    busy = [v for v in tl.iops[:23] if v]
+    assert 10_000 < sum(busy) / len(busy) < 40_000  # psync on a tmp file: tens of thousands of IOPS
+    lat = [v for v in tl.lat_us[:23] if v is not None]
+    assert lat and all(1 < v < 1000 for v in lat)  # µs
+    assert tl.lat_us[30] is None  # inside a pause: no completion, no latency
+
+
+def test_a_window_that_starts_later_in_the_jobs_time_shifts_the_bins():
+    jobs = read_logs(LOGS / "ft")
+    tl = merge(jobs, t0_ms=500.0, window_ms=1000.0)
+    assert len(tl.iops) == 100
+    assert tl.iops[0] == 0 and tl.iops[2] > 0  # 500..528 ms is the end of the first pause
+
+
+def test_io_errors_come_from_the_last_status():
+    docs = documents((LOGS / "status.json").read_text())
+    assert len(docs) == 3 and io_errors(docs) == (0, None)
+    last = {**docs[-1], "jobs": [{**docs[-1]["jobs"][0], "total_err": 7, "first_error": 5}]}
+    assert io_errors([*docs, last]) == (7, "error 5 (Input/output error)")
+
+
+def test_a_faulted_cells_job_file_asks_fio_for_the_10ms_logs_and_goes_on_after_errors():
+    opts = log_options("/run/x/raw/c.fault")
+    assert opts == {"write_iops_log": "/run/x/raw/c.fault", "write_lat_log": "/run/x/raw/c.fault",
+                    "log_avg_msec": "10", "continue_on_error": "all"}
+    assert "log_avg_msec" in (LOGS / "t.fio").read_text()
+
+
+def test_fios_unsigned_negative_error_codes_are_said_not_a_traceback():
+    from protolab.engine.parse import error_words, parse_fio_json
+
+    assert error_words(5) == "error 5 (Input/output error)"
+    assert error_words(4294967295) == "error -1 (Operation not permitted)"  # libnbd's engine, DEAD connection
+    assert error_words(2**64 - 22) == "error -22 (Invalid argument)"
+    assert error_words(10**30).startswith("error ")
+    docs = documents((LOGS / "status.json").read_text())
+    doc = {**docs[-1], "jobs": [{**docs[-1]["jobs"][0], "error": 4294967295}]}
+    assert parse_fio_json(doc).error_messages == ["a: error -1 (Operation not permitted)"]

@@ -1,0 +1,124 @@
+"""The fault schedule (run.fault_schedule): the lab's controls called at `at` and `at + duration` after the warm-up's
+end, what was done recorded with its times, and restore() whatever ends the window — with a fake lab and a fake
+clock."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from protolab.plan.faults import Fault
+from protolab.run.fault_schedule import FaultSchedule, steps
+
+
+class FakeLab:
+    """Records every call with the fake clock's time."""
+
+    def __init__(self, clock, fail: str | None = None):
+        self.calls: list[tuple[float, str, object]] = []
+        self.clock, self.fail = clock, fail
+
+    def _note(self, name, arg=None):
+        self.calls.append((self.clock.t, name, arg))
+        if name == self.fail:
+            raise OSError(f"{name} failed")
+
+    def link_down(self, port):
+        self._note("link_down", port)
+
+    def link_up(self, port):
+        self._note("link_up", port)
+
+    def server_kill(self, protocol):
+        self._note("server_kill", protocol)
+
+    def server_start(self, protocol):
+        self._note("server_start", protocol)
+        self.clock.t += 0.25  # it returns once the server listens
+
+    def stall(self, seconds):
+        self._note("stall", seconds)
+
+    def restore(self):
+        self._note("restore")
+        return ["link of port 0 brought up"] if any(c[1] == "link_down" for c in self.calls) else []
+
+
+class Clock:
+    def __init__(self, t: float = 100.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _schedule(fault: Fault, *, stop_at: float | None = None, fail: str | None = None):
+    clock = Clock()
+    lab = FakeLab(clock, fail)
+
+    def wait(event: threading.Event, seconds: float) -> bool:  # the window ends at stop_at: the wait is cut short
+        if stop_at is not None and clock.t - 100.0 + seconds >= stop_at:
+            clock.t = 100.0 + stop_at
+            event.set()
+            return True
+        clock.t += seconds
+        return False
+
+    s = FaultSchedule(fault, "nbd", lab, clock=clock, wait=wait, wall=lambda: f"wall+{clock.t - 100.0:g}")
+    s.t0 = clock()
+    s.run()  # the thread's body, in this thread
+    return s, lab
+
+
+def test_a_link_goes_down_at_at_and_up_at_at_plus_duration_then_the_lab_is_restored():
+    s, lab = _schedule(Fault(name="p0", kind="link_down", at=5, duration=5, port=0))
+    assert [(t - 100.0, name, arg) for t, name, arg in lab.calls] == [(5.0, "link_down", 0), (10.0, "link_up", 0)]
+    assert [(a.action, a.planned_s, a.at_s, a.wall, a.error) for a in s.actions] == [
+        ("link_down port 0", 5.0, 5.0, "wall+5", None), ("link_up port 0", 10.0, 10.0, "wall+10", None)]
+    assert s.stop() == ["link of port 0 brought up"] and lab.calls[-1][1] == "restore"
+
+
+def test_a_server_restart_kills_and_starts_the_protocols_server_and_records_how_long_the_start_took():
+    s, lab = _schedule(Fault(name="rs", kind="server_restart", at=2, duration=3))
+    assert [(t - 100.0, name, arg) for t, name, arg in lab.calls] == [(2.0, "server_kill", "nbd"),
+                                                                       (5.0, "server_start", "nbd")]
+    assert s.actions[1].took_s == pytest.approx(0.25)
+
+
+def test_an_array_stall_is_one_call_with_its_duration():
+    s, lab = _schedule(Fault(name="st", kind="array_stall", at=1, duration=0.5))
+    assert [(t - 100.0, name, arg) for t, name, arg in lab.calls] == [(1.0, "stall", 0.5)]
+    assert [a.action for a in s.actions] == ["stall 0.5s"]
+
+
+def test_a_window_that_ends_early_stops_the_schedule_and_restore_undoes_what_was_done():
+    s, lab = _schedule(Fault(name="all", kind="link_down", at=5, duration=5), stop_at=7.0)
+    assert [name for _, name, _ in lab.calls] == ["link_down"]  # link_up never came: the window ended at 7 s
+    assert lab.calls[0][2] is None and s.actions[0].action == "link_down all ports"
+    assert s.stop() == ["link of port 0 brought up"]
+
+
+def test_a_control_that_fails_is_recorded_and_the_schedule_goes_on():
+    s, lab = _schedule(Fault(name="p0", kind="link_down", at=5, duration=5, port=0), fail="link_down")
+    assert s.actions[0].error == "OSError: link_down failed" and s.actions[1].error is None
+
+
+def test_restore_runs_even_when_the_window_is_interrupted_by_a_signal():
+    lab = FakeLab(Clock())
+    s = FaultSchedule(Fault(name="p0", kind="link_down", at=30, duration=5, port=0), "nbd", lab)
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            s.start()  # a real thread, waiting for 30 s
+            raise KeyboardInterrupt("SIGTERM")  # as run.signals raises it in the main thread
+        finally:
+            s.stop()
+    assert [c[1] for c in lab.calls] == ["restore"] and not s._thread.is_alive()
+
+
+def test_steps_name_the_port_or_all_ports():
+    lab = FakeLab(Clock())
+    assert [st.words for st in steps(Fault(name="a", kind="link_down", at=1, duration=2), "iscsi", lab)] == [
+        "link_down all ports", "link_up all ports"]
+    assert [st.planned_s for st in steps(Fault(name="a", kind="link_down", at=1, duration=2), "iscsi", lab)] == [
+        1.0, 3.0]
