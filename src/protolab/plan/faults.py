@@ -206,7 +206,7 @@ def check_faults(plan: Any) -> str | None:
         if f.kind == "server_restart":
             for c in plan.configurations:
                 protocol = protocol_named(plan.target_of(c).url)
-                if not PROTOCOLS[protocol].server:
+                if protocol is not None and not PROTOCOLS[protocol].server:  # an unknown one: its target's refusal
                     return (f"{where}.kind: configuration {c.name} ({plan.target_of(c).url}) has no server to "
                             "restart; remove it or the fault")
     return None
