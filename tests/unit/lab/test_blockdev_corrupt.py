@@ -3,13 +3,11 @@ user.protolab.corrupt it takes and refuses, and that a read flips exactly the by
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
-SOURCE = Path(__file__).resolve().parents[3] / "src/protolab/lab/blockdev/protolab-blockdev.c"
+from blockdev_driver import build_driver
 
 # The daemon's file with its main renamed; the driver sets a range on a 1,000-byte disk (or refuses it), then reads
 # [OFF, OFF+LEN) of a buffer of zeros and prints which offsets came back flipped (0xff).
@@ -35,17 +33,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory) -> Path:
-    if shutil.which("gcc") is None or shutil.which("pkg-config") is None:
-        pytest.skip("needs gcc and pkg-config (make deps installs them)")
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True)
-    if flags.returncode != 0:
-        pytest.skip("needs libfuse3-dev (make deps installs it)")
-    out = tmp_path_factory.mktemp("corrupt")
-    (out / "driver.c").write_text(DRIVER)
-    built = subprocess.run(["gcc", "-O2", f'-DSOURCE="{SOURCE}"', "-o", str(out / "driver"), str(out / "driver.c"),
-                            *flags.stdout.split()], capture_output=True, text=True, timeout=120)
-    assert built.returncode == 0, built.stderr
-    return out / "driver"
+    return build_driver(tmp_path_factory, "corrupt", DRIVER)
 
 
 def _flipped(driver: Path, value: str, off: int, length: int) -> list[int] | None:

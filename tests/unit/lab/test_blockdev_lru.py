@@ -6,13 +6,11 @@ daemon's lock: a 64 MiB write through an 8 MiB cache hung the lab, 2026-11-28)."
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
-SOURCE = Path(__file__).resolve().parents[3] / "src/protolab/lab/blockdev/protolab-blockdev.c"
+from blockdev_driver import build_driver
 
 # The daemon's file with its main renamed, and a reference LRU (an array, most recent first) beside its cache.
 DRIVER = r"""
@@ -50,17 +48,7 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory) -> Path:
-    if shutil.which("gcc") is None or shutil.which("pkg-config") is None:
-        pytest.skip("needs gcc and pkg-config (make deps installs them)")
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True)
-    if flags.returncode != 0:
-        pytest.skip("needs libfuse3-dev (make deps installs it)")
-    out = tmp_path_factory.mktemp("lru")
-    (out / "driver.c").write_text(DRIVER)
-    built = subprocess.run(["gcc", "-O2", f'-DSOURCE="{SOURCE}"', "-o", str(out / "driver"), str(out / "driver.c"),
-                            *flags.stdout.split()], capture_output=True, text=True, timeout=120)
-    assert built.returncode == 0, built.stderr
-    return out / "driver"
+    return build_driver(tmp_path_factory, "lru", DRIVER)
 
 
 @pytest.mark.parametrize("capacity, region", [(512, 2048), (512, 1024), (512, 300)])
