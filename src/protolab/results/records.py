@@ -158,6 +158,40 @@ class Verified(_Record):
     errors: list[str] = Field(default_factory=list, description="read-back jobs that failed for another reason")
 
 
+class DeviceTime(_Record):
+    """The device model's own time per request over the measured window (its daemon's counters, read before and
+    after the window): what the array took, the rest of the latency being the stack above it."""
+
+    requests: int = Field(description="requests the device model answered in the window (reads + writes)")
+    reads: int = 0
+    writes: int = 0
+    queue_us: float = Field(description="mean time a request waited for a free server, µs (arrival → service start)")
+    service_us: float = Field(description="mean time from service start to the answer, µs (service, transfer, "
+                              "stall)")
+
+
+class ServicePoint(_Record):
+    """Request→reply times of the protocol's commands seen at one capture point."""
+
+    point: str = Field(description="'netns/ifname' captured")
+    role: Literal["host", "server"] = Field(description="the load host's side of the link or the storage server's")
+    srt_us: float | None = Field(default=None, description="mean request→reply time of matched pairs, µs")
+    pairs: int = Field(default=0, description="requests matched to their replies")
+    frames: int = Field(default=0, description="frames captured")
+
+
+class ServiceTimes(_Record):
+    """A sampled capture (method.breakdown) at both ends of the storage link during a sub-window of the measured
+    window, dissected by tshark; and what the capture cost (IOPS inside and outside the sub-window)."""
+
+    protocol: str
+    start_s: float = Field(description="the capture's start, seconds into the measured window")
+    seconds: float = Field(description="the captured sub-window's length")
+    points: list[ServicePoint] = Field(default_factory=list)
+    iops_captured: float | None = Field(default=None, description="the window's IOPS while the capture ran")
+    iops_uncaptured: float | None = Field(default=None, description="… in the rest of the window")
+
+
 class CellRecord(_Record):
     """One cell at one repeat: where it sits in the study, and what was measured."""
 
@@ -192,6 +226,10 @@ class CellRecord(_Record):
                                           "(None: not verified)")
     fault: FaultWindow | None = Field(default=None, description="a plan with faults: the window's fault, what was "
                                       "done when, fio's errors and the 10 ms timeline (plan.faults)")
+    device_time: DeviceTime | None = Field(default=None, description="the device model's mean queue and service "
+                                           "time per request in the window (None: no device model)")
+    service_times: ServiceTimes | None = Field(default=None, description="method.breakdown: request→reply times "
+                                               "captured at both ends of the link (None: not captured)")
     raw_output: str = Field(description="path of fio's json+ output, relative to the run directory")
     job_file: str = Field(description="path of the fio job file, relative to the run directory")
 
