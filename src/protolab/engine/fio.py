@@ -210,7 +210,8 @@ class Fio:
         stream: bool = False,
         statuses: StatusFile | None = None,
     ) -> str:
-        """Run fio with ``args`` writing json+ to ``output``; return the JSON text.
+        """Run fio with ``args`` writing json+ to ``output``; return the JSON text ('' when ``statuses`` kept the
+        documents it read: they are the caller's, ``statuses.finish()``).
 
         ``files_under``: a client run accepts the files its servers name (IO logs to write, files to send) only
         inside this directory (protolab's fio patch 0002: FIO_CLIENT_FILES_UNDER). ``stream``: a client run
@@ -276,10 +277,12 @@ class Fio:
             stop_group(proc, grace=0)  # a signal stops the run: no grace, the teardown waits
             raise
         reader.join(timeout=5)
-        text = output.read_text() if output.exists() else ""
+        # statuses that kept what they read have the documents: the output (tens of MB) is not read again
+        kept = statuses is not None and statuses.keep and bool(statuses.kept)
+        text = "" if kept else output.read_text() if output.exists() else ""
         if stopped:  # stopped by us once it had written what the caller needed (128: fio's exit on SIGTERM)
             rc = 0
-        if rc != 0 or "{" not in text:
+        if rc != 0 or ("{" not in text and not kept):
             why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
                        tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")

@@ -110,8 +110,9 @@ def test_a_tick_under_way_does_not_hold_up_the_status_that_stops_fio(tmp_path):
         ticks.append(stopped.wait(60) if not ticks else stopped.is_set())
 
     reader = StatusFile(out, keep=True)
-    fio.run_clients([("sock:x", tmp_path / "job.fio")], out, timeout=120, status_interval=1, on_poll=on_poll,
-                    on_status=on_status, statuses=reader)
+    text = fio.run_clients([("sock:x", tmp_path / "job.fio")], out, timeout=120, status_interval=1, on_poll=on_poll,
+                           on_status=on_status, statuses=reader)
+    assert text == ""  # the documents are the reader's: the output is not read again
     assert ticks[0] is True and seen == [1000, 2000, 3000]  # on_status is not called after the stop
     kept = reader.finish()
     assert kept == documents(out.read_text()) and kept[-1]["last"] is True  # read on after the stop, to fio's end
