@@ -303,13 +303,12 @@ class Fio:
         stopped = False
         deadline = None if timeout is None else time.monotonic() + timeout
         poller = _Poller(on_poll) if on_poll is not None else None
+        ended = _Ended(proc)
         try:
             while True:
-                try:
-                    rc = proc.wait(timeout=POLL_S)
+                rc = ended.within(POLL_S)
+                if rc is not None:
                     break
-                except subprocess.TimeoutExpired:
-                    pass
                 if deadline is not None and time.monotonic() > deadline:
                     raise subprocess.TimeoutExpired(proc.args, timeout or 0)
                 if poller is not None:
@@ -325,12 +324,49 @@ class Fio:
                             pass
                         break
         finally:
+            ended.close()
             if poller is not None:
                 poller.done.set()  # an error or a signal: stopping fio does not wait for a poll under way
         if poller is not None:
             poller.join()
             poller.check()
         return rc, stopped
+
+
+class _Ended:
+    """Whether a process has ended, waited for a poll's time at most: on its pidfd, one wake-up a poll and at once
+    when it ends (``Popen.wait(timeout)`` sleeps and wakes ~6 times a poll: 4x the CPU, beside 160 busy jobs);
+    without one (Linux before 5.3), as ``Popen.wait`` does."""
+
+    def __init__(self, proc: subprocess.Popen):
+        import os
+
+        self.proc = proc
+        try:
+            self.fd: int | None = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            self.fd = None
+
+    def within(self, seconds: float) -> int | None:
+        """The exit code once the process has ended within ``seconds``, else None."""
+        import select
+
+        if self.fd is None:
+            try:
+                return self.proc.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return None
+        waiting = select.poll()
+        waiting.register(self.fd, select.POLLIN)
+        waiting.poll(seconds * 1000.0)
+        return self.proc.poll()
+
+    def close(self) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class _Poller:

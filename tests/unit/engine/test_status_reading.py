@@ -4,7 +4,9 @@ gives; and a run's telemetry tick, on a thread of its own, never holds up the st
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
 import sys
 import threading
 
@@ -128,3 +130,20 @@ def test_an_error_in_a_tick_stops_the_run_and_is_raised(tmp_path):
     with pytest.raises(RuntimeError, match="the tick failed"):
         fio.run_clients([("sock:x", tmp_path / "job.fio")], out, timeout=120, status_interval=1, on_poll=on_poll,
                         on_status=lambda doc: False)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "popen"])
+def test_a_run_is_seen_to_end_with_its_exit_code(monkeypatch, pidfd):
+    from protolab.engine.fio import _Ended
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)  # Linux before 5.3: as Popen.wait does
+    proc = subprocess.Popen(["sh", "-c", "read line; exit 3"], stdin=subprocess.PIPE, text=True)
+    ended = _Ended(proc)
+    assert (ended.fd is not None) == pidfd
+    assert ended.within(0.05) is None  # still running
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    assert ended.within(60) == 3
+    ended.close()
+    assert ended.fd is None
