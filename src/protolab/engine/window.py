@@ -12,9 +12,8 @@ writes them, so ``sample()`` is called at the very moment each boundary snapshot
 appears, and fio is stopped right after the window's end. fio's client prints each
 server's status as it comes (protolab's fio patch 0004; ``streamed.Streamed``), and it
 is stopped once every server has sent the window's end status; ``tick()`` is sampled
-every second meanwhile (on a thread of its own: ``Fio._watch``), each status is parsed once
-(``status.StatusFile``), the window's figures are worked out while fio ends its jobs
-(``streamed.Ahead``), the boundaries are placed afterwards, and ``interpolate`` reads
+every second meanwhile (on a thread of its own: ``Fio._watch``), each status is parsed once (``status.StatusFile``),
+the window's figures worked out as fio ends its jobs (``streamed.Ahead``), the boundaries after, ``interpolate`` reads
 the telemetry at the boundaries' instants: where the lab's storage traffic had got to
 fio's share of I/Os, or when the statuses came (see ``_client``). A client without the
 patch prints every status at the end: its run lasts the longest warm-up, the window
