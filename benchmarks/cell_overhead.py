@@ -19,7 +19,9 @@ fio runs the very job files protolab wrote for each cell (``raw/<cell>.measure.<
 per host namespace, one ``fio --client`` over all of them, wall time minus the jobs' ``runtime`` — what fio itself
 needs to connect, hand out 160 jobs, start them, gather their results and exit. ``--rounds`` alternates protolab
 runs and floor runs (the machine is shared and noisy: the two share its phases), and the ratio of the medians is
-protolab's overhead over fio's own. The median is what the README quotes.
+protolab's overhead over fio's own. The median is what the README quotes. With ``--statuses`` each floor cell also
+runs with the per-second statuses protolab's window reads (json+, ``--status-interval=1`` per server, each status
+printed as it comes: fio patch 0004), the two in turn: what those statuses cost fio itself, whoever reads them.
 """
 
 from __future__ import annotations
@@ -94,8 +96,14 @@ def _runtime(job: Path) -> float:
     return float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0)
 
 
-def floor(plan: Path, run: Path, work: Path) -> dict[str, list[float]]:
-    """Plain fio over each cell's own job files on a fresh lab of the same plan: {configuration: [wall − runtime]}."""
+#: fio's options for the statuses protolab's window reads (engine.fio: Fio.run_clients with on_status)
+STATUS_ARGS = ["--output-format=json+", "--eta=always", "--eta-newline=1"]
+
+
+def floor(plan: Path, run: Path, work: Path, statuses: bool = False) -> dict[str, list[float]]:
+    """Plain fio over each cell's own job files on a fresh lab of the same plan: {configuration: [wall − runtime]};
+    with ``statuses`` also fio with the per-second statuses protolab asks for ({configuration + '+statuses': …}),
+    the two in turn cell by cell."""
     from protolab.engine.fio import Fio
     from protolab.lab.lab import Lab
     from protolab.lab.lab_cli import lab_protocols
@@ -126,14 +134,19 @@ def floor(plan: Path, run: Path, work: Path) -> dict[str, list[float]]:
             jobs = sorted((run / "raw").glob(f"{r['cell_id']}.measure.*.fio"))
             if len(jobs) != p.lab.hosts:
                 sys.exit(f"floor: {len(jobs)} job files for cell {r['cell_id']}, expected {p.lab.hosts}")
-            args = [a for h, job in enumerate(jobs) for a in (f"--client=sock:h{h}.sock", str(job))]
-            t0 = time.monotonic()
-            done = subprocess.run([fio, "--output-format=json", f"--output={work / 'floor.json'}", *args],
-                                  cwd=socks, capture_output=True, text=True)
-            wall = time.monotonic() - t0
-            if done.returncode != 0:
-                sys.exit(f"floor: fio failed for cell {r['cell_id']}: {done.stderr.strip()[-300:]}")
-            out.setdefault(r["coords"]["configuration"], []).append(wall - _runtime(jobs[0]))
+            kinds = ["", "+statuses"] if statuses else [""]
+            for kind in kinds if r["seq"] % 2 else kinds[::-1]:
+                per = ["--status-interval=1"] if kind else []
+                args = [a for h, job in enumerate(jobs) for a in (f"--client=sock:h{h}.sock", *per, str(job))]
+                env = {**os.environ, "FIO_CLIENT_STREAM": "1"} if kind else None  # each status printed as it comes
+                t0 = time.monotonic()
+                done = subprocess.run([fio, *(STATUS_ARGS if kind else ["--output-format=json"]),
+                                       f"--output={work / 'floor.json'}", *args], cwd=socks, capture_output=True,
+                                      text=True, env=env)
+                wall = time.monotonic() - t0
+                if done.returncode != 0:
+                    sys.exit(f"floor: fio failed for cell {r['cell_id']}: {done.stderr.strip()[-300:]}")
+                out.setdefault(r["coords"]["configuration"] + kind, []).append(wall - _runtime(jobs[0]))
     finally:
         for s in servers:
             s.terminate()
@@ -177,6 +190,8 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=20, help="streams per lab host (with --lab-hosts)")
     ap.add_argument("--rounds", type=int, default=2, help="protolab runs and floor runs in turn (with --lab-hosts)")
     ap.add_argument("--no-floor", action="store_true", help="skip plain fio's floor (with --lab-hosts)")
+    ap.add_argument("--statuses", action="store_true",
+                    help="also time fio with the per-second statuses protolab's window reads (with --lab-hosts)")
     args = ap.parse_args()
     if args.lab_hosts and os.geteuid() != 0:
         sys.exit("--lab-hosts: the embedded lab needs root")
@@ -202,9 +217,11 @@ def main() -> None:
             if not args.no_floor:
                 work = Path(d) / f"f{k}"
                 work.mkdir()
-                for name, v in floor(plan, run, work).items():
+                for name, v in floor(plan, run, work, args.statuses).items():
                     fios.setdefault(name, []).append(v)
-                    print(f"round {k + 1}: " + _line(f"plain fio's own, {name} cells", v))
+                    base = name.removesuffix("+statuses")
+                    what = f"fio with statuses, {base}" if base != name else f"plain fio's own, {name}"
+                    print(f"round {k + 1}: " + _line(f"{what} cells", v))
         print(f"{args.lab_hosts} hosts × {args.streams} streams, warm-up {args.warmup:g} s + window "
               f"{args.seconds:g} s, {args.rounds} round(s)")
         for name in sorted(ours):
@@ -216,6 +233,10 @@ def main() -> None:
                 ratio = statistics.median(mine) / floor_s if floor_s > 0 else float("inf")
                 line += (f"; plain fio's own {floor_s:.3f} s ({len(flat)} runs); ratio {ratio:.2f}×, "
                          f"above the floor {statistics.median(mine) - floor_s:+.3f} s")
+            if name + "+statuses" in fios:
+                flat = [x for v in fios[name + "+statuses"] for x in v]
+                line += (f"; fio with protolab's statuses {statistics.median(flat):.3f} s ({len(flat)} runs), "
+                         f"ratio {statistics.median(mine) / statistics.median(flat):.2f}×")
             print(line)
 
 

@@ -82,13 +82,13 @@ class FakeFio:
         return ""
 
     def run_clients(self, clients, output, *, cwd=None, timeout, label, status_interval, on_poll, netns=None,
-                    on_status=None):
+                    on_status=None, statuses=None):
         """A client run of two servers: the '<host>' lines early, the document once the jobs end (``stream``),
         as fio 3.33's client prints them; with ``streamed`` set, as protolab's patched client does (each server's
         status a document of its own, as it comes), stopped when ``on_status`` says so."""
         assert status_interval and len(clients) == 2 and self.stream is not None and self.clock is not None
         if self.streamed:
-            return self._client_streamed(output, on_poll, on_status)
+            return self._client_streamed(output, on_poll, on_status, statuses)
         head, doc = self.stream[:self.stream.index("\n{") + 1], self.stream[self.stream.index("\n{") + 1:]
         with open(output, "w") as f:
             for i in range(60):  # 6 s of the client's run, polled every 0.1 s
@@ -105,9 +105,10 @@ class FakeFio:
         self.clock.t += 0.03  # the client exits
         return self.stream
 
-    def _client_streamed(self, output, on_poll, on_status):
+    def _client_streamed(self, output, on_poll, on_status, statuses=None):
         """Status k of server s1 comes at 100 + k s (none before ``burst_until``), of s2 0.1 s later; once told to
-        stop, each server's next status comes (its jobs ended) and the client exits 0.2 s later."""
+        stop, each server's next status comes (its jobs ended) and the client exits 0.2 s later. With ``statuses``
+        (a status.StatusFile) the documents are read from the output file through it, as the real adapter does."""
         per: dict[str, dict[str, list[dict]]] = {}
         for j in documents(self.stream)[0]["client_stats"]:
             if j.get("jobname") != "All clients":
@@ -124,9 +125,10 @@ class FakeFio:
                     f.flush()
                     on_poll()
                     self.events.append(("status", k, i))
-                    if stop is None and on_status(doc):
-                        stop = k
-                        self.events.append("stopped")
+                    for got in (statuses.poll() if statuses is not None else [doc]):
+                        if stop is None and on_status(got):
+                            stop = k
+                            self.events.append("stopped")
                 if stop is not None and k > stop:
                     break
         self.clock.t += 0.2

@@ -15,6 +15,7 @@ from ..errors import ToolError
 from ..plan.protocols import engines
 from ..proc import Runner, SubprocessRunner
 from ..trust import project_deps  # noqa: F401  (also vm.image's)
+from .status import StatusFile
 
 if TYPE_CHECKING:  # only for annotations: telemetry is not needed to run fio
     from ..telemetry.cgroups import RoleCgroups
@@ -172,6 +173,7 @@ class Fio:
         status_interval: bool | int = False,
         on_poll: Callable[[], None] | None = None,
         on_status: Callable[[dict], bool] | None = None,
+        statuses: StatusFile | None = None,
     ) -> str:
         """One `fio --client` run over several servers: (client argument, job file) per host.
 
@@ -182,12 +184,15 @@ class Fio:
         0004, FIO_CLIENT_STREAM), and ``on_status`` gets each such document, as in ``run`` (True: stop the run;
         the client then tells its servers to end their jobs, which send their last status). A client without
         the patch prints everything at the end. ``on_poll`` is called every ``POLL_S`` while the client runs.
+        ``statuses``: the reader of ``output`` the run reads its statuses with (``status.StatusFile``; with ``keep``
+        it goes on reading after a stop, and the caller has every document without reading the file again).
         """
         # --status-interval after --client=… is sent to that server (a FIO_CLIENT_FLAG option in init.c)
         per = [f"--status-interval={int(status_interval)}"] if status_interval else []
         args = [a for arg, job in clients for a in (f"--client={arg}", *per, str(job))]
         return self.run(args, output, netns=netns, cwd=cwd, timeout=timeout, label=label, on_poll=on_poll,
-                        files_under=Path(output).parent, on_status=on_status, stream=on_status is not None)
+                        files_under=Path(output).parent, on_status=on_status, stream=on_status is not None,
+                        statuses=statuses)
 
     def run(
         self,
@@ -203,8 +208,10 @@ class Fio:
         on_poll: Callable[[], None] | None = None,
         files_under: Path | None = None,
         stream: bool = False,
+        statuses: StatusFile | None = None,
     ) -> str:
-        """Run fio with ``args`` writing json+ to ``output``; return the JSON text.
+        """Run fio with ``args`` writing json+ to ``output``; return the JSON text ('' when ``statuses`` kept the
+        documents it read: they are the caller's, ``statuses.finish()``).
 
         ``files_under``: a client run accepts the files its servers name (IO logs to write, files to send) only
         inside this directory (protolab's fio patch 0002: FIO_CLIENT_FILES_UNDER). ``stream``: a client run
@@ -213,7 +220,8 @@ class Fio:
         ``on_status`` gets each document fio writes to ``output`` while it runs (with --status-interval);
         returning True stops fio's process group with SIGTERM, which fio handles by ending its jobs and
         writing its last document (exit code 128, taken as success: the caller has what it asked for).
-        ``on_poll`` is called every ``POLL_S``.
+        ``on_poll`` is called every ``POLL_S``, on a thread of its own (see ``_watch``); ``statuses`` reads
+        ``output`` (a new ``StatusFile`` when None).
         """
         argv = [self.path, "--output-format=json+", f"--output={output}", "--eta=always", "--eta-newline=1", *args]
         if files_under is not None:
@@ -260,7 +268,7 @@ class Fio:
             if on_status is None and on_poll is None:
                 rc = proc.wait(timeout=timeout)
             else:
-                rc, stopped = self._watch(proc, output, timeout, on_status, on_poll)
+                rc, stopped = self._watch(proc, statuses or StatusFile(output), timeout, on_status, on_poll)
         except subprocess.TimeoutExpired:
             stop_group(proc, grace=STOP_GRACE_S)
             raise ToolError(f"{label}: fio did not finish within {timeout:g} s and was killed; see "
@@ -269,46 +277,120 @@ class Fio:
             stop_group(proc, grace=0)  # a signal stops the run: no grace, the teardown waits
             raise
         reader.join(timeout=5)
-        text = output.read_text() if output.exists() else ""
+        # statuses that kept what they read have the documents: the output (tens of MB) is not read again
+        kept = statuses is not None and statuses.keep and bool(statuses.kept)
+        text = "" if kept else output.read_text() if output.exists() else ""
         if stopped:  # stopped by us once it had written what the caller needed (128: fio's exit on SIGTERM)
             rc = 0
-        if rc != 0 or "{" not in text:
+        if rc != 0 or ("{" not in text and not kept):
             why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
                        tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")
         return text
 
-    def _watch(self, proc: subprocess.Popen, output: Path, timeout: float | None,
+    def _watch(self, proc: subprocess.Popen, statuses: StatusFile, timeout: float | None,
                on_status: Callable[[dict], bool] | None, on_poll: Callable[[], None] | None) -> tuple[int, bool]:
-        """Wait for fio, passing each new status document of ``output`` to ``on_status``; (exit code, stopped)."""
+        """Wait for fio, passing each new status document to ``on_status``; (exit code, stopped).
+
+        ``on_poll`` runs on a thread of its own, joined before this returns: a client run's telemetry tick reads
+        hundreds of /proc files, which took seconds while 160 fio jobs held both cores, and the status that ends
+        the window must be read, and fio stopped, within a poll whatever the tick is doing. A reader that keeps
+        its documents is read on after the stop, while fio ends its jobs."""
         import os
         import signal
         import time
 
-        from .status import DocumentReader
-
-        docs, pos, stopped = DocumentReader(), 0, False
+        stopped = False
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                return proc.wait(timeout=POLL_S), stopped
-            except subprocess.TimeoutExpired:
-                pass
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
-            if on_poll is not None:
-                on_poll()
-            if on_status is None or stopped or not output.exists():
-                continue
-            with output.open() as f:
-                f.seek(pos)
-                chunk = f.read()
-                pos = f.tell()
-            for doc in docs.feed(chunk):
-                if on_status(doc) and not stopped:
-                    stopped = True
-                    try:  # fio and its job processes: each ends its jobs and the main one writes its last status
-                        os.killpg(proc.pid, signal.SIGTERM)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+        poller = _Poller(on_poll) if on_poll is not None else None
+        ended = _Ended(proc)
+        try:
+            while True:
+                rc = ended.within(POLL_S)
+                if rc is not None:
                     break
+                if deadline is not None and time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+                if poller is not None:
+                    poller.check()
+                if on_status is None or (stopped and not statuses.keep):
+                    continue
+                for doc in statuses.poll():
+                    if not stopped and on_status(doc):
+                        stopped = True
+                        try:  # fio and its job processes: each ends its jobs and the main one writes its last status
+                            os.killpg(proc.pid, signal.SIGTERM)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                        break
+        finally:
+            ended.close()
+            if poller is not None:
+                poller.done.set()  # an error or a signal: stopping fio does not wait for a poll under way
+        if poller is not None:
+            poller.join()
+            poller.check()
+        return rc, stopped
+
+
+class _Ended:
+    """Whether a process has ended, waited for a poll's time at most: on its pidfd, one wake-up a poll and at once
+    when it ends (``Popen.wait(timeout)`` sleeps and wakes ~6 times a poll: 4x the CPU, beside 160 busy jobs);
+    without one (Linux before 5.3), as ``Popen.wait`` does."""
+
+    def __init__(self, proc: subprocess.Popen):
+        import os
+
+        self.proc = proc
+        try:
+            self.fd: int | None = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            self.fd = None
+
+    def within(self, seconds: float) -> int | None:
+        """The exit code once the process has ended within ``seconds``, else None."""
+        import select
+
+        if self.fd is None:
+            try:
+                return self.proc.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return None
+        waiting = select.poll()
+        waiting.register(self.fd, select.POLLIN)
+        waiting.poll(seconds * 1000.0)
+        return self.proc.poll()
+
+    def close(self) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class _Poller:
+    """Calls ``on_poll`` every ``POLL_S`` on a thread of its own until ``done``; an error it raises is raised again
+    by ``check`` on the caller's thread."""
+
+    def __init__(self, on_poll: Callable[[], None]):
+        self.on_poll, self.error = on_poll, None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="protolab-fio-poll", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self.done.wait(POLL_S):
+                self.on_poll()
+        except BaseException as e:  # noqa: BLE001 — handed to the caller's thread
+            self.error = e
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def join(self) -> None:
+        """Stop polling and wait for a poll under way (its results are the caller's from now on)."""
+        self.done.set()
+        self.thread.join()

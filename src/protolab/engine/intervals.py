@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.latency import merge_bins, percentiles
-from .status import DIRECTIONS, Snapshot, elapsed_ms, window_jobs
+from .status import DIRECTIONS, Snapshot, elapsed_ms, int_bins, window_jobs
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def interval(pairs: list[tuple[Snapshot | None, Snapshot]], t_s: float) -> Inter
                 clat = part["clat_ns"]
                 lat_n += int(clat["N"])
                 lat_total += float(clat["mean"]) * int(clat["N"])
-                hists.append({int(k): int(v) for k, v in clat["bins"].items()})
+                hists.append(int_bins(clat["bins"]))
         ios += n
         if dt > 0:
             iops += n / dt

@@ -17,8 +17,10 @@ like any fio output. Pure functions, tested on captured real output.
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 DIRECTIONS = ("read", "write", "trim")
@@ -28,18 +30,23 @@ TOLERANCE_MS = 500.0
 
 def documents(text: str) -> list[dict[str, Any]]:
     """Every JSON document in fio's output text, in order (lines before a document are skipped)."""
+    return _documents(text)[0]
+
+
+def _documents(text: str) -> tuple[list[dict[str, Any]], bool]:
+    """``documents(text)``, and whether the text held no document cut short or malformed."""
     out, decoder, i = [], json.JSONDecoder(), 0
     while True:
         start = text.find("{", i)
         if start < 0:
-            return out
+            return out, True
         if start and text[start - 1] != "\n":  # only a '{' that opens a line opens a document
             i = start + 1
             continue
         try:
             doc, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
-            return out  # the last document is still being written
+            return out, False  # the last document is still being written
         out.append(doc)
         i = end
 
@@ -49,6 +56,7 @@ class DocumentReader:
 
     def __init__(self) -> None:
         self._buf = ""
+        self.whole = True  # every document so far was whole (a malformed one ends what documents() reads)
 
     def feed(self, chunk: str) -> list[dict[str, Any]]:
         """Add newly written text; returns the documents it completed."""
@@ -57,7 +65,50 @@ class DocumentReader:
         if cut < 0:
             return []
         whole, self._buf = self._buf[:cut + 3], self._buf[cut + 3:]
-        return documents(whole)
+        docs, ok = _documents(whole)
+        self.whole = self.whole and ok
+        return docs
+
+    def rest(self) -> list[dict[str, Any]]:
+        """The documents of the text fed after the last whole one (fio has exited: nothing more comes)."""
+        text, self._buf = self._buf, ""
+        return documents(text)
+
+
+class StatusFile:
+    """fio's output file read as fio writes it: ``poll`` gives each new whole document once, in order.
+
+    With ``keep``, every document is also kept, so that a client run's statuses are parsed once: ``finish()``,
+    after fio has exited, reads what is left and returns every document of the file, the same list as
+    ``documents(path.read_text())`` (read afresh when a document was malformed, where that stops)."""
+
+    def __init__(self, path: Path, keep: bool = False):
+        self.path, self.keep, self.pos = Path(path), keep, 0
+        self._reader = DocumentReader()
+        self._decode = codecs.getincrementaldecoder("utf-8")()
+        self.kept: list[dict[str, Any]] = []
+
+    def poll(self) -> list[dict[str, Any]]:
+        """The documents completed since the last poll."""
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.pos)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        self.pos += len(chunk)
+        docs = self._reader.feed(self._decode.decode(chunk))
+        if self.keep:
+            self.kept += docs
+        return docs
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Every document of the file, once fio has exited."""
+        self.poll()
+        rest = self._reader.rest()
+        if not self.keep or not self._reader.whole or self._decode.getstate()[0]:  # or a character cut short
+            return documents(self.path.read_text())
+        return self.kept + rest
 
 
 def source_of(job: dict[str, Any]) -> str:
@@ -158,12 +209,18 @@ def _num(d: dict[str, Any], key: str) -> float:
     return float(d.get(key, 0) or 0)
 
 
+def int_bins(bins: dict[Any, Any]) -> dict[int, int]:
+    """fio's histogram bins ('bin value': count) with integer keys and counts, in their order."""
+    return dict(zip(map(int, bins), map(int, bins.values())))
+
+
 def _diff_clat(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     n = int(_num(b, "N")) - int(_num(a, "N"))
     total = _num(b, "mean") * _num(b, "N") - _num(a, "mean") * _num(a, "N")
-    bins_a = {int(k): int(v) for k, v in a.get("bins", {}).items()}
-    bins = {str(k): c for k, c in ((int(k), int(v) - bins_a.get(int(k), 0)) for k, v in b.get("bins", {}).items())
-            if c > 0}
+    # thousands of bins per job and status (a window's intervals diff every job's): map(int), not a call a bin
+    get = int_bins(a.get("bins", {})).get
+    end = b.get("bins", {})
+    bins = {str(k): c for k, v in zip(map(int, end), map(int, end.values())) if (c := v - get(k, 0)) > 0}
     return {"N": n, "mean": max(0.0, total / n) if n > 0 else 0.0, "bins": bins}
 
 

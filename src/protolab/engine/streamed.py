@@ -7,16 +7,20 @@ runtime: the longest warm-up, the window and the spare kept for jobs that start 
 the rule ``window.boundaries`` applies afterwards (the same statuses give the same indices), and says stop at the
 status that ends the window on every server; it also notes when each status came, on the caller's clock, which
 is where the telemetry is read. A client without the patch prints one document at the end: ``Streamed`` then
-never stops the run and knows no instants (``streamed`` False).
+never stops the run and knows no instants (``streamed`` False). ``Ahead`` works the window's figures out
+while the stopped fio ends its jobs.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Generic, TypeVar
 
 from .intervals import light
 from .status import TOLERANCE_MS, Snapshot, elapsed_ms, iops_series, snapshots, total_series
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -75,3 +79,44 @@ class Streamed:
     def at(self, i: int, otherwise: float) -> float:
         """When status ``i`` had come from every server (``otherwise``: for one that came after the stop)."""
         return max(v[i] if i < len(v) else otherwise for v in self.came.values())
+
+
+class Ahead(Generic[T]):
+    """The window's figures worked out on a thread of its own while fio ends its jobs.
+
+    Once every server has sent the window's end status, fio is stopped and takes a second or more to end 160 jobs
+    and send their last statuses; every figure of the window (not its telemetry) comes from the statuses up to its
+    end, which are known by then. ``start`` works them out from the documents so far; ``result``, once fio has
+    exited, gives them only if the run's statuses, read whole, place the same window on the same statuses
+    (None otherwise, or when it failed: the caller works them out again)."""
+
+    def __init__(self, compute: Callable[[dict[str, list[Snapshot]], int, int], T]):
+        self.compute = compute
+        self.thread: threading.Thread | None = None
+        self.got: tuple[int, int, dict[str, list[Snapshot]], T] | None = None
+
+    def start(self, docs: list[dict], start: int, end: int) -> None:
+        self.thread = threading.Thread(target=self._run, args=(docs, start, end), name="protolab-window-ahead",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self, docs: list[dict], start: int, end: int) -> None:
+        try:
+            per = snapshots(docs)
+            if per and all(len(v) > end for v in per.values()):
+                self.got = (start, end, per, self.compute(per, start, end))
+        except Exception:  # noqa: BLE001 — worked out again on the caller's thread, where an error is raised
+            self.got = None
+
+    def result(self, per: dict[str, list[Snapshot]], start: int, end: int) -> T | None:
+        """What ``start`` worked out, if ``per`` (every status of the run) agrees with what it was worked out from."""
+        if self.thread is None:
+            return None
+        self.thread.join()
+        if self.got is None:
+            return None
+        s, e, early, done = self.got
+        if (s, e) != (start, end) or list(early) != list(per) or any(
+                per[src][:end + 1] != early[src][:end + 1] for src in per):
+            return None
+        return done

@@ -12,7 +12,8 @@ writes them, so ``sample()`` is called at the very moment each boundary snapshot
 appears, and fio is stopped right after the window's end. fio's client prints each
 server's status as it comes (protolab's fio patch 0004; ``streamed.Streamed``), and it
 is stopped once every server has sent the window's end status; ``tick()`` is sampled
-every second meanwhile, the boundaries are placed afterwards, and ``interpolate`` reads
+every second meanwhile (on a thread of its own: ``Fio._watch``), each status is parsed once (``status.StatusFile``),
+the window's figures worked out as fio ends its jobs (``streamed.Ahead``), the boundaries after, ``interpolate`` reads
 the telemetry at the boundaries' instants: where the lab's storage traffic had got to
 fio's share of I/Os, or when the statuses came (see ``_client``). A client without the
 patch prints every status at the end: its run lasts the longest warm-up, the window
@@ -32,7 +33,7 @@ direct run keeps the histograms of its window's first and latest statuses only.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,8 +47,18 @@ from .intervals import Interval, interval, light, window_intervals
 from .jobfile import render_streams
 from .measure import HostRun, client_plan
 from .replay import replay_files
-from .status import TOLERANCE_MS, Snapshot, documents, elapsed_ms, iops_series, snapshots, total_series, window_document
-from .streamed import Streamed
+from .status import (
+    TOLERANCE_MS,
+    Snapshot,
+    StatusFile,
+    documents,
+    elapsed_ms,
+    iops_series,
+    snapshots,
+    total_series,
+    window_document,
+)
+from .streamed import Ahead, Streamed
 
 #: fio's runtime beyond the longest warm-up and the window, so that the window's end status exists even when the
 #: jobs started that much apart (each job's runtime counts from its own start). A direct run is stopped at the
@@ -265,11 +276,21 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     # each server's status as it comes: the run stops at the window's end, not at its runtime's (fio patch 0004)
     stream = Streamed(len(clients), duration_s * 1000.0, warmup_done, clock, live.interval_s,
                       start=-1 if live.start == -1 else None, on_iops=on_iops)
+    # the statuses are parsed once, as they come (and on after the stop, while fio ends its jobs), not read again
+    statuses = StatusFile(output, keep=True)
+    ahead = Ahead(lambda per, s, e: _result(output, per, s, e, None, None, False, None, live.interval_s))
+
+    def on_status(doc: dict) -> bool:
+        if not stream(doc):
+            return False
+        ahead.start(list(statuses.kept), stream.start, stream.end)  # type: ignore[arg-type]
+        return True
+
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=live.interval_s,
-                    on_poll=poll, on_status=stream, **({"netns": netns} if netns else {}))
+                    on_poll=poll, on_status=on_status, statuses=statuses, **({"netns": netns} if netns else {}))
     exited = clock()
     ticks.append((exited, tick()))
-    per = snapshots(documents(output.read_text()))
+    per = snapshots(statuses.finish())
     if not per:
         from ..errors import ToolError
 
@@ -296,6 +317,9 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     before = live.before if start == -1 else sample_at(start)
     after = sample_at(end)
     live.on_warmup_end()
+    early = ahead.result(per, start, end)
+    if early is not None:
+        return replace(early, before=before, after=after, op_errors=list(getattr(fio, "op_errors", [])))
     return _result(output, per, start, end, before, after, False, fio, live.interval_s)
 
 
@@ -351,7 +375,7 @@ def _read(ticks: list[tuple[float, Any]], t: float, interpolate) -> Any:
 
 
 def _result(output: Path, per: dict[str, list[Snapshot]], start: int, end: int, before, after, live: bool,
-            fio: Fio, interval_s: int = 1, intervals: list[Interval] | None = None) -> WindowRun:
+            fio: Fio | None, interval_s: int = 1, intervals: list[Interval] | None = None) -> WindowRun:
     pairs, series_by, warm_by = [], {}, {}
     for src, snaps in per.items():
         # the k-th status of every fio comes at about the same time (see status.total_series)

@@ -303,7 +303,8 @@ class Procedure:
             write([row(iv) for iv in run.intervals])
         if cell.in_sequence:
             self.aged[cell.sequence] = offset + (run.intervals[-1].t_s if run.intervals else run.window_s)
-        inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(json.dumps(run.window_doc))
+        window_json = json.dumps(run.window_doc)  # once: the raw file and the record's parse read the same text
+        inside(self.rundir.path / "raw", f"{cell.id}.window.json").write_text(window_json)
         if run.out_of_step_s > OUT_OF_STEP_S:
             self.progress.note(f"cell {cell.id}: the fio servers' statuses are {run.out_of_step_s:.1f}s out of "
                                "step (a busy machine delays fio's status timer); its window is uncertain")
@@ -316,7 +317,7 @@ class Procedure:
         telemetry = window_telemetry(window.delta(run.before, run.after), self.testbed.storage_ports(),
                                      served=self.testbed.serves(cell.configuration),
                                      foreign=self.testbed.foreign_fields(cell.configuration))
-        meas = Measurement(json.dumps(run.window_doc), run.series, run.series_by_host, run.op_errors)
+        meas = Measurement(window_json, run.series, run.series_by_host, run.op_errors)
         checks = list(run.verify_lines)
         if self.verification is not None and not run.live:  # a client run writes its servers' lines into its output
             checks += failed_lines(run.output.read_text())

@@ -4,6 +4,7 @@ what a client that prints everything at the end still gets. Driven by captured f
 from __future__ import annotations
 
 import copy
+import threading
 
 import pytest
 from test_status_window import Agent, Clock
@@ -14,7 +15,7 @@ from protolab.engine.fio import Fio
 from protolab.engine.measure import HostRun
 from protolab.engine.parse import parse_fio_json
 from protolab.engine.status import documents, iops_series, snapshots, total_series
-from protolab.engine.streamed import Streamed
+from protolab.engine.streamed import Ahead, Streamed
 from protolab.engine.window import boundaries, run_window
 from protolab.run.procedure import WarmupRule
 
@@ -156,3 +157,44 @@ def test_a_direct_run_joins_loadgen_and_a_client_run_stays_with_protolab_streame
     assert live[live.index("/fake/fio") + 1:][:1] == ["--output-format=json+"]
     whole = _argv(lambda f: f.run_clients([("sock:s", tmp_path / "j.fio")], tmp_path / "o.json"))
     assert "JOIN" not in whole and "FIO_CLIENT_STREAM=1" not in whole
+
+
+def test_the_window_is_worked_out_while_fio_ends_its_jobs_and_is_the_same(tmp_path, monkeypatch):
+    """Stopped at the window's end, the window's figures are worked out on a thread of their own from the statuses so
+    far, and taken once the run's statuses, read whole, agree: the same figures the caller would work out."""
+    from protolab.engine import window as w
+
+    plan, cell, streams = _cell(tmp_path, "1s", "2s")
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
+    fio.clock, fio.streamed = clock, True
+    calls = []
+
+    def result(*args, **kw):
+        calls.append(threading.current_thread().name)
+        return real(*args, **kw)
+
+    real = w._result
+    monkeypatch.setattr(w, "_result", result)
+    hosts = [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None, streams[1:])]
+    run = run_window(fio, cell, hosts, warmup_max_s=1, duration_s=2, warmup_done=WarmupRule(1, False, 3),
+                     sample=lambda: None, tick=lambda: clock.t, interpolate=lambda a, b, t: t, folder=tmp_path / "raw",
+                     tag="measure", label="cell", timeout_margin_s=60, clock=clock)
+    assert calls == ["protolab-window-ahead"]  # not again on the caller's thread
+    again = real(run.output, snapshots(documents(run.output.read_text())), 0, 2, run.before, run.after, False, fio, 1)
+    assert run == again and run.before == pytest.approx(100.1) and run.after == pytest.approx(102.1)
+
+
+def test_a_window_worked_out_ahead_is_dropped_when_the_whole_run_disagrees():
+    docs = _split(CLIENT)
+    per = snapshots(docs)
+    ahead = Ahead(lambda p, s, e: (s, e, sorted(p)))
+    assert ahead.result(per, 0, 2) is None  # never started (a client that does not stream)
+    ahead.start(docs[:6], 0, 2)  # status 2 of both servers
+    assert ahead.result(per, 0, 2) == (0, 2, [S1, S2])
+    assert ahead.result(per, 1, 3) is None  # placed elsewhere on the whole run
+    changed = copy.deepcopy(docs)
+    changed[2]["client_stats"][0]["read"]["total_ios"] += 1  # s1's status 1 read otherwise
+    assert ahead.result(snapshots(changed), 0, 2) is None
+    short = Ahead(lambda p, s, e: "worked out")
+    short.start(docs[:5], 0, 2)  # s2's status 2 not there yet: nothing is worked out
+    assert short.result(per, 0, 2) is None

@@ -42,6 +42,15 @@ def test_threads_of_a_process_and_its_children_by_name(tmp_path):
     assert tcpu.thread_cpu_seconds(999, proc) == {}
 
 
+def test_a_threads_name_is_read_from_its_stat_whatever_it_holds(tmp_path):
+    """One read a thread: the name comes from stat's '(comm)', as its comm file has it (spaces and parentheses
+    inside, blanks around it trimmed), and a thread that ended between listing and reading is left out."""
+    proc = fake_proc(tmp_path, {100: {100: ("tgtd", 3, 1), 101: (" work (io) 1 ", 5, 5), 102: ("gone", 1, 1)}})
+    (proc / "100" / "task" / "102" / "stat").unlink()
+    assert tcpu.thread_cpu_seconds(100, proc) == {"tgtd#100": pytest.approx(4 / tcpu.TICK),
+                                                  "work (io) 1#101": pytest.approx(10 / tcpu.TICK)}
+
+
 def test_softirq_per_core_from_proc_stat(tmp_path):
     proc = fake_proc(tmp_path, {100: {100: ("x", 0, 0)}}, softirq=(5, 70))
     assert tcpu.cores_softirq_seconds(proc) == [5 / tcpu.TICK, 70 / tcpu.TICK]
