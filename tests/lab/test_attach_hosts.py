@@ -6,7 +6,9 @@ SIGKILL (of the run directory, moved: a run is known by its own id). Then issue 
 an NFS data file swapped for a link and a device name that names another disk stop the run before the next window,
 nothing written; a reused NVMe controller name and another run's iSCSI session survive `protolab detach`. Last, the
 same guest attaches Samba's share (attach_smb.py: a root-only credentials file; one with mode 0644 and a wrong
-password each refused in one line).
+password each refused in one line). Between the two, issue 45's cache step (attach_caches.py): a buffered read of
+the attached NFS export again is served by the guest's page cache, and `drop_caches` makes each window's first pass
+reach knfsd, seen in the server guest's tap counter.
 
 Two TCG guests: the server guest (nvmet-tcp and LIO on the pool's exports, granting one host NQN and one initiator
 IQN) in the storage namespace; the "user's host" in host 0's namespace, with dropbear, iscsiadm/iscsid and
@@ -28,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import attach_caches
 import attach_identity as i40
 import attach_smb
 import pytest
@@ -320,6 +323,10 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
         assert _left(lab, keys, ssh) == ""  # no session, node record, controller or mount is left
         print(f"\n{time.monotonic() - t0:.0f} s; attached over ssh: {[(k, a['devices']) for k, a in got.items()]}; "
               f"{[(r['configuration'], round(float(r['iops']))) for r in rows]}")
+        attach_caches.a_second_read_reaches_the_server_only_after_a_drop(
+            lab, lambda script: _ssh(lab, keys, ssh, script), go, ssh, free_port(), tmp_path)
+        assert _left(lab, keys, ssh) == ""
+        print(f"{time.monotonic() - t0:.0f} s: the page cache dropped over ssh")
 
         # a SIGTERM in the middle of a run detaches too (the NVMe/TCP configuration alone, for time)
         text = _plan(lab, ssh, "20s")
