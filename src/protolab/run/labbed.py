@@ -50,6 +50,11 @@ class LabTestbed(Testbed):
         from ..trust import check_workdir
 
         check_workdir(self.workdir)
+        if self.plan.method.breakdown:  # its captures need tcpdump and tshark: refused before anything is made
+            from ..telemetry.capture import missing_tools
+
+            if (why := missing_tools()) is not None:
+                raise ToolError(why)
         super().check()
 
     def up(self, run_path: Path) -> dict[str, Any]:

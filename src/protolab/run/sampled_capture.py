@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -88,18 +89,19 @@ class SampledCapture:
         the capture."""
         start, end = self.span if len(self.span) == 2 else (self.start_s, self.start_s)
         inside_iops, outside_iops = capture_cost(intervals, start, end)
-        replies, notes = [], []
-        for _, c in self.captures:
+
+        def dissect(c: Capture) -> tuple[list[tuple[float, float]], str | None]:
             try:
-                replies.append(c.replies(self.dissector) if c.counts is not None else [])
-                notes.append(None)
+                return (c.replies(self.dissector) if c.counts is not None else []), None
             except ToolError as e:
-                replies.append([])
-                notes.append(f"tshark: {e}"[:300])
-        lo, hi = common_span(replies)
+                return [], f"tshark: {e}"[:300]
+
+        with ThreadPoolExecutor(max_workers=len(self.captures) or 1) as pool:  # one tshark per point at once
+            done = list(pool.map(dissect, [c for _, c in self.captures]))
+        lo, hi = common_span([r for r, _ in done])
         return ServiceTimes(protocol=self.protocol, start_s=round(start, 3), seconds=round(end - start, 3),
                             points=[point(role, c, self.dissector, mean_within(r, lo, hi), n)
-                                    for (role, c), r, n in zip(self.captures, replies, notes)],
+                                    for (role, c), (r, n) in zip(self.captures, done)],
                             iops_captured=inside_iops, iops_uncaptured=outside_iops)
 
 

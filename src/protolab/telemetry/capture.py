@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -33,6 +34,15 @@ STOP_TIMEOUT_S = 10.0
 TSHARK_TIMEOUT_S = 300.0
 
 _COUNT = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel|dropped by interface)$")
+
+
+def missing_tools(which=shutil.which) -> str | None:
+    """One line naming what method.breakdown needs and this machine lacks (tcpdump, tshark), or None."""
+    missing = [t for t in ("tcpdump", "tshark") if which(t) is None]
+    if not missing:
+        return None
+    return (f"method.breakdown needs {' and '.join(missing)}, not found: apt-get install {' '.join(missing)} "
+            "(or 'make deps'), or remove breakdown")
 
 
 @dataclass(frozen=True)

@@ -156,3 +156,20 @@ def test_start_runs_the_schedule_in_a_thread_and_stop_joins_it():
     s.start()
     s.stop()
     assert isinstance(s._thread, threading.Thread) and not s._thread.is_alive() and log == []
+
+
+def test_a_tshark_that_fails_is_the_points_note_and_the_other_point_keeps_its_mean():
+    from protolab.errors import ToolError
+
+    class Failing(FakeCapture):
+        def replies(self, dissector):
+            raise ToolError("tshark -n -r …: did not finish within 300 s")
+
+    clock, log = [0.0], []
+    s = _sampled(clock, log, [("host", FakeCapture(clock, log, "h")), ("server", Failing(clock, log, "s"))])
+    s.t0 = 0.0
+    s.run()
+    host, server = s.result([]).points
+    assert (host.srt_us, host.pairs) == (pytest.approx(90.0), 3)
+    assert (server.srt_us, server.frames, server.note) == (None, 5000, "tshark: tshark -n -r …: did not finish "
+                                                           "within 300 s")

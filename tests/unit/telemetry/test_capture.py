@@ -71,3 +71,10 @@ def test_a_capture_file_is_new_and_never_a_link(tmp_path):
     with pytest.raises(FileExistsError):
         capture.new_file(tmp_path, "b.pcap")
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_missing_tools_are_named_in_one_line():
+    assert capture.missing_tools(lambda t: f"/usr/bin/{t}") is None
+    said = capture.missing_tools(lambda t: None if t == "tshark" else f"/usr/bin/{t}")
+    assert said == ("method.breakdown needs tshark, not found: apt-get install tshark (or 'make deps'), or remove "
+                    "breakdown")
