@@ -27,6 +27,9 @@ APT_PACKAGES=(
   iproute2 ethtool btrfs-progs e2fsprogs util-linux procps kmod openssh-client
   # the relay to a remote fio server's socket where an ssh server cannot forward it (tests/lab/test_ssh_agents.py)
   netcat-openbsd
+  # [method] breakdown: the sampled captures (tcpdump) and Wireshark's dissectors matching requests to replies (tshark;
+  # wireshark-common's debconf question is answered before the install: no setuid dumpcap, protolab runs as root)
+  tcpdump tshark
   # fio's build dependencies (engines: libiscsi, nfs, nbd, io_uring, libaio)
   # (C only: gcc, not build-essential's g++; dpkg-dev for 'apt-get source')
   gcc make libc6-dev dpkg-dev patch pkg-config libiscsi-dev libnfs-dev libnbd-dev libaio-dev liburing-dev zlib1g-dev
@@ -43,10 +46,10 @@ APT_PACKAGES=(
 # come with them; each lab runs its own smbd with everything under its workdir (lab.servers.samba), and Debian's own
 # smbd, nmbd and samba-ad-dc are left stopped and disabled when this script installs samba.
 GUEST_PACKAGES=(qemu-system-x86 qemu-block-extra linux-image-amd64 busybox-static cpio samba)
-# Only `make test` needs these: the report is tested in a real browser (chromium); tcpdump for
-# scripts/capture-wire.py; an ssh server for the load hosts reached over ssh (tests/lab/test_ssh_agents.py);
-# smbclient, the SMB client of tests/lab/test_samba_lab.py.
-TEST_PACKAGES=(chromium tcpdump openssh-server smbclient)
+# Only `make test` needs these: the report is tested in a real browser (chromium); an ssh server for the load
+# hosts reached over ssh (tests/lab/test_ssh_agents.py); smbclient, the SMB client of tests/lab/test_samba_lab.py.
+# (tcpdump, which scripts/capture-wire.py uses too, is among APT_PACKAGES: method.breakdown needs it.)
+TEST_PACKAGES=(chromium openssh-server smbclient)
 
 install_apt() {
   local mode=${1:-} missing=() wanted=()
@@ -67,6 +70,9 @@ install_apt() {
   fi
   trap '[ $made_policy = 1 ] && rm -f /usr/sbin/policy-rc.d' RETURN
   export DEBIAN_FRONTEND=noninteractive
+  if printf '%s\n' "${missing[@]}" | grep -qx tshark; then
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   if printf '%s\n' "${missing[@]}" | grep -qx samba; then quiet_samba; fi

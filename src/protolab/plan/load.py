@@ -119,6 +119,7 @@ def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = 
         raise PlanError(_one_line(e, source, text)) from None
     if plan.uses_lab() and plan.lab is None:
         plan = plan.model_copy(update={"lab": _validate_lab({}, source, text)})  # the lab's defaults
+    from .breakdown import check_breakdown
     from .drop_caches import check_drop_caches
     from .faults import check_faults
     from .rate_ladder import check_capacity
@@ -126,7 +127,7 @@ def load_plan_data(data: dict[str, Any], *, source: str = "<plan>", text: str = 
     from .verify import check_verify
 
     for why in (check_sweep(plan), check_drop_caches(plan), check_capacity(plan), check_verify(plan),
-                check_faults(plan)):
+                check_faults(plan), check_breakdown(plan)):
         if why:
             raise PlanError(f"{source}: {why}")
     return plan

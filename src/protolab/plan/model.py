@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
+from .breakdown import WithBreakdown
 from .coordinates import load_label
 from .drop_caches import DropCachesField
 from .faults import Fault, FaultAxis, check_fault_names
@@ -25,7 +26,6 @@ from .stages import Fill, normalise_stages
 from .sweep import Sweep
 from .target_grammar import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
-from .verify import WithVerify
 from .workload import MAX_DATA, MAX_DURATION_S, MAX_HOSTS, MAX_OIO, MAX_STREAMS, Description, Workload, _Model
 
 
@@ -170,7 +170,7 @@ class Initialise(_Model):
         return parse_duration(v)
 
 
-class Method(WithVerify):
+class Method(WithBreakdown):
     """How each cell is measured."""
 
     warmup: float = Field(
@@ -241,6 +241,7 @@ class Method(WithVerify):
         extra += f", objective {self.slo.summary()}" if self.slo is not None else ""
         extra += ", the lab's roles at the highest CPU weight" if self.cpu_priority == "high" else ""
         extra += f", {self.drop_caches.summary()}" if self.drop_caches is not None else ""
+        extra += ", a capture at both ends of the link per cell (breakdown)" if self.breakdown else ""
         return (f"{warm}, measured {format_duration(self.duration)}, "
                 f"{_repeats_text(self.repeats)}{extra}")
 

@@ -65,6 +65,18 @@ UrlParser = Callable[[str, SplitResult, str, "int | None"], TargetRef]
 
 
 @dataclass(frozen=True)
+class Dissector:
+    """How Wireshark's own dissector matches the protocol's requests to their replies (method.breakdown; the capture
+    and tshark: telemetry.capture): the field its replies carry, the time since their request, in Wireshark's
+    words, a display filter keeping the replies of the protocol's commands, and the server's TCP port the capture
+    keeps."""
+
+    time_field: str
+    replies: str
+    port: int
+
+
+@dataclass(frozen=True)
 class Protocol:
     """One protocol and everything protolab knows of it."""
 
@@ -85,6 +97,7 @@ class Protocol:
     own_file: bool = False  # protolab writes only its own file there (an NFS export): no overwrite opt-in needed
     qemu_module: str | None = None  # QEMU's loadable block driver for its URLs (None: built in)
     no_replay: str = ""  # why fio cannot replay a trace over it ('': it can)
+    srt: Dissector | None = None  # tshark's request→reply matching of its commands (None: not captured)
 
 
 def _iscsi(text: str, parts: SplitResult, host: str, port: int | None) -> TargetRef:
@@ -115,10 +128,18 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in [
     Protocol("iscsi", "iSCSI", "iscsi://HOST[:PORT]/IQN/LUN", 3260, _iscsi, "tgt", True, "libiscsi", True, True,
              "iscsi", qemu_module="block-iscsi",
              # tried: fio 3.33 with --ioengine=libiscsi --read_iolog
-             no_replay="fio 3.33's libiscsi engine cannot (it crashes with signal 11)"),
+             no_replay="fio 3.33's libiscsi engine cannot (it crashes with signal 11)",
+             # packet-iscsi.c: iscsi.time on a SCSI Response, and on a Data-In whose S bit carries the status
+             srt=Dissector("iscsi.time", "iscsi.time", 3260)),
     Protocol("nfs", "NFS", "nfs://HOST/EXPORT", None, _nfs, "ganesha", True, "nfs", True, True, "nfs",
-             own_file=True, qemu_module="block-nfs"),
-    Protocol("nbd", "NBD", "nbd://HOST[:PORT][/EXPORT]", 10809, _nbd, "nbdkit", True, "nbd", True, True, "nbd"),
+             own_file=True, qemu_module="block-nfs",
+             # packet-rpc.c: rpc.time on a reply; the NFS program's only (not rpcbind's or the mount service's)
+             srt=Dissector("rpc.time", "nfs && rpc.time", 2049)),
+    Protocol("nbd", "NBD", "nbd://HOST[:PORT][/EXPORT]", 10809, _nbd, "nbdkit", True, "nbd", True, True, "nbd",
+             # packet-nbd.c: nbd.time on a reply; in tshark 4.0 (Debian 12) a heuristic dissector, on by default and
+             # on any port (no decode-as), of simple replies only: a structured reply (libnbd asks nbdkit for them)
+             # is not matched
+             srt=Dissector("nbd.time", "nbd.time", 10809)),
     # a kernel data path: nvmet-tcp in the lab's storage server guest, the kernel's nvme-tcp in each load guest
     Protocol("nvme-tcp", "NVMe/TCP", port=4420, server="nvmet", lab=True, tcp=True, wire_model="nvme-tcp"),
     # a file export only the load guests' kernels reach (CIFS): Samba in the storage namespace

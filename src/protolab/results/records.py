@@ -178,6 +178,9 @@ class ServicePoint(_Record):
     srt_us: float | None = Field(default=None, description="mean request→reply time of matched pairs, µs")
     pairs: int = Field(default=0, description="requests matched to their replies")
     frames: int = Field(default=0, description="frames captured")
+    dropped: int = Field(default=0, description="frames tcpdump counted as dropped (its kernel buffer was full): "
+                         "requests or replies the mean misses")
+    note: str | None = Field(default=None, description="why the point has no mean, or what makes it uncertain")
 
 
 class ServiceTimes(_Record):

@@ -50,6 +50,11 @@ class LabTestbed(Testbed):
         from ..trust import check_workdir
 
         check_workdir(self.workdir)
+        if self.plan.method.breakdown:  # its captures need tcpdump and tshark: refused before anything is made
+            from ..telemetry.capture import missing_tools
+
+            if (why := missing_tools()) is not None:
+                raise ToolError(why)
         super().check()
 
     def up(self, run_path: Path) -> dict[str, Any]:
@@ -146,6 +151,17 @@ class LabTestbed(Testbed):
         if controls is None:
             raise ToolError("this lab has no fault controls (lab.faults); it cannot do the plan's faults")
         return controls, lab_protocol(self.plan, c) or ""
+
+    def capture_points(self, c: Configuration) -> tuple[str, object, list[tuple[str, str, str]]] | None:
+        """The first load host's first NIC and the storage port it reaches, for ``c``'s protocol's dissector (None:
+        a path no server serves, or a protocol tshark does not match)."""
+        protocol = lab_protocol(self.plan, c)
+        p = PROTOCOLS.get(protocol or "")
+        if p is None or p.srt is None or self.lab is None:
+            return None
+        names = self.lab.names
+        host, port = names.host_link(0, 0).near, names.storage_link(self.plan.lab.port_of(0, 0)).near
+        return p.name, p.srt, [("host", host.netns, host.ifname), ("server", port.netns, port.ifname)]
 
     def storage_ports(self) -> list[str]:
         ns = self.lab.names.storage_ns

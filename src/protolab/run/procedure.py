@@ -29,7 +29,7 @@ from ..plan.stages import FillStep, Step, filled_bytes
 from ..plan.verify import verification
 from ..results.faultwindow import FaultWindow
 from ..results.files import now
-from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
+from ..results.records import OUT_OF_STEP_S, SeriesRow, ServiceTimes, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
 from ..telemetry.telemetry_window import Window
@@ -37,6 +37,7 @@ from ..trust import make_dir
 from .attaching import storage_of
 from .fault_schedule import FaultSchedule, fault_window, gather
 from .progress import Progress
+from .sampled_capture import sampled_capture
 from .testbed import Testbed
 
 FIO_MARGIN_S = 60.0  # time fio may take beyond its runtime (connect, lay out, exit); then it is killed
@@ -53,6 +54,7 @@ class Window_:
     out_of_step_s: float = 0.0  # how far the fio servers' statuses fell out of step (a client run)
     checks: list[str] = field(default_factory=list)  # fio's lines for blocks that failed a verify check meanwhile
     fault: FaultWindow | None = None  # a plan with faults: the fault done, fio's errors, the 10 ms timeline
+    service_times: ServiceTimes | None = None  # method.breakdown: the sampled capture's request→reply times
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -260,11 +262,13 @@ class Procedure:
             if faulted.fault is not None:
                 controls, protocol = self.testbed.fault_controls(cell.configuration)
                 schedule = FaultSchedule(faulted.fault, protocol, controls)
+        capture = sampled_capture(self.plan, cell, self.testbed, self.rundir.path, duration)  # method.breakdown
 
         def warmed() -> None:
             started[0] = now()
-            if schedule is not None:
-                schedule.start()
+            for timed in (schedule, capture):  # on the window's clock: the fault's steps, the capture
+                if timed is not None:
+                    timed.start()
             if warmup > 0:
                 self.phase("measure")
 
@@ -286,6 +290,8 @@ class Procedure:
                              interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification,
                              keep_failed=schedule is not None)
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
+            if capture is not None:
+                capture.stop()
             if schedule is not None:
                 schedule.stop()
         fault = None
@@ -321,7 +327,9 @@ class Procedure:
         checks = list(run.verify_lines)
         if self.verification is not None and not run.live:  # a client run writes its servers' lines into its output
             checks += failed_lines(run.output.read_text())
-        return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault),
+        service = capture.result(run.intervals) if capture is not None else None
+        return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault,
+                        service_times=service),
                 rule.record(run.warmup_s))
 
     def read_back(self, cell: Cell, hosts: list[HostRun]) -> ReadBack | None:

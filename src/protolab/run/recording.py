@@ -81,7 +81,7 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         steady=steadiness, host_names=[h.name for h in hosts], raw_output=str(raw.relative_to(rundir.path)),
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
         out_of_step_s=round(window.out_of_step_s, 3) if window.out_of_step_s > OUT_OF_STEP_S else None,
-        fault=window.fault,
+        fault=window.fault, service_times=window.service_times,
     )
     offset = window.t0_s
     rows = []

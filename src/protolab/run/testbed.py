@@ -273,6 +273,11 @@ class Testbed:
         """The lab's fault controls and ``c``'s protocol (plan.faults); only the embedded lab has them."""
         raise ToolError("faults need the embedded lab (plan.faults.check_faults refuses other plans)")
 
+    def capture_points(self, c: Configuration) -> tuple[str, object, list[tuple[str, str, str]]] | None:
+        """method.breakdown: ``c``'s protocol, its dissector (plan.protocols.Dissector) and where to capture it —
+        (role, namespace, interface) per point; None: no point here (only the embedded lab has them)."""
+        return None
+
     def serves(self, c: Configuration) -> bool | None:
         """Whether ``c``'s I/O goes through the storage servers whose CPU is measured (None: not known)."""
         return None
