@@ -15,6 +15,7 @@ from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
 from .coordinates import load_label
 from .drop_caches import DropCachesField
 from .faults import Fault, FaultAxis, check_fault_names
+from .heatmap_option import WithHeatmap
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .rate_ladder import Capacity
@@ -25,7 +26,6 @@ from .stages import Fill, normalise_stages
 from .sweep import Sweep
 from .target_grammar import is_lab_target, protocol_named
 from .units import format_duration, parse_duration, parse_size
-from .verify import WithVerify
 from .workload import MAX_DATA, MAX_DURATION_S, MAX_HOSTS, MAX_OIO, MAX_STREAMS, Description, Workload, _Model
 
 
@@ -170,7 +170,7 @@ class Initialise(_Model):
         return parse_duration(v)
 
 
-class Method(WithVerify):
+class Method(WithHeatmap):
     """How each cell is measured."""
 
     warmup: float = Field(

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from ..analysis.heatmap import bin_window
 from ..engine.faultlog import Timeline, io_errors, merge, read_logs, remove_logs
+from ..engine.histlog import bin_edges_ns, read_hist_logs
 from ..engine.status import documents
 from ..plan.faults import Fault
 from ..results.faultwindow import FaultAction, FaultWindow
 from ..results.files import now
+from ..results.heatmapfile import Heatmap, write_heatmap
 
 
 class FaultControls(Protocol):
@@ -130,6 +133,19 @@ def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float, stor
                                 separators=(",", ":")))
     errors, first = io_errors(documents(output.read_text(errors="replace"))) if output.is_file() else (0, None)
     return timeline, errors, first
+
+
+def keep_heatmap(run: Path, cell_id: str, prefix: Path, *, warmup_s: float, window_s: float, step: int,
+                 remove: bool) -> Heatmap:
+    """After a window with histogram logs (plan.heatmap_option): fio's logs under ``prefix`` binned on the window's clock
+    (analysis.heatmap) and kept as ``heatmap/<cell id>.json`` (results.heatmapfile); the logs removed unless a fault's
+    timeline still reads them (``remove`` False)."""
+    heatmap = bin_window(read_hist_logs(prefix), bin_edges_ns(), t0_ms=warmup_s * 1000.0, window_ms=window_s * 1000.0,
+                         step_ms=step)
+    write_heatmap(run, cell_id, heatmap)
+    if remove:
+        remove_logs(prefix)
+    return heatmap
 
 
 def per_100ms(timeline: Timeline) -> list[float | None]:

@@ -15,6 +15,7 @@ from typing import Callable
 
 from ..analysis.steady import steady_state
 from ..engine.faultlog import log_options
+from ..engine.histlog import hist_options, step_ms
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
 from ..engine.parse import parse_fio_json
@@ -35,7 +36,7 @@ from ..safepath import inside
 from ..telemetry.telemetry_window import Window
 from ..trust import make_dir
 from .attaching import storage_of
-from .fault_schedule import FaultSchedule, fault_window, gather
+from .fault_schedule import FaultSchedule, fault_window, gather, keep_heatmap
 from .progress import Progress
 from .testbed import Testbed
 
@@ -257,6 +258,9 @@ class Procedure:
         prefix, schedule = inside(self.rundir.path / "raw", f"{cell.id}.fault"), None
         if faulted is not None:
             extra |= log_options(str(prefix))
+        hist_ms = step_ms(duration) if m.heatmap else None  # the window's latency heatmap (plan.heatmap_option)
+        if hist_ms is not None:
+            extra |= hist_options(str(prefix), hist_ms)
             if faulted.fault is not None:
                 controls, protocol = self.testbed.fault_controls(cell.configuration)
                 schedule = FaultSchedule(faulted.fault, protocol, controls)
@@ -288,6 +292,9 @@ class Procedure:
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
             if schedule is not None:
                 schedule.stop()
+        if hist_ms is not None:  # before the fault's gather, which removes fio's logs
+            keep_heatmap(self.rundir.path, cell.id, prefix, warmup_s=run.warmup_s, window_s=run.window_s,
+                         step=hist_ms, remove=faulted is None)
         fault = None
         if faulted is not None:
             store = inside(make_dir(self.rundir.path / "timeline"), f"{cell.id}.json")
