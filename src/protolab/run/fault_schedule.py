@@ -137,9 +137,9 @@ def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float, stor
 
 def keep_heatmap(run: Path, cell_id: str, prefix: Path, *, warmup_s: float, window_s: float, step: int,
                  remove: bool) -> Heatmap:
-    """After a window with histogram logs (plan.heatmap_option): fio's logs under ``prefix`` binned on the window's clock
-    (analysis.heatmap) and kept as ``heatmap/<cell id>.json`` (results.heatmapfile); the logs removed unless a fault's
-    timeline still reads them (``remove`` False)."""
+    """After a window with histogram logs (plan.heatmap_option): fio's logs under ``prefix`` binned on the window's
+    clock (analysis.heatmap) and kept as ``heatmap/<cell id>.json`` (results.heatmapfile); the logs removed unless a
+    fault's timeline still reads them (``remove`` False)."""
     heatmap = bin_window(read_hist_logs(prefix), bin_edges_ns(), t0_ms=warmup_s * 1000.0, window_ms=window_s * 1000.0,
                          step_ms=step)
     write_heatmap(run, cell_id, heatmap)
