@@ -110,7 +110,7 @@ _JOB_LOG = re.compile(r"^(?P<kind>[a-z_]+)\.(?P<job>[0-9]+)\.log(?:\.(?P<server>
 def job_logs(prefix: Path, kind: str) -> list[Path]:
     """Every job's log of ``kind`` ('iops', 'clat', 'clat_hist') under ``prefix``, by server and job number: a
     direct run's ``PREFIX_iops.N.log``, a client run's ``PREFIX_iops.N.log.<server>`` (each server numbers its own
-    jobs from 1; fio patch 0005 names a unix socket server by its socket's file name). Links are not followed."""
+    jobs from 1; protolab's agents are named by their socket's file, engine.agents). Links are not followed."""
     found = []
     for p in prefix.parent.glob(f"{prefix.name}_{kind}.*"):
         m = _JOB_LOG.match(p.name[len(prefix.name) + 1:])

@@ -8,8 +8,9 @@ logged count is the sum of 2^c neighbouring bins (iolog.c, flush_hist_samples; 4
 holds latency i ns; above, group g = i // 64 - 1 holds [2^(g+6) + (i % 64)·2^g, … + 2^g) ns (stat.c,
 plat_idx_to_val, which gives the middle). tools/hist/fio-histo-log-pctiles.py reads them the same way.
 
-In a client run each server's logs come back to the client named ``PREFIX_clat_hist.N.log.<server>`` (protolab's fio
-patch 0005: the socket's file name, and each interval's own counts); a direct run writes ``PREFIX_clat_hist.N.log``.
+In a client run each server's logs come back to the client named ``PREFIX_clat_hist.N.log.<server>`` (an agent's
+socket file name), each line with its interval's own counts only with protolab's fio patch 0005 (fio 3.33's server
+sent t(k) = c(k) - t(k-1)); a direct run writes ``PREFIX_clat_hist.N.log``.
 """
 
 from __future__ import annotations
