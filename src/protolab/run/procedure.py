@@ -258,12 +258,12 @@ class Procedure:
         prefix, schedule = inside(self.rundir.path / "raw", f"{cell.id}.fault"), None
         if faulted is not None:
             extra |= log_options(str(prefix))
-        hist_ms = step_ms(duration) if m.heatmap else None  # the window's latency heatmap (plan.heatmap_option)
-        if hist_ms is not None:
-            extra |= hist_options(str(prefix), hist_ms)
             if faulted.fault is not None:
                 controls, protocol = self.testbed.fault_controls(cell.configuration)
                 schedule = FaultSchedule(faulted.fault, protocol, controls)
+        hist_ms = step_ms(duration) if m.heatmap else None  # the window's latency heatmap (plan.heatmap_option)
+        if hist_ms is not None:
+            extra |= hist_options(str(prefix), hist_ms)
 
         def warmed() -> None:
             started[0] = now()
