@@ -293,8 +293,10 @@ class Procedure:
             if schedule is not None:
                 schedule.stop()
         if hist_ms is not None:  # before the fault's gather, which removes fio's logs
-            keep_heatmap(self.rundir.path, cell.id, prefix, warmup_s=run.warmup_s, window_s=run.window_s,
-                         step=hist_ms, remove=faulted is None)
+            why = keep_heatmap(self.rundir.path, cell.id, prefix, warmup_s=run.warmup_s, window_s=run.window_s,
+                               step=hist_ms, remove=faulted is None, ios=sum(iv.ios for iv in run.intervals))
+            if why:
+                self.progress.note(f"cell {cell.id}: no latency heatmap kept: {why}")
         fault = None
         if faulted is not None:
             store = inside(make_dir(self.rundir.path / "timeline"), f"{cell.id}.json")
