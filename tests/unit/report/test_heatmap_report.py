@@ -62,3 +62,25 @@ def test_a_run_with_heatmaps_has_their_section_figures_and_tables(tmp_path):
         assert sum(int(r["ios"]) for r in rows) == repeats * hm.total()
     svg = (run / "figures" / f"{tables[0].stem}.svg").read_text()
     assert "<image" in svg  # the mesh rasterised: a few KiB, not a path per step and row
+
+
+def test_an_agings_steps_are_placed_at_their_aging_time_and_repeats_added():
+    from types import SimpleNamespace
+
+    from protolab.report.heatmapdata import placed
+    from protolab.results.heatmapfile import Heatmap
+
+    step = Heatmap(1000, 2000.0, 40, ((1, 2), (3,)), 1)
+
+    def rec(repeat, age_s=None):
+        coords = {"repeat": repeat} | ({} if age_s is None else {"stage": "age", "age_s": age_s})
+        return SimpleNamespace(repeat=repeat, coords=coords)
+
+    # two steps of an aging (at 0 s and 10 s of it), two repeats: each step's window at its aging time
+    hm = placed([(rec(1, 0), step), (rec(1, 10), step), (rec(2, 0), step), (rec(2, 10), step)])
+    assert hm is not None and len(hm.counts) == 12 and hm.window_ms == 12000.0
+    assert hm.counts[0] == (2, 4) and hm.counts[1] == (6, 0) and hm.counts[10] == (2, 4) and hm.counts[11] == (6, 0)
+    assert all(sum(c) == 0 for c in hm.counts[2:10]) and hm.total() == 4 * step.total()
+    # plain repeats: added, aligned at their windows' start
+    two = placed([(rec(1), step), (rec(2), step)])
+    assert two is not None and two.counts == ((2, 4), (6, 0)) and two.jobs == 2
