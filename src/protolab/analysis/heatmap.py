@@ -70,3 +70,15 @@ def added(maps: Sequence[Heatmap]) -> Heatmap | None:
     return Heatmap(maps[0].step_ms, max(m.window_ms for m in maps), row0, tuple(tuple(c) for c in out),
                    sum(m.jobs for m in maps))
 
+
+
+def coarser(hm: Heatmap, factor: int) -> Heatmap:
+    """Every ``factor`` neighbouring steps added into one (a longer step)."""
+    if factor <= 1:
+        return hm
+    cols = []
+    for k in range(0, len(hm.counts), factor):
+        group = hm.counts[k:k + factor]
+        width = max((len(c) for c in group), default=0)
+        cols.append(tuple(sum(c[i] for c in group if i < len(c)) for i in range(width)))
+    return Heatmap(hm.step_ms * factor, hm.window_ms, hm.row0, tuple(cols), hm.jobs)

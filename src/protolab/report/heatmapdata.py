@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Iterable
 
-from ..analysis.heatmap import added
+from ..analysis.heatmap import added, coarser
 from ..plan.coordinates import Point, point_of
 from ..results.heatmapfile import Heatmap
 from ..results.records import CellRecord
@@ -21,6 +21,9 @@ from .chart import Chart, Series
 from .report_data import RunData, slug
 
 Heatmaps = Callable[[list[str]], dict[str, Heatmap]]
+#: An aging's chart has at most this many steps (its windows' steps added in groups): an 800-pixel figure shows no
+#: more, and 84 hours of 100 ms steps would be 3 million.
+MOST_STEPS = 600
 
 #: The heatmap section's note: how to read them.
 HOW = ("each measured window's jobs logged their completion latency histograms every step (fio's log_hist_msec); "
@@ -49,10 +52,14 @@ def placed(recs: list[tuple[CellRecord, Heatmap]]) -> Heatmap | None:
         step = items[0][1].step_ms
         if any(hm.step_ms != step for _, hm in items):
             continue
+        span = max(float(r.coords.get("age_s", 0)) * 1000.0 + hm.window_ms for r, hm in items)
+        factor = max(1, -(-(int(span / step) + 1) // MOST_STEPS))  # a long aging in at most MOST_STEPS steps
         shifted = []
         for r, hm in items:
-            pad = int(round(float(r.coords.get("age_s", 0)) * 1000.0 / step))
-            shifted.append(Heatmap(step, pad * step + hm.window_ms, hm.row0, ((),) * pad + hm.counts, hm.jobs))
+            pad = int(round(float(r.coords.get("age_s", 0)) * 1000.0 / (step * factor)))
+            hm = coarser(hm, factor)
+            shifted.append(Heatmap(hm.step_ms, pad * hm.step_ms + hm.window_ms, hm.row0, ((),) * pad + hm.counts,
+                                   hm.jobs))
         runs.append(added(shifted))
     return added([h for h in runs if h is not None])
 

@@ -19,6 +19,10 @@ from .files import atomic_write
 
 #: Rows per decade of latency (each row 33 % wider than the one below).
 PER_DECADE = 8
+#: What a stored heatmap may hold: latency rows (10^(80/8) µs = 10,000 s) and steps (an aging of many windows).
+MOST_ROWS = 80
+MOST_COLUMNS = 100_000
+MOST_BYTES = 16 * 2**20
 #: The folder of the run directory that holds them.
 FOLDER = "heatmap"
 
@@ -74,7 +78,13 @@ class Heatmap:
         cols = tuple(tuple(int(v) for v in c) for c in counts)
         if any(v < 0 for c in cols for v in c):
             raise ValueError("negative count in a heatmap")
-        return cls(int(d["step_ms"]), float(d["window_ms"]), int(d["row0"]), cols, int(d.get("jobs", 0)))
+        step, window, row0 = int(d["step_ms"]), float(d["window_ms"]), int(d["row0"])
+        # fio's bins end at 2^34 ns (17 s: row 57); a window has at most engine.histlog's 300 steps (a run directory
+        # is not trusted: its numbers must not make the report allocate or overflow)
+        if not (0 <= row0 and row0 + max((len(c) for c in cols), default=0) <= MOST_ROWS and step > 0
+                and len(cols) <= MOST_COLUMNS and 0 <= window <= step * MOST_COLUMNS):
+            raise ValueError("heatmap out of range")
+        return cls(step, window, row0, cols, int(d.get("jobs", 0)))
 
 
 def _trim(col: tuple[int, ...]) -> list[int]:
@@ -103,7 +113,7 @@ def read_heatmaps(run: Path, cell_ids: list[str]) -> dict[str, Heatmap]:
     for cid in cell_ids:
         try:
             path = heatmap_path(run, cid)
-            if path.is_symlink() or not path.is_file():
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > MOST_BYTES:
                 continue
             out[cid] = Heatmap.from_dict(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError, OSError):

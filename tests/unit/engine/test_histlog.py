@@ -119,8 +119,10 @@ def test_repeats_added_and_kept(tmp_path):
     assert added([a, Heatmap(200, 1000.0, 30, (), 1)]) is None
     write_heatmap(tmp_path, "w__c__h1s1q4__r1", s)
     (tmp_path / "heatmap" / "bad.json").write_text("{}")
+    for name, bad in [("row", {"row0": 10**9}), ("steps", {"step_ms": 0}), ("neg", {"counts": [[-1]]})]:
+        (tmp_path / "heatmap" / f"{name}.json").write_text(json.dumps({**s.to_dict(), **bad}))
     (tmp_path / "heatmap" / "link.json").symlink_to(tmp_path / "heatmap" / "w__c__h1s1q4__r1.json")
-    got = read_heatmaps(tmp_path, ["w__c__h1s1q4__r1", "bad", "link", "absent"])
+    got = read_heatmaps(tmp_path, ["w__c__h1s1q4__r1", "bad", "link", "absent", "row", "steps", "neg", "../x"])
     assert list(got) == ["w__c__h1s1q4__r1"] and got["w__c__h1s1q4__r1"].counts == ((4, 1, 2), (0, 0, 5, 7))
     assert json.loads((tmp_path / "heatmap" / "w__c__h1s1q4__r1.json").read_text())["counts"] == [[4, 1, 2], [0, 0, 5, 7]]
 

@@ -84,3 +84,9 @@ def test_an_agings_steps_are_placed_at_their_aging_time_and_repeats_added():
     # plain repeats: added, aligned at their windows' start
     two = placed([(rec(1), step), (rec(2), step)])
     assert two is not None and two.counts == ((2, 4), (6, 0)) and two.jobs == 2
+
+    # a long aging: its steps' windows added in groups, at most 600 steps in all (84 steps of 1 h, 300 steps each)
+    hour = Heatmap(12000, 3600000.0, 40, tuple((1,) for _ in range(300)), 1)
+    long = placed([(rec(1, 3600 * i), hour) for i in range(84)])
+    assert long is not None and len(long.counts) <= 600 and long.total() == 84 * 300
+    assert long.step_ms == 12000 * 43 and long.window_ms <= 84 * 3600000.0 + long.step_ms
