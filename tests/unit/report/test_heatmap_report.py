@@ -60,6 +60,7 @@ def test_a_run_with_heatmaps_has_their_section_figures_and_tables(tmp_path):
         rows = list(csv.DictReader(t.open()))
         repeats = len({r.repeat for r in records if r.total_oio == top and t.stem.endswith("-" + r.configuration)})
         assert sum(int(r["ios"]) for r in rows) == repeats * hm.total()
+    assert page.count('data-kind="heatmap" data-expected-series="0"') == len(tables)  # one mesh, no series lines
     svg = (run / "figures" / f"{tables[0].stem}.svg").read_text()
     assert "<image" in svg  # the mesh rasterised: a few KiB, not a path per step and row
 
