@@ -2,7 +2,8 @@
 
 One chart per workload and configuration at the chosen point — of those with heatmaps, the one with the most
 outstanding I/Os (and of those the last: the highest rate, fill level …) — its repeats added (their windows aligned
-at the start). An aging's steps (``[stage.age]``) are placed at their aging time (``age_s``), so
+at the start); at a point with long runs (report.longrun_charts) one per configuration there too, in their section.
+An aging's steps (``[stage.age]``) are placed at their aging time (``age_s``), so
 the chart runs over the whole aging, one step's window after another. A faulted window's heatmap is the faults'
 latency panel (report.faultdata), not one of these. The stored heatmaps are read by `RunDir`'s caller
 (results.heatmapfile.read_heatmaps) and handed in.
@@ -18,6 +19,7 @@ from ..plan.coordinates import Point, point_of
 from ..results.heatmapfile import Heatmap
 from ..results.records import CellRecord
 from .chart import Chart, Series
+from .longrun_charts import LONG_WINDOW_S, MIN_INTERVALS
 from .report_data import RunData, slug
 
 Heatmaps = Callable[[list[str]], dict[str, Heatmap]]
@@ -93,14 +95,23 @@ def chosen_points(records: list[CellRecord]) -> set[Point]:
     return {p for _, p in best.values()}
 
 
+def is_long(r: CellRecord, interval: float) -> bool:
+    """A long run's window (report.longrun_charts' rule) or an aging's step."""
+    return r.coords.get("stage") == "age" or (r.result.runtime_s >= LONG_WINDOW_S
+                                              and r.result.runtime_s / interval >= MIN_INTERVALS - 0.5)
+
+
 def heatmap_charts(run: RunData, heatmaps: Heatmaps | None) -> list[Chart]:
-    """One chart per workload and configuration at each chosen point (none without stored heatmaps)."""
+    """One chart per workload and configuration at each chosen point (none without stored heatmaps); at a point
+    with long runs or an aging, in the long runs' section ("series"), beside their IOPS and latency over time."""
     recs = [r for r in run.records if not r.failed and (r.fault is None or r.fault.kind is None)]
     found = record_heatmaps(recs, heatmaps)
     recs = [r for r in recs if r.cell_id in found]
     if not recs:
         return []
-    points = chosen_points(recs)
+    interval = run.plan.method.interval if run.plan else 1
+    long = {(r.workload, point_of(r)) for r in recs if is_long(r, interval)}
+    points = chosen_points(recs) | {p for _, p in long}
     out = []
     for w in run.workloads:
         for p in sorted({point_of(r) for r in recs if r.workload == w} & points):
@@ -113,7 +124,8 @@ def heatmap_charts(run: RunData, heatmaps: Heatmaps | None) -> list[Chart]:
                 repeats = len({r.repeat for r, _ in mine})
                 aging = any("age_s" in r.coords for r, _ in mine)
                 out.append(heatmap_chart(
-                    hm, cid=slug("heatmap", w, p.slug, c), section="heatmap", workload=w,
+                    hm, cid=slug("heatmap", w, p.slug, c), section="series" if (w, p) in long else "heatmap",
+                    workload=w,
                     title=f"{w} · {p.label}: {c}, completion latency per {hm.step_ms / 1000:g} s",
                     note=(f"I/Os completed per step and latency row (8 rows per decade), colour on a log scale; "
                           f"{repeats} repeat{'s' if repeats != 1 else ''} added"

@@ -277,7 +277,8 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     plan, rows, baseline, metrics = run.plan, run.rows, run.baseline, run.metrics
     # the charts that need no statistics first, drawn while the statistics are computed
     detail = [c for w in run.workloads for c in percentile_charts(run, w)]
-    detail += [c for w in run.workloads for c in series_charts(run, w)] + heatmap_charts(run, heatmaps)
+    maps = heatmap_charts(run, heatmaps)  # the long runs' go after their charts, in the series section
+    detail += [c for w in run.workloads for c in series_charts(run, w)] + [c for c in maps if c.section != "series"]
     ceilings, ceiling_note = ceiling_charts(run)
     if drawing is not None:
         drawing(detail + ceilings, run.configurations)
@@ -292,7 +293,8 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     saturation = device_saturation(run)
     ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.rate_ladder)
     faults, fault_charts = fault_data(run, heatmaps)  # the faults' stall, errors, degraded IOPS, recovery
-    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ladder_charts, *fault_charts, *ceilings]
+    charts = [*relative, *detail, *stage_charts(run), *long.charts, *[c for c in maps if c.section == "series"],
+              *ladder_charts, *fault_charts, *ceilings]
     held = bottlenecks(records, *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
     ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)

@@ -91,3 +91,21 @@ def test_an_agings_steps_are_placed_at_their_aging_time_and_repeats_added():
     long = placed([(rec(1, 3600 * i), hour) for i in range(84)])
     assert long is not None and len(long.counts) <= 600 and long.total() == 84 * 300
     assert long.step_ms == 12000 * 43 and long.window_ms <= 84 * 3600000.0 + long.step_ms
+
+
+def test_an_agings_heatmaps_go_beside_its_long_run_charts():
+    from protolab.report import tables
+
+    rd = RunDir.open(DATA / "golden" / "emc-fill-aging-quick" / "run", write=False)
+    hm = _real()
+    data = tables.build(rd.manifest(), rd.records(), series=rd.series, intervals=rd.intervals,
+                        heatmaps=lambda ids: dict.fromkeys(ids, hm))
+    series = [c for c in data.charts if c.section == "series"]
+    maps = [c for c in series if c.kind == "heatmap"]
+    assert maps and all(c.xlabel == "second of the aging" for c in maps)
+    first = next(i for i, c in enumerate(series) if c.kind == "heatmap")
+    assert any(c.id.startswith("longrun-") for c in series[:first])  # after the long runs' own charts
+    aged = [r for r in data.records if r.coords.get("stage") == "age"]
+    for c in maps:
+        mine = [r for r in aged if c.title.split(": ")[1].startswith(r.configuration + ",")]
+        assert sum(row["ios"] for row in c.table) == len(mine) * hm.total()  # every step and repeat, once
