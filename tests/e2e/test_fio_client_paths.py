@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from protolab.engine.histlog import read_hist_logs
+
 JOB = """[global]
 ioengine=null
 size=4m
@@ -22,7 +24,7 @@ write_iops_log={log}
 """
 
 
-def _client_run(fio_path, tmp_path, log, allowed):
+def _client_run(fio_path, tmp_path, log, allowed, job_text=JOB):
     sock = tmp_path / "srv.sock"
     server = subprocess.Popen([fio_path, f"--server=sock:{sock}"], cwd=tmp_path, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
@@ -32,7 +34,7 @@ def _client_run(fio_path, tmp_path, log, allowed):
                 break
             time.sleep(0.05)
         job = tmp_path / "j.fio"
-        job.write_text(JOB.format(log=log))
+        job.write_text(job_text.format(log=log))
         env = {**os.environ, "FIO_CLIENT_FILES_UNDER": str(allowed)}
         return subprocess.run([fio_path, f"--client=sock:{sock.name}", str(job)], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=60)
@@ -61,3 +63,30 @@ def test_a_log_inside_the_directory_is_written(fio_path, tmp_path):
     assert len(logs) == 1 and logs[0].startswith("cell_iops") and logs[0].endswith(".srv.sock"), logs
     if not (allowed / logs[0]).read_text().strip():
         pytest.fail("the IO log is empty")
+
+
+HIST_JOB = """[global]
+ioengine=null
+size=4m
+bs=4k
+rw=randread
+time_based=1
+runtime=2
+rate_iops=2000
+log_hist_msec=100
+log_hist_coarseness=2
+write_hist_log={log}
+[j]
+"""
+
+
+def test_a_histogram_log_comes_back_with_each_steps_counts(fio_path, tmp_path):
+    """Patch 0005: a server's histogram log reaches the client with each 100 ms step's own counts (fio 3.33 sent
+    counts that grew through the run: 200, 200, 400, 400, 600, …)."""
+    allowed = tmp_path / "run"
+    allowed.mkdir()
+    p = _client_run(fio_path, tmp_path, allowed / "cell", allowed, HIST_JOB)
+    assert "refused" not in p.stdout + p.stderr, p.stdout + p.stderr
+    [entries] = read_hist_logs(allowed / "cell")
+    steps = [sum(c) for _, _, c in entries]
+    assert len(steps) >= 15 and all(150 <= s <= 250 for s in steps), steps  # 2,000 IOPS: 200 per step

@@ -3,7 +3,8 @@ port's link down 2 s into the window for 3 s, `protolab run` as a user runs it. 
 lies between the link's down time and what TCP's retransmission backoff adds to it: the connection survives the
 outage (nothing resets it), and its next retransmission after the link comes back is at most one backoff period
 later — each period doubles, so at most about the outage again (2 × 3 s) plus the first RTO. The window with no fault
-stalls far less; the link is up again after (the next cell runs), and nothing of the lab is left behind.
+stalls far less; the link is up again after (the next cell runs), and nothing of the lab is left behind. With
+`[method] heatmap` the faulted window's latency heatmap is blank through the stall and is the report's latency panel.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ warmup = "1s"
 duration = "12s"
 repeats = 1
 data_size = "32M"
+heatmap = true
 [[faults]]
 name = "port0-down"
 kind = "link_down"
@@ -74,3 +76,15 @@ def test_a_link_down_stalls_nbd_for_the_outage_plus_tcps_backoff_and_the_lab_is_
     md = (run / "report.md").read_text()
     assert "## Faults under load" in md and "After port0-down (port 0's link went down for 3 s at 2 s): nbd " \
         "stalled" in md
+    # [method] heatmap: fio's histogram logs show no completion in the steps of 100 ms inside the stall, and the
+    # faults' latency panel is the heatmap (the unfaulted window's in its own section)
+    from protolab.results.heatmapfile import read_heatmaps
+
+    cells = {k: r["cell_id"] for k, r in by.items()}
+    maps = read_heatmaps(run, list(cells.values()))
+    hm = maps[cells["port0-down"]]
+    blank = {k for k, c in enumerate(hm.counts) if not sum(c)}
+    inside = set(range(int(at * 10) + 1, int((at + stall) * 10) - 1))
+    assert len(inside) >= 20 and inside <= blank, (sorted(inside - blank), at, stall)
+    assert len(blank) <= len(inside) + 4 and not [k for k, c in enumerate(maps[cells["none"]].counts) if not sum(c)]
+    assert "`tables/fault-4k-rand70-" in md and "-nbd-heatmap.csv`" in md and "## Latency heatmaps over time" in md

@@ -17,6 +17,7 @@ thread (on a busy machine a few tens of ms).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,23 +104,34 @@ def merge(jobs: list[tuple[list[tuple[int, float, int]], list[tuple[int, float, 
                     len(jobs), entries)
 
 
+_JOB_LOG = re.compile(r"^(?P<kind>[a-z_]+)\.(?P<job>[0-9]+)\.log(?:\.(?P<server>.+))?$")
+
+
+def job_logs(prefix: Path, kind: str) -> list[Path]:
+    """Every job's log of ``kind`` ('iops', 'clat', 'clat_hist') under ``prefix``, by server and job number: a
+    direct run's ``PREFIX_iops.N.log``, a client run's ``PREFIX_iops.N.log.<server>`` (each server numbers its own
+    jobs from 1; protolab's agents are named by their socket's file, engine.agents). Links are not followed."""
+    found = []
+    for p in prefix.parent.glob(f"{prefix.name}_{kind}.*"):
+        m = _JOB_LOG.match(p.name[len(prefix.name) + 1:])
+        if m and m["kind"] == kind and p.is_file() and not p.is_symlink():
+            found.append(((m["server"] or ""), int(m["job"]), p))
+    return [p for _, _, p in sorted(found)]
+
+
 def read_logs(prefix: Path) -> list[tuple[list[tuple[int, float, int]], list[tuple[int, float, int]]]]:
     """Every job's (IOPS, completion latency) log written under ``prefix``, in job order."""
     out = []
-    n = 1
-    while True:
-        iops = prefix.parent / f"{prefix.name}_iops.{n}.log"
-        if not iops.is_file():
-            return out
-        clat = prefix.parent / f"{prefix.name}_clat.{n}.log"
+    for iops in job_logs(prefix, "iops"):
+        clat = iops.with_name(f"{prefix.name}_clat." + iops.name[len(prefix.name) + len("_iops."):])
         out.append((parse_log(iops.read_text(errors="replace")),
-                    parse_log(clat.read_text(errors="replace")) if clat.is_file() else []))
-        n += 1
+                    parse_log(clat.read_text(errors="replace")) if clat.is_file() and not clat.is_symlink() else []))
+    return out
 
 
 def remove_logs(prefix: Path) -> None:
-    """Remove fio's logs under ``prefix`` once merged (the timeline file keeps what they said)."""
-    for p in prefix.parent.glob(f"{prefix.name}_*.log"):
+    """Remove fio's logs under ``prefix`` once merged (the timeline and heatmap files keep what they said)."""
+    for p in prefix.parent.glob(f"{prefix.name}_*.log*"):
         if p.is_file() and not p.is_symlink():
             p.unlink()
 

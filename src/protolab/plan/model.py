@@ -12,10 +12,10 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from . import safety
 from .attach import ATTACH_PREFIX, Attach, NfsMount, attach_url
-from .breakdown import WithBreakdown
 from .coordinates import load_label
 from .drop_caches import DropCachesField
 from .faults import Fault, FaultAxis, check_fault_names
+from .heatmap_option import WithHeatmap
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .rate_ladder import Capacity
@@ -170,7 +170,7 @@ class Initialise(_Model):
         return parse_duration(v)
 
 
-class Method(WithBreakdown):
+class Method(WithHeatmap):
     """How each cell is measured."""
 
     warmup: float = Field(

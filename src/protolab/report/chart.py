@@ -26,7 +26,8 @@ class Chart:
     """A chart and the table of absolute numbers beside it (also tables/<id>.csv, figures/<id>.png|svg)."""
 
     id: str
-    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries", "xy"
+    kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries", "xy",
+    #            "heatmap" (a series per row of ``edges``: its count at each x, the colour)
     section: str
     workload: str
     title: str
@@ -40,3 +41,4 @@ class Chart:
     xlabel: str = ""
     hline: float | None = None  # a reference level drawn dashed (a latency objective)
     span: tuple[float, float] | None = None  # an x range drawn shaded (a fault's time in the window)
+    edges: list[float] | None = None  # a "heatmap" chart's row edges on its y axis, lowest first

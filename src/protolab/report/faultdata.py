@@ -9,21 +9,24 @@ import math
 
 from ..analysis.fault_figures import rows, sentences
 from ..plan.coordinates import point_of
+from ..results.heatmapfile import Heatmap
 from ..results.records import CellRecord
 from .chart import Chart, Series
+from .heatmapdata import Heatmaps, heatmap_chart, placed, record_heatmaps
 from .report_data import FaultData, RunData, slug
 
 #: The timelines' step: ten of the 10 ms bins.
 CHART_MS = 100
 
 
-def fault_data(run: RunData) -> tuple[FaultData | None, list[Chart]]:
-    """The run's fault figures and timelines; (None, []) when no record has a fault's timeline."""
+def fault_data(run: RunData, heatmaps: Heatmaps | None = None) -> tuple[FaultData | None, list[Chart]]:
+    """The run's fault figures and timelines; (None, []) when no record has a fault's timeline. ``heatmaps``: the
+    windows' stored latency heatmaps (plan.heatmap_option), which become the timelines' latency panels."""
     faulted = [r for r in run.records if r.fault is not None and r.fault.iops and not r.failed]
     if not faulted:
         return None, []
     found = rows(faulted)
-    return FaultData(found, sentences(found)), charts(faulted)
+    return FaultData(found, sentences(found)), charts(faulted, record_heatmaps(faulted, heatmaps))
 
 
 def _iops_per(rec: CellRecord) -> tuple[list[float], list[float]]:
@@ -34,8 +37,11 @@ def _iops_per(rec: CellRecord) -> tuple[list[float], list[float]]:
     return [round((i + 1) * CHART_MS / 1000.0, 3) for i in range(len(values))], values
 
 
-def charts(records: list[CellRecord]) -> list[Chart]:
-    """Per workload and point with a fault: IOPS, then mean latency, per 100 ms; each configuration's repeats."""
+def charts(records: list[CellRecord], heatmaps: dict[str, Heatmap] | None = None) -> list[Chart]:
+    """Per workload and point with a fault: IOPS, then mean latency, per 100 ms; each configuration's repeats. Where
+    the windows have latency heatmaps (``heatmaps``, by cell id), the latency panel is one heatmap per configuration,
+    its repeats added."""
+    heatmaps = heatmaps or {}
     groups: dict[tuple, list[CellRecord]] = {}
     for r in records:
         if r.fault is not None and r.fault.kind is not None:
@@ -62,6 +68,18 @@ def charts(records: list[CellRecord]) -> list[Chart]:
                       span=span)
         out.append(Chart(id=f"{base}-iops", kind="timeseries", title=f"{workload} · {point.label}: IOPS per 100 ms "
                          f"around {what}", note="the fault's time shaded", ylabel="IOPS", series=iops, **common))
+        maps = {c: placed([(r, heatmaps[r.cell_id]) for r in recs if r.configuration == c and r.cell_id in heatmaps])
+                for c in dict.fromkeys(r.configuration for r in recs)}
+        if any(m is not None and m.total() for m in maps.values()):
+            for c, hm in maps.items():
+                if hm is not None and hm.total():
+                    n = sum(1 for r in recs if r.configuration == c and r.cell_id in heatmaps)
+                    out.append(heatmap_chart(hm, cid=slug(base, c, "heatmap"), section="faults", workload=workload,
+                                             title=f"{workload} · {point.label}: {c}, completion latency per "
+                                             f"{hm.step_ms / 1000:g} s around {what}",
+                                             note=f"the fault's time hatched; {n} repeat{'s' if n != 1 else ''} added; "
+                                             "colour: I/Os completed (log scale), blank: none", span=span))
+            continue
         out.append(Chart(id=f"{base}-latency", kind="timeseries", title=f"{workload} · {point.label}: mean latency "
                          f"per 100 ms around {what}", note="the fault's time shaded; no point: no completion",
                          ylabel="mean completion latency (µs)", series=lat, **common))

@@ -145,6 +145,38 @@ def _lines(ax, chart: Chart, paint: _Palette) -> None:
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
+def _heatmap(fig, ax, chart: Chart) -> None:
+    """Counts per step (x) and latency row (y, log), the colour a count on a log scale; a colour bar to the right."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import FuncFormatter
+
+    edges = chart.edges or []
+    counts = np.array([[_num(v) for v in s.values] for s in chart.series], dtype=float)
+    xs = chart.series[0].x if chart.series and chart.series[0].x else []
+    if not len(edges) or not len(xs) or counts.size == 0:
+        return
+    step = (xs[1] - xs[0]) if len(xs) > 1 else 2 * xs[0]
+    xedges = [x - step / 2 for x in xs] + [xs[-1] + step / 2]
+    yedges = [max(e, edges[1] / 10 ** 0.125) if i == 0 else e for i, e in enumerate(edges)]  # row 0 from 0
+    top = np.nanmax(counts) if np.isfinite(counts).any() else 1.0
+    masked = np.ma.masked_where(~(counts > 0), counts)
+    mesh = ax.pcolormesh(xedges, yedges, masked, norm=LogNorm(vmin=1, vmax=max(top, 2.0)), cmap="viridis",
+                         shading="flat", rasterized=True)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_xlim(xedges[0], xedges[-1])
+    ax.set_xlabel(chart.xlabel)
+    if chart.span is not None:
+        ax.axvspan(*chart.span, facecolor="none", edgecolor="#d62728", hatch="//", linewidth=0.8)
+    fig.subplots_adjust(right=0.92)  # no legend beside it: the colour bar and its label take its place
+    bar = fig.colorbar(mesh, ax=ax, fraction=0.04, pad=0.015)
+    bar.set_label("I/Os completed")
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # not mathtext: its cost, as above
+    bar.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
 def _ytick_labels(ax) -> list[str]:
     """The y axis's major tick labels as they will be drawn (inside the view limits)."""
     low, high = sorted(ax.get_ylim())
@@ -167,7 +199,9 @@ def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     paint = _Palette(configurations or [])
-    if chart.kind in ("relative", "ceiling") and len(chart.x) <= MAX_BAR_GROUPS:
+    if chart.kind == "heatmap":
+        _heatmap(fig, ax, chart)
+    elif chart.kind in ("relative", "ceiling") and len(chart.x) <= MAX_BAR_GROUPS:
         _bars(ax, chart, paint)
     else:
         _lines(ax, chart, paint)
@@ -180,7 +214,7 @@ def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     fig.subplots_adjust(top=min(0.84, 1 - lines_px / FIG_H_PX),
                         left=max(0.09, (widest * TICK_CHAR_PX + YLABEL_PX) / FIG_W_PX))
     ax.set_ylabel(chart.ylabel)
-    if chart.series:
+    if chart.series and chart.kind != "heatmap":
         ax.legend(fontsize=7, ncols=1, frameon=False, loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return fig

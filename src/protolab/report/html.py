@@ -53,7 +53,7 @@ def page(data: ReportData, sections: list | None = None) -> Callable[[dict], str
         rows = c.table[:HTML_ROWS]  # a long ladder's table lives whole in tables/<id>.csv
         return Markup(chart_tpl.render(c=c, columns=columns, rows=rows, numeric=numeric, svg=svg,
                                        cut=len(c.table) - len(rows),
-                                       series=len(c.series),
+                                       series=0 if c.kind == "heatmap" else len(c.series),  # a mesh, no lines
                                        baseline=data.baseline if c.kind == "relative" else None))
 
     headings, blocks = report_html(data, Page(chart_block, env), sections)

@@ -56,6 +56,7 @@ def _write_report(rundir: RunDir, *, figures: bool) -> Path:
 
 
 def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
+    from ..results.heatmapfile import read_heatmaps
     from ..results.rundir import atomic_write
     from . import tables
     from .cellscsv import CellsCsv
@@ -80,7 +81,8 @@ def _write_report_with(rundir: RunDir, drawer, *, figures: bool) -> Path:
     cells = CellsCsv(rundir, records, tables.plan_of(manifest), [conn for _, conn in drawer.workers])
     try:
         data = tables.build(manifest, records, series=rundir.series,  # reads only the series it draws
-                            intervals=rundir.intervals, drawing=draw_early)
+                            intervals=rundir.intervals, drawing=draw_early,
+                            heatmaps=lambda ids: read_heatmaps(rundir.path, ids))
         waits.append(drawer.start([c for c in data.charts if c.id not in early], folder, data.configurations))
         tables.write_csvs(data, rundir.path / "tables")
         sections = built(data)  # each section's model, for both pages

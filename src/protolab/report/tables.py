@@ -36,6 +36,8 @@ from .chart import Chart, Series
 from .crossoverdata import crossover_data
 from .detail import percentile_charts, series_charts, series_loads
 from .faultdata import fault_data
+from .heatmapdata import HOW as HEATMAP_HOW
+from .heatmapdata import Heatmaps, heatmap_charts
 from .longrun_charts import Intervals, LongRunParts, long_run_parts
 from .report_data import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
 from .stagecharts import stage_charts, stage_findings
@@ -243,6 +245,8 @@ def _run(manifest: Manifest, records: list[CellRecord], series: dict[int, dict[s
 def _notes(run: RunData, charts: list[Chart], ceiling_note: str, figs: list[Figures]) -> dict[str, str]:
     """Per section, what this run did not measure (and the machine's other work, when it was busy)."""
     notes = {m: "not measured in this run" for m in run.absent}
+    if any(c.section == "heatmap" for c in charts):
+        notes["heatmap"] = HEATMAP_HOW
     if not any(c.section == "series" for c in charts):
         notes["series"] = "per-second series not measured in this run"
     if not any(c.section == "percentiles" for c in charts):
@@ -257,8 +261,8 @@ def _notes(run: RunData, charts: list[Chart], ceiling_note: str, figs: list[Figu
 
 def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05, noise: float = 0.02,
           method: str = "holm", series: dict[int, dict[str, list[float]]] | Callable | None = None,
-          intervals: Intervals | None = None, drawing: Callable[[list[Chart], list[str]], object] | None = None
-          ) -> ReportData:
+          intervals: Intervals | None = None, drawing: Callable[[list[Chart], list[str]], object] | None = None,
+          heatmaps: Heatmaps | None = None) -> ReportData:
     """Assemble the whole report's data from a manifest, its records and their per-interval series, in one pass:
     the run as read, then each part from it, then the model, once.
 
@@ -266,13 +270,15 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     (a long run's series.csv holds far more than the charts draw). ``intervals``: a function ``(seqs)`` giving
     the merged per-interval rows of those seqs (``RunDir.intervals``), for the long runs (report.longrun_charts).
     ``drawing``: called with charts and the configurations as soon as those charts are made (those that need no
-    statistics, then the relative charts), so that they are drawn while the rest is built.
+    statistics, then the relative charts), so that they are drawn while the rest is built. ``heatmaps``: a function
+    ``(cell ids)`` giving the windows' stored latency heatmaps (results.heatmapfile.read_heatmaps).
     """
     run = _run(manifest, records, series, alpha, noise)
     plan, rows, baseline, metrics = run.plan, run.rows, run.baseline, run.metrics
     # the charts that need no statistics first, drawn while the statistics are computed
     detail = [c for w in run.workloads for c in percentile_charts(run, w)]
-    detail += [c for w in run.workloads for c in series_charts(run, w)]
+    maps = heatmap_charts(run, heatmaps)  # the long runs' go after their charts, in the series section
+    detail += [c for w in run.workloads for c in series_charts(run, w)] + [c for c in maps if c.section != "series"]
     ceilings, ceiling_note = ceiling_charts(run)
     if drawing is not None:
         drawing(detail + ceilings, run.configurations)
@@ -286,8 +292,9 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     found += long.findings
     saturation = device_saturation(run)
     ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.rate_ladder)
-    faults, fault_charts = fault_data(run)  # the faults' stall, errors, degraded IOPS and recovery (plan.faults)
-    charts = [*relative, *detail, *stage_charts(run), *long.charts, *ladder_charts, *fault_charts, *ceilings]
+    faults, fault_charts = fault_data(run, heatmaps)  # the faults' stall, errors, degraded IOPS, recovery
+    charts = [*relative, *detail, *stage_charts(run), *long.charts, *[c for c in maps if c.section == "series"],
+              *ladder_charts, *fault_charts, *ceilings]
     held = bottlenecks(records, *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
     ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from ..analysis.heatmap import bin_window
 from ..engine.faultlog import Timeline, io_errors, merge, read_logs, remove_logs
+from ..engine.histlog import bin_edges_ns, read_hist_logs
 from ..engine.status import documents
 from ..plan.faults import Fault
 from ..results.faultwindow import FaultAction, FaultWindow
 from ..results.files import now
+from ..results.heatmapfile import write_heatmap
 
 
 class FaultControls(Protocol):
@@ -39,6 +42,11 @@ class FaultControls(Protocol):
     def stall(self, seconds: float) -> None: ...
 
     def restore(self) -> list[str]: ...
+
+
+#: A window's histogram logs may count a step more than its statuses (their ends differ by up to a step), never this
+#: many times its I/Os.
+LOGGED_MOST = 1.5
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,24 @@ def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float, stor
                                 separators=(",", ":")))
     errors, first = io_errors(documents(output.read_text(errors="replace"))) if output.is_file() else (0, None)
     return timeline, errors, first
+
+
+def keep_heatmap(run: Path, cell_id: str, prefix: Path, *, warmup_s: float, window_s: float, step: int,
+                 remove: bool, ios: int) -> str | None:
+    """After a window with histogram logs (plan.heatmap_option): fio's logs under ``prefix`` binned on the window's
+    clock (analysis.heatmap) and kept as ``heatmap/<cell id>.json`` (results.heatmapfile); the logs removed unless a
+    fault's timeline still reads them (``remove`` False). None when kept, else why not: the logs count far more
+    I/Os than fio's statuses gave the window (``ios``) — a fio server without protolab's patch 0005 sends counts
+    that grow through the run."""
+    heatmap = bin_window(read_hist_logs(prefix), bin_edges_ns(), t0_ms=warmup_s * 1000.0, window_ms=window_s * 1000.0,
+                         step_ms=step)
+    if remove:
+        remove_logs(prefix)
+    if ios and heatmap.total() > LOGGED_MOST * ios:
+        return (f"fio's histogram logs count {heatmap.total():,} I/Os in a window of {ios:,} (a fio server without "
+                "protolab's patch 0005 sends counts that grow through the run)")
+    write_heatmap(run, cell_id, heatmap)
+    return None
 
 
 def per_100ms(timeline: Timeline) -> list[float | None]:

@@ -15,6 +15,7 @@ from typing import Callable
 
 from ..analysis.steady import steady_state
 from ..engine.faultlog import log_options
+from ..engine.histlog import hist_options, step_ms
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
 from ..engine.parse import parse_fio_json
@@ -35,7 +36,7 @@ from ..safepath import inside
 from ..telemetry.telemetry_window import Window
 from ..trust import make_dir
 from .attaching import storage_of
-from .fault_schedule import FaultSchedule, fault_window, gather
+from .fault_schedule import FaultSchedule, fault_window, gather, keep_heatmap
 from .progress import Progress
 from .sampled_capture import sampled_capture
 from .testbed import Testbed
@@ -263,6 +264,9 @@ class Procedure:
                 controls, protocol = self.testbed.fault_controls(cell.configuration)
                 schedule = FaultSchedule(faulted.fault, protocol, controls)
         capture = sampled_capture(self.plan, cell, self.testbed, self.rundir.path, duration)  # method.breakdown
+        hist_ms = step_ms(duration) if m.heatmap else None  # the window's latency heatmap (plan.heatmap_option)
+        if hist_ms is not None:
+            extra |= hist_options(str(prefix), hist_ms)
 
         def warmed() -> None:
             started[0] = now()
@@ -294,6 +298,11 @@ class Procedure:
                 capture.stop()
             if schedule is not None:
                 schedule.stop()
+        if hist_ms is not None:  # before the fault's gather, which removes fio's logs
+            why = keep_heatmap(self.rundir.path, cell.id, prefix, warmup_s=run.warmup_s, window_s=run.window_s,
+                               step=hist_ms, remove=faulted is None, ios=sum(iv.ios for iv in run.intervals))
+            if why:
+                self.progress.note(f"cell {cell.id}: no latency heatmap kept: {why}")
         fault = None
         if faulted is not None:
             store = inside(make_dir(self.rundir.path / "timeline"), f"{cell.id}.json")

@@ -75,3 +75,18 @@ def test_fios_unsigned_negative_error_codes_are_said_not_a_traceback():
     docs = documents((LOGS / "status.json").read_text())
     doc = {**docs[-1], "jobs": [{**docs[-1]["jobs"][0], "error": 4294967295}]}
     assert parse_fio_json(doc).error_messages == ["a: error -1 (Operation not permitted)"]
+
+
+def test_a_client_runs_logs_are_read_as_each_servers_jobs(tmp_path):
+    """A client run's logs come back as PREFIX_iops.N.log.<server> (each server numbers its jobs from 1): two servers'
+    copies of the real log read as two jobs, clat beside each (read_logs once looked only for PREFIX_iops.N.log,
+    so a multi-host faulted cell had an empty timeline)."""
+    import shutil
+
+    for server in ("h1.sock", "h2.sock"):
+        for kind in ("iops", "clat"):
+            shutil.copy(LOGS / f"ft_{kind}.1.log", tmp_path / f"c.fault_{kind}.1.log.{server}")
+    jobs = read_logs(tmp_path / "c.fault")
+    one = read_logs(LOGS / "ft")[0]
+    assert jobs == [one, one]
+    assert merge(jobs, t0_ms=0.0, window_ms=2000.0).iops == [2 * v for v in merge([one], 0.0, 2000.0).iops]

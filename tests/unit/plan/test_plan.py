@@ -98,3 +98,13 @@ def test_builtin_studies_all_load():
     for name in builtin_studies():
         plan, _ = load_builtin(name)
         assert plan.baseline in [c.name for c in plan.configurations]
+
+
+def test_heatmaps_are_asked_for_by_the_demo_and_dumped_only_when_asked():
+    """[method] heatmap (plan.heatmap_option): make demo's study asks for them; a plan without them dumps as before
+    (no plan-format bump), one with them keeps the key."""
+    demo, _ = load_builtin("lab-demo")
+    assert demo.method.heatmap is True and demo.model_dump()["method"]["heatmap"] is True
+    plain, _ = load_builtin("demo")
+    assert plain.method.heatmap is False and "heatmap" not in plain.model_dump()["method"]
+    assert "verify" not in plain.model_dump()["method"]

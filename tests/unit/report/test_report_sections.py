@@ -41,6 +41,7 @@ FIGURE = {
     "capacity": lambda m: m.sentences[0][3],  # the first configuration's knee and capacity, in words
     "faults": lambda m: m.sentences[0][2],  # the configurations compared after the first fault, in words
     "verified": lambda m: m[-1].sentence(),  # the last configuration's MiB verified and its first bad offset
+    "heatmap": lambda m: m.charts[0].title,  # the first configuration's heatmap at the highest load point
 }
 
 
@@ -98,7 +99,23 @@ CASES = {"exchange-quick": ("exchange-quick", None, None),
          "verified": ("v1-run", None, _verified),
          "sweep-lab": ("sweep-lab", None, None),
          "capacity-lab": ("capacity-lab", None, None),
-         "faults": ("v1-run", None, _faults)}
+         "faults": ("v1-run", None, _faults),
+         "heatmap": ("v1-run", None, None),
+         "faults-heatmap": ("v1-run", None, _faults)}
+
+
+def _heatmaps(ids: list[str]) -> dict:
+    """Every window's latency heatmap: the real fio logs of tests/data/fio-histlog (plan.heatmap_option)."""
+    from protolab.analysis.heatmap import bin_window
+    from protolab.engine.histlog import bin_edges_ns, read_hist_logs
+
+    hm = bin_window(read_hist_logs(DATA / "fio-histlog" / "hl")[:2], bin_edges_ns(), t0_ms=300.0, window_ms=1000.0,
+                    step_ms=100)
+    return dict.fromkeys(ids, hm)
+
+
+#: The cases whose windows have latency heatmaps.
+HEATMAPS = {"heatmap": _heatmaps, "faults-heatmap": _heatmaps}
 
 
 def _copy(tmp, name: str, edit=None):
@@ -119,7 +136,7 @@ def built_data(tmp_path_factory) -> dict[str, ReportData]:
         rd = RunDir.open(_copy(tmp / case, name, edit), write=False)
         records = rd.records()
         out[case] = tables.build(rd.manifest(), records_edit(records) if records_edit else records,
-                                 series=rd.series, intervals=rd.intervals)
+                                 series=rd.series, intervals=rd.intervals, heatmaps=HEATMAPS.get(case))
     return out
 
 
@@ -332,3 +349,28 @@ def test_the_plan_shows_a_targets_url_not_fios_escaped_file_name(built_data):
     assert line.description == ("iscsi via libiscsi: iscsi://198.18.0.1:3260/iqn.2024-01.org.protolab:pswpw.iscsi/1 "
                                 "in netns pswpw-h0")
     assert "\\:" not in "\n".join(section.markdown(model)) and "\\:" not in str(section.html(model, _page()))
+
+
+def test_heatmaps_one_per_configuration_at_the_highest_load_point_and_the_faults_latency_panel(built_data):
+    data = built_data["heatmap"]
+    maps = [c for c in data.charts if c.section == "heatmap"]
+    top = max(r.total_oio for r in data.records)
+    tops = {r.configuration for r in data.records if r.total_oio == top}
+    assert sorted(c.title.split(": ")[1].split(",")[0] for c in maps) == sorted(tops)
+    one = _heatmaps(["x"])["x"]
+    for c in maps:
+        repeats = len({r.repeat for r in data.records if r.total_oio == top and c.title.split(": ")[1].startswith(
+            r.configuration + ",")})
+        assert c.kind == "heatmap" and c.edges == one.edges_us() and len(c.series) == one.rows
+        assert sum(row["ios"] for row in c.table) == repeats * one.total()  # the repeats' windows added
+        assert f"{repeats} repeats added" in c.note
+    assert "per 0.1 s" in maps[0].title and "log_hist_msec" in data.notes["heatmap"]
+    # with faults, the faults' latency panel is a heatmap per configuration, the fault's time hatched; without
+    # heatmaps, the mean latency per 100 ms
+    with_maps = [c for c in built_data["faults-heatmap"].charts if c.section == "faults"]
+    assert {c.kind for c in with_maps} == {"timeseries", "heatmap"}
+    assert all(c.span == (1.0, 3.0) for c in with_maps if c.kind == "heatmap")
+    assert not any(c.id.endswith("-latency") for c in with_maps)
+    plain = [c for c in built_data["faults"].charts if c.section == "faults"]
+    assert {c.kind for c in plain} == {"timeseries"} and any(c.id.endswith("-latency") for c in plain)
+    assert not [c for c in built_data["faults-heatmap"].charts if c.section == "heatmap"]  # faulted: the panel only

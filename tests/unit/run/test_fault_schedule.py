@@ -122,3 +122,35 @@ def test_steps_name_the_port_or_all_ports():
         "link_down all ports", "link_up all ports"]
     assert [st.planned_s for st in steps(Fault(name="a", kind="link_down", at=1, duration=2), "iscsi", lab)] == [
         1.0, 3.0]
+
+
+def test_a_windows_heatmap_is_kept_and_logs_from_an_unpatched_fio_server_are_refused(tmp_path):
+    """keep_heatmap on fio's real logs (tests/data/fio-histlog: 2 jobs × 3,000 IOPS): kept with the window's I/Os;
+    the same logs as fio 3.33's server sent them (t(k) = c(k) − t(k−1): counts that grow) refused, and said why."""
+    import shutil
+
+    from fakes import DATA
+    from protolab.results.heatmapfile import read_heatmaps
+    from protolab.run.fault_schedule import keep_heatmap
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for n in (1, 2):
+        shutil.copy(DATA / "fio-histlog" / f"hl_clat_hist.{n}.log", raw / f"c.fault_clat_hist.{n}.log")
+    ios = 6000  # 1 s of the jobs' 1.5 s at 2 × 3,000 IOPS
+    assert keep_heatmap(tmp_path, "c", raw / "c.fault", warmup_s=0.3, window_s=1.0, step=100, remove=True,
+                        ios=ios) is None
+    kept = read_heatmaps(tmp_path, ["c"])["c"]
+    assert abs(kept.total() - ios) < 0.1 * ios and not list(raw.iterdir())
+    for n in (1, 2):  # what fio 3.33's server would have sent for the same job
+        lines, sent = (DATA / "fio-histlog" / f"hl_clat_hist.{n}.log").read_text().splitlines(), []
+        prev = None
+        for line in lines:
+            head, counts = line.split(", ")[:3], [int(v) for v in line.split(", ")[3:]]
+            cum = counts if prev is None else [a + b for a, b in zip(counts, prev[1])]
+            t = cum if prev is None else [c - p for c, p in zip(cum, prev[0])]
+            prev = (t, cum)
+            sent.append(", ".join(head + [str(v) for v in t]))
+        (raw / f"d.fault_clat_hist.{n}.log").write_text("\n".join(sent) + "\n")
+    why = keep_heatmap(tmp_path, "d", raw / "d.fault", warmup_s=0.3, window_s=1.0, step=100, remove=True, ios=ios)
+    assert why is not None and "patch 0005" in why and not (tmp_path / "heatmap" / "d.json").exists()

@@ -21,6 +21,7 @@ from .environment_section import EnvironmentSection
 from .errors_section import ErrorsSection
 from .faults_section import FaultsSection
 from .findings_section import FindingsSection
+from .heatmap_section import HeatmapSection
 from .method_section import MethodSection
 from .not_measured_section import NotMeasuredSection
 from .percentiles_section import PercentilesSection
@@ -43,7 +44,7 @@ SECTIONS: list[Section[Any]] = [
     FaultsSection(), PlanSection(),
     EnvironmentSection(), ErrorsSection(), VerifiedSection(), FindingsSection(),
     WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
-    SeriesSection(), CeilingSection(), MethodSection(),
+    HeatmapSection(), SeriesSection(), CeilingSection(), MethodSection(),
 ]
 
 

@@ -23,7 +23,9 @@ HOW = ("Each fault is a value of the fault coordinate; \"none\" is each configur
        "lasted are the mean over its span as % of the same window's IOPS before it; back to steady is the time from "
        "the fault's end to the first window of 5 × 0.5 s after it that is steady by the SNIA rule (range ≤ 20 %, "
        "excursion ≤ 10 % of the mean). Intervals: the mean over repeats with its 95 % t interval. The fault's time "
-       "is when protolab's schedule acted, counted from the warm-up's end as protolab saw fio's status.")
+       "is when protolab's schedule acted, counted from the warm-up's end as protolab saw fio's status. With "
+       "method.heatmap the latency panel is a heatmap per configuration (fio's completion latency histograms per "
+       "100 ms, its repeats added): when the slow I/Os completed, not only their mean.")
 HEADERS = ["workload", "point", "configuration", "fault", "repeats", "stall (s)", "I/O errors", "IOPS while it lasted",
            "back to steady (s)"]
 
