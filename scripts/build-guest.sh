@@ -20,6 +20,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/.deps/guest}
 SRC=$(find "$ROOT/.deps/src" -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | head -1)
 FIO=${PROTOLAB_GUEST_FIO:-$OUT/fio/bin/fio}
+# the host's fio patches (scripts/install-deps.sh's stamp): the guest's fio is built again when they change
+PATCHES=$ROOT/.deps/fio/.protolab-patches
+same_patches() { [ -n "${PROTOLAB_GUEST_FIO:-}" ] || [ ! -f "$PATCHES" ] || cmp -s "$PATCHES" "$OUT/fio/.protolab-patches"; }
 BUSYBOX=$(command -v busybox || echo /bin/busybox)
 KVER=${PROTOLAB_GUEST_KERNEL:-$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V | tail -1)}
 # Modules by role, GROUP:MODULE,…; the guest loads "base", then only the groups its command line asks for (insmod
@@ -39,7 +42,7 @@ EXTRA=$ROOT/.deps/guest-debs/root
 die() { echo "build-guest: $*" >&2; exit 1; }
 # the image is newer than every input: the guest's fio, this script, the guest tools, the kernel it was built for
 up_to_date() {
-    [ -n "$KVER" ] && [ -x "$FIO" ] && [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/guest.json" ] \
+    [ -n "$KVER" ] && [ -x "$FIO" ] && same_patches && [ -f "$OUT/initramfs.cpio.gz" ] && [ -f "$OUT/vmlinuz" ] && [ -f "$OUT/guest.json" ] \
    && grep -q "\"kernel\": \"$KVER\"" "$OUT/guest.json" \
    && [ "$OUT/initramfs.cpio.gz" -nt "$FIO" ] && [ "$OUT/initramfs.cpio.gz" -nt "$0" ] \
    && { [ ! -x "$EXTRA/sbin/iscsistart" ] || [ "$OUT/initramfs.cpio.gz" -nt "$EXTRA/sbin/iscsistart" ]; } \
@@ -54,7 +57,7 @@ if [ $CHECK = 1 ]; then
     echo "build-guest: $OUT is missing or older than its inputs"; exit 3
 fi
 [ -n "$KVER" ] && [ -f "/boot/vmlinuz-$KVER" ] || die "no Debian kernel in /boot; apt-get install linux-image-amd64"
-if [ ! -x "$FIO" ]; then
+if [ ! -x "$FIO" ] || ! same_patches; then
     [ -n "$SRC" ] || die "no fio source in .deps/src; run scripts/install-deps.sh first"
     echo "build-guest: building $(basename "$SRC") for the guest (portable, --disable-native)"
     B=$(mktemp -d); cp -r "$SRC/." "$B/"
@@ -62,6 +65,7 @@ if [ ! -x "$FIO" ]; then
         && make -j"$(nproc)" >"$B/make.log" 2>&1 && make install >/dev/null) \
         || { rm -rf "$B"; die "building the guest's fio failed"; }
     rm -rf "$B"
+    [ ! -f "$PATCHES" ] || cp "$PATCHES" "$OUT/fio/.protolab-patches"
 fi
 "$BUSYBOX" --list >/dev/null 2>&1 || die "no busybox; apt-get install busybox-static"
 file -L "$BUSYBOX" 2>/dev/null | grep -q "statically linked" || echo "build-guest: warning: $BUSYBOX is not static" >&2
