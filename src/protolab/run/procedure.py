@@ -32,6 +32,7 @@ from ..results.files import now
 from ..results.records import OUT_OF_STEP_S, SeriesRow, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
+from ..telemetry.devicetime import DeviceCounters
 from ..telemetry.telemetry_window import Window
 from ..trust import make_dir
 from .attaching import storage_of
@@ -53,6 +54,7 @@ class Window_:
     out_of_step_s: float = 0.0  # how far the fio servers' statuses fell out of step (a client run)
     checks: list[str] = field(default_factory=list)  # fio's lines for blocks that failed a verify check meanwhile
     fault: FaultWindow | None = None  # a plan with faults: the fault done, fio's errors, the 10 ms timeline
+    device: DeviceCounters | None = None  # what the device model counted in the window (None: no device model)
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -320,7 +322,8 @@ class Procedure:
         checks = list(run.verify_lines)
         if self.verification is not None and not run.live:  # a client run writes its servers' lines into its output
             checks += failed_lines(run.output.read_text())
-        return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault),
+        return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault,
+                        device=window.device(run.before, run.after)),
                 rule.record(run.warmup_s))
 
     def read_back(self, cell: Cell, hosts: list[HostRun]) -> ReadBack | None:
