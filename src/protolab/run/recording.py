@@ -55,7 +55,9 @@ def verified(algorithm: str, chunk: int, during: list[str], after: ReadBack) -> 
 
 def device_time(counted: DeviceCounters | None) -> DeviceTime | None:
     """The device model's time per request over a window (its counters' difference, ``counted``; None: no device
-    model, or its counters could not be read): requests answered and their mean queue and service time."""
+    model, or its counters could not be read): requests answered and their mean queue and service time (0 without
+    requests). A request is the daemon's (one per fio I/O on the lab's O_DIRECT paths; fewer where a page cache
+    answers, more where the kernel splits a large I/O)."""
     if counted is None:
         return None
     reads, writes = round(counted.reads), round(counted.writes)  # whole again after interpolation
