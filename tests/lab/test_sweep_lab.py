@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from statistics import median
 
 import pytest
 
@@ -73,13 +74,18 @@ def test_a_swept_run_changes_the_model_between_cells_and_its_crossover_is_recomp
     # fio read is one request of the model's (the local path and tgt both read with O_DIRECT), so its rate over the
     # telemetry's interval is fio's IOPS (within 20 %: the two intervals are placed apart, 13 % once at load 29); at
     # 1 OIO none waits for one of its 16 servers and each is served for the swept service time, whatever the stack
-    # added around it (fio's mean moves with the machine's load, the model's service does not)
+    # added around it (fio's mean moves with the machine's load, the model's service much less: the median of a
+    # cell's repeats, as at 1 OIO in test_device_model — at load 14 one window of three answered 11 % late)
+    served: dict[tuple[str, int], list[float]] = {}
+    said = []
     for r in RunDir.open(run, write=False).records():
         d, us, elapsed = r.device_time, int(r.coords["service_time"]), r.telemetry.elapsed_s
-        said = f"{r.cell_id}: {d} in {elapsed:.3f} s, fio {r.result.iops:.0f} IOPS at {r.result.lat_mean_us:.1f} µs"
+        said.append(f"{r.cell_id}: {d} in {elapsed:.3f} s, fio {r.result.iops:.0f} IOPS at {r.result.lat_mean_us:.1f} µs")
         assert d is not None and abs(d.reads / elapsed / r.result.iops - 1) <= 0.2 and d.writes <= 0.01 * d.reads, said
         assert d.queue_us <= 0.05 * max(us, 100), said
-        assert (abs(d.service_us / us - 1) <= 0.10 if us else d.service_us < 100), said
+        served.setdefault((r.configuration, us), []).append(d.service_us)
+    for (_, us), values in served.items():
+        assert (abs(median(values) / us - 1) <= 0.10 if us else median(values) < 100), said
     # the crossover and the prediction from cells.csv alone, as the report states them
     obs = [Obs.of_row(r) for r in rows]
     added = added_times(obs, "direct")
