@@ -189,6 +189,7 @@ class FakeTestbed(_Testbed):
         super().__init__(plan, fio, SubprocessRunner(), Silent())
         self.events = events
         self.kind = "fake"
+        self.device_counted = None  # what its device model counts in each window (None: it has none)
 
     def describe(self):
         return {"kind": "fake"}
@@ -219,6 +220,9 @@ class FakeTestbed(_Testbed):
 
             def progress(self_, sample):
                 return None  # no traffic counted: a client run's boundaries are placed by fio's I/O time
+
+            def device(self_, a, b):
+                return self.device_counted
         return W()
 
 

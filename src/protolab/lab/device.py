@@ -39,6 +39,7 @@ from statistics import fmean
 from ..errors import ToolError
 from ..plan.storage import StorageSpec
 from ..proc import Runner
+from ..telemetry.devicetime import DeviceCounters
 from ..trust import check_library, check_program, open_nofollow, project_deps
 from .procs import Processes, wait_until
 from .record import Resource
@@ -135,8 +136,21 @@ def set_control(served: Path, name: str, value: str) -> None:
 
 
 def get_control(served: Path, name: str) -> str:
-    """The daemon's value of ``user.protolab.NAME`` (model, stall, corrupt) on its file ``served``."""
+    """The daemon's value of ``user.protolab.NAME`` (model, stall, corrupt, stats) on its file ``served``."""
     return os.getxattr(served, f"user.protolab.{name}", follow_symlinks=False).decode()
+
+
+STATS_KEYS = ("reads", "writes", "queue_ns", "service_ns")
+
+
+def stats_of(text: str) -> DeviceCounters:
+    """The counters of user.protolab.stats ('reads=N writes=N queue_ns=N service_ns=N': each key once, in that
+    order, whole numbers); ToolError for anything else (a daemon out of step with this protolab)."""
+    pairs = [w.partition("=") for w in text.split()]
+    if [k for k, _, _ in pairs] != list(STATS_KEYS) or not all(v.isascii() and v.isdigit() for _, _, v in pairs):
+        raise ToolError(f"lab.storage: {BINARY} gave user.protolab.stats = {text!r}, not "
+                        f"'{' '.join(k + '=N' for k in STATS_KEYS)}'; run 'make deps' to rebuild it")
+    return DeviceCounters(*(float(v) for _, _, v in pairs))
 
 
 @dataclass(frozen=True)
@@ -213,6 +227,11 @@ class BlockDevice:
         """Flip every byte of [offset, offset + length) of the disk in the reads that cover it (the pool's image
         keeps its bytes); length 0: no longer."""
         self._control("corrupt", f"{offset} {length}" if length else "")
+
+    def stats(self) -> DeviceCounters:
+        """The daemon's counters since it started (user.protolab.stats): requests answered, their queue and service
+        time (OSError when it does not answer)."""
+        return stats_of(get_control(self.served, "stats"))
 
     def corruption(self) -> tuple[int, int] | None:
         """The corrupted range (offset, length) in force, or None."""

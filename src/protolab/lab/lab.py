@@ -114,10 +114,8 @@ class Lab:
         self._up = True
 
     def down(self, keep_logs_in: Path | None = None) -> list[str]:
-        """Complete teardown from the record; safe to call twice. Returns what was removed.
-
-        The servers' logs are copied to ``keep_logs_in`` (when given) before the workdir is cleaned.
-        """
+        """Complete teardown from the record, the servers' logs first copied to ``keep_logs_in`` (when given); safe
+        to call twice. Returns what was removed."""
         if self._record is None:
             # a Lab that never came up (refused: the prefix or workdir belongs to another lab) owns nothing
             if not self._attached or not Record.exists(self.workdir):
@@ -206,6 +204,11 @@ class Lab:
     def fs_volume(self) -> FsVolume | None:
         """The knfsd volume when the lab has one (knfsd_volume: the same, refused while the lab is down)."""
         return self._fs
+
+    @property
+    def blockdev(self) -> BlockDevice | None:
+        """The pool's device model's daemon (lab.device; None: the RAM pool, or no pool yet)."""
+        return self._pool.device if self._pool is not None else None
 
     @property
     def record(self) -> Record:

@@ -51,14 +51,17 @@ VERIFY_COLUMNS = ["verified_mib", "mismatches", "first_bad_offset"]
 #: A run with faults (plan.faults) adds its figures of each window (analysis.fault_figures, written by the report):
 #: the longest stall, the I/O errors fio counted and went on, IOPS while the fault lasted, the time back to steady.
 FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
+#: The device model's mean queue and service time per request in the window (results.records.DeviceTime; empty
+#: without a device model).
+DEVICE_COLUMNS = ["device_queue_us", "device_service_us"]
 
 
 def csv_columns() -> list[str]:
     """cells.csv's columns: the cell's place (the configuration's protocol and, for VMs, virtual disk controller,
     written by the report from the plan), the fio result's, every registered metric (protolab.metrics) not among
-    them, the derived figures cells.csv carries, then the window's own."""
+    them, the derived figures cells.csv carries, the device model's time, then the window's own."""
     metrics = [k for k in METRICS if k not in _CSV_HEAD]
-    return [*_CSV_HEAD, *metrics, *(k for k, in_csv in FIGURES.items() if in_csv), *_CSV_TAIL]
+    return [*_CSV_HEAD, *metrics, *(k for k, in_csv in FIGURES.items() if in_csv), *DEVICE_COLUMNS, *_CSV_TAIL]
 
 
 RowFigures = Callable[[CellRecord], dict[str, Any]]
@@ -98,6 +101,8 @@ def cell_row(rec: CellRecord, figures: dict[str, Any] | None = None,
     if v is not None:
         row |= {"verified_mib": round(v.verified_bytes / 2**20, 3), "mismatches": v.mismatches,
                 "first_bad_offset": v.first_bad_offset}
+    if (d := rec.device_time) is not None:
+        row |= {"device_queue_us": d.queue_us, "device_service_us": d.service_us}
     row.update(rec.dimensions)
     return row
 

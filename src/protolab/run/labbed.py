@@ -133,8 +133,9 @@ class LabTestbed(Testbed):
     def window(self) -> Window:
         ns = self.lab.names.storage_ns
         storage = [(n, i) for n, i in self.lab.interfaces() if n == ns]
+        device = self.lab.blockdev  # the device model's time per request, around every window (run.recording)
         return Window.of(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces(),
-                         cgroups=self.cgroups, offload_ports=storage)
+                         cgroups=self.cgroups, offload_ports=storage, device=device.stats if device else None)
 
     def problems(self) -> list[str]:
         dead = [f"storage server {d} is not running" for d in (self.lab.dead_servers() if self.lab else [])]

@@ -33,6 +33,7 @@ from ..results.files import now
 from ..results.records import OUT_OF_STEP_S, SeriesRow, ServiceTimes, Steadiness, Telemetry, Warmup
 from ..results.rundir import RunDir
 from ..safepath import inside
+from ..telemetry.devicetime import DeviceCounters
 from ..telemetry.telemetry_window import Window
 from ..trust import make_dir
 from .attaching import storage_of
@@ -56,6 +57,7 @@ class Window_:
     checks: list[str] = field(default_factory=list)  # fio's lines for blocks that failed a verify check meanwhile
     fault: FaultWindow | None = None  # a plan with faults: the fault done, fio's errors, the 10 ms timeline
     service_times: ServiceTimes | None = None  # method.breakdown: the sampled capture's request→reply times
+    device: DeviceCounters | None = None  # what the device model counted in the window (None: no device model)
 
 
 def _steadiness(series: list[float], window: int) -> Steadiness | None:
@@ -338,7 +340,7 @@ class Procedure:
             checks += failed_lines(run.output.read_text())
         service = capture.result(run.intervals) if capture is not None else None
         return (Window_(meas, telemetry, started[0], offset, run.out_of_step_s, checks, fault=fault,
-                        service_times=service),
+                        service_times=service, device=window.device(run.before, run.after)),
                 rule.record(run.warmup_s))
 
     def read_back(self, cell: Cell, hosts: list[HostRun]) -> ReadBack | None:

@@ -8,8 +8,9 @@ from ..engine.parse import parse_fio_json
 from ..engine.readback import ReadBack, mismatches
 from ..plan.expand import Cell
 from ..results.files import now
-from ..results.records import OUT_OF_STEP_S, CellRecord, SeriesRow, Verified, Warmup
+from ..results.records import OUT_OF_STEP_S, CellRecord, DeviceTime, SeriesRow, Verified, Warmup
 from ..results.rundir import RunDir
+from ..telemetry.devicetime import DeviceCounters
 from .procedure import Window_
 
 
@@ -52,6 +53,18 @@ def verified(algorithm: str, chunk: int, during: list[str], after: ReadBack) -> 
                     bad_offsets=offsets[:MOST_BAD_OFFSETS], chunk=chunk, errors=after.errors)
 
 
+def device_time(counted: DeviceCounters | None) -> DeviceTime | None:
+    """The device model's time per request over a window (its counters' difference, ``counted``; None: no device
+    model, or its counters could not be read): requests answered and their mean queue and service time (0 without
+    requests). A request is the daemon's (one per fio I/O on the lab's O_DIRECT paths; fewer where a page cache
+    answers, more where the kernel splits a large I/O)."""
+    if counted is None:
+        return None
+    reads, writes = round(counted.reads), round(counted.writes)  # whole again after interpolation
+    return DeviceTime(requests=reads + writes, reads=reads, writes=writes, queue_us=round(counted.mean_queue_us(), 3),
+                      service_us=round(counted.mean_service_us(), 3))
+
+
 def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline: str, hosts: list[HostRun],
                 window: Window_, warmup: Warmup, steadiness,
                 interval_s: int = 1) -> tuple[CellRecord, list[SeriesRow]]:
@@ -82,6 +95,7 @@ def make_record(rundir: RunDir, *, seq: int, session: int, cell: Cell, baseline:
         job_file=str((rundir.path / "raw" / f"{cell.id}.measure.{hosts[0].name}.fio").relative_to(rundir.path)),
         out_of_step_s=round(window.out_of_step_s, 3) if window.out_of_step_s > OUT_OF_STEP_S else None,
         fault=window.fault, service_times=window.service_times,
+        device_time=device_time(window.device),
     )
     offset = window.t0_s
     rows = []

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from ..proc import Runner
 from .cgroups import ROLES, RoleCgroups, RoleCpu, RoleCpuWait
 from .cpu import MachineCpu, ServerThreads, ServerTrees, Softirq
+from .devicetime import DeviceCounters, DeviceStats, between
 from .net import InterfaceTraffic, Offloads, Port
 from .priority import CpuPriority, RoleCpuLimit, RoleCpuWeight
 from .source import Carries, Fields, Source, lerp
@@ -44,10 +45,12 @@ class Window:
     @classmethod
     def of(cls, runner: Runner, *, server_pids: dict[str, int] | None = None, interfaces: list[Port] | None = None,
            cgroups: RoleCgroups | None = None, offload_ports: list[Port] | None = None,
+           device: Callable[[], DeviceCounters] | None = None,
            clock: Callable[[], float] = time.monotonic, proc: Path = Path("/proc")) -> Window:
         """The machine's CPU and softirq, the storage servers' processes and threads (``server_pids``), the
-        interfaces (netns, ifname) and the offload state of ``offload_ports`` (every interface when None), and
-        with ``cgroups`` each role's CPU, its waits for a CPU, whether its weight held and its CPU limit."""
+        interfaces (netns, ifname) and the offload state of ``offload_ports`` (every interface when None), with
+        ``cgroups`` each role's CPU, its waits for a CPU, whether its weight held and its CPU limit, and with
+        ``device`` (how to read the device model's counters) its time per request."""
         pids, ifaces = dict(server_pids or {}), list(interfaces or [])
         instant: list[Source[Any]] = [MachineCpu(proc), InterfaceTraffic(runner, ifaces, offload_ports),
                                       ServerTrees(pids, proc)]
@@ -60,6 +63,8 @@ class Window:
                 detail.append(RoleCpuWeight(cgroups.priority))
             if isinstance(getattr(cgroups, "priority", None), CpuPriority):
                 detail.append(RoleCpuLimit(cgroups.priority, ROLES))
+        if device is not None:
+            instant.append(DeviceStats(device))
         return cls(instant + detail, clock, pids)
 
     def watch_server(self, name: str, pid: int) -> None:
@@ -106,6 +111,12 @@ class Window:
     def delta(self, a: Snapshot, b: Snapshot) -> Fields:
         """What happened between two snapshots, as a JSON-ready dict of Telemetry fields."""
         return delta(a, b)
+
+    def device(self, a: Snapshot, b: Snapshot) -> DeviceCounters | None:
+        """What the device model counted between two snapshots (None: the window does not watch one, or it could
+        not be read at either)."""
+        src = next((s for s in self.sources if isinstance(s, DeviceStats)), None)
+        return None if src is None else between(a.of(src.name), b.of(src.name))
 
 
 def _pairs(a: Snapshot, b: Snapshot) -> list[tuple[Source[Any], Any, Any]]:

@@ -33,6 +33,16 @@
  *   - "user.protolab.corrupt" = "OFFSET LENGTH" (bytes, within the disk, LENGTH > 0): every read overlapping
  *     [OFFSET, OFFSET + LENGTH) returns the bytes in that range XOR 0xff, the backing file untouched (writes land
  *     as written); "" clears it. getxattr reads it back in the same form ("" when none).
+ * And by getxattr only:
+ *   - "user.protolab.stats": "reads=N writes=N queue_ns=N service_ns=N", cumulative since the start (never reset:
+ *     the caller takes differences, e.g. around a measured window): requests answered, by kind, and the sums over
+ *     them of the time queued (arrival → service start: waiting for a free server) and of the time served (service
+ *     start → the answer: the service time, the transfer and its wait for the channel, a stall, the timer's
+ *     lateness). A request's arrival is the model's (issued: "overhead" before it reached the daemon, as the model
+ *     counts it), so at 1 outstanding I/O its queue is 0 and its service the model's service time. Cache hits,
+ *     write-back acknowledgements, calibrating requests and failed ones count too, with no queue and their own
+ *     time. The answering thread adds to the sums under the device's lock, which the read takes too: a read is
+ *     one consistent instant.
  *
  * One thread reads /dev/fuse (libfuse's single-threaded loop); one thread answers requests when they are due.
  * max_background is raised at INIT so that the kernel keeps many asynchronous (loop direct-I/O) requests in
@@ -73,6 +83,7 @@ static struct {
 	uint64_t stall_until; /* no answer before this (ns, CLOCK_MONOTONIC); 0: no stall */
 	uint64_t corrupt_off, corrupt_len; /* reads of this byte range come back flipped; len 0: none */
 	uint64_t rng;
+	struct { uint64_t reads, writes, queue_ns, service_ns; } stats; /* user.protolab.stats, cumulative */
 	pthread_mutex_t lock;
 	pthread_cond_t due;
 	int stopping;
@@ -213,8 +224,12 @@ static uint64_t transfer_ns(uint64_t bytes)
 	return dev.rate_bps > 0 ? (uint64_t)(1e9 * (double)bytes / dev.rate_bps) : 0;
 }
 
-static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_write)
+/* The answer's due time; *issued and *start: when the model counts the request as arrived and as started (its
+ * queue is the time between them). */
+static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_write, uint64_t *issued_at,
+			   uint64_t *start_at)
 {
+	*issued_at = *start_at = arrival;
 	if (dev.calibrate_ns >= 0)
 		return arrival + (uint64_t)dev.calibrate_ns + transfer_ns(bytes);
 	if (hit)
@@ -223,6 +238,7 @@ static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_wri
 		uint64_t early = (uint64_t)dev.write_overhead_ns;
 		uint64_t issued = arrival > early ? arrival - early : 0;
 		uint64_t done = issued + (uint64_t)dev.write_ns;
+		*issued_at = *start_at = issued;
 		return done > arrival ? done : arrival;
 	}
 	int best = 0;
@@ -235,6 +251,8 @@ static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_wri
 	uint64_t issued = arrival > (uint64_t)dev.overhead_ns ? arrival - (uint64_t)dev.overhead_ns : 0;
 	uint64_t start = dev.free_at[best] > issued ? dev.free_at[best] : issued;
 	uint64_t done = start + (uint64_t)s;
+	*issued_at = issued;
+	*start_at = start;
 	dev.free_at[best] = done;
 	if (dev.rate_bps > 0) {
 		uint64_t begin = dev.channel_free > done ? dev.channel_free : done;
@@ -247,10 +265,12 @@ static uint64_t completion(uint64_t arrival, uint64_t bytes, int hit, int is_wri
 /* ---- pending answers: a min-heap on due time ---- */
 struct pending {
 	uint64_t due;
+	uint64_t issued, start; /* for user.protolab.stats: the model's arrival and service start */
 	fuse_req_t req;
 	char *buf; /* read data (NULL: a write) */
 	size_t len;
 	int err;
+	int is_read;
 };
 static struct pending *heap;
 static size_t heap_n, heap_cap;
@@ -343,6 +363,12 @@ static void *answerer(void *arg)
 			continue;
 		}
 		struct pending p = heap_pop();
+		if (p.is_read)
+			dev.stats.reads++;
+		else
+			dev.stats.writes++;
+		dev.stats.queue_ns += p.start - p.issued;
+		dev.stats.service_ns += t > p.start ? t - p.start : 0; /* t: now, as it is answered */
 		pthread_mutex_unlock(&dev.lock);
 		answer(p);
 		pthread_mutex_lock(&dev.lock);
@@ -356,7 +382,8 @@ static void schedule(fuse_req_t req, char *buf, size_t len, int err, uint64_t of
 	uint64_t arrival = now_ns();
 	pthread_mutex_lock(&dev.lock);
 	int hit = err ? 1 : dev.calibrate_ns < 0 && cache_access(off, len, 1) && is_read;
-	struct pending p = {.due = completion(arrival, len, hit, !is_read), .req = req, .buf = buf, .len = len, .err = err};
+	struct pending p = {.req = req, .buf = buf, .len = len, .err = err, .is_read = is_read};
+	p.due = completion(arrival, len, hit, !is_read, &p.issued, &p.start);
 	int earliest = heap_n == 0 || p.due < heap[0].due;
 	heap_push(p);
 	if (earliest)
@@ -509,6 +536,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 #define XATTR_MODEL "user.protolab.model"
 #define XATTR_STALL "user.protolab.stall"
 #define XATTR_CORRUPT "user.protolab.corrupt"
+#define XATTR_STATS "user.protolab.stats"
 
 /* "service=150000 parallelism=8": each known key sets its figure (all or nothing); 0 or -1 (EINVAL). */
 static int set_model(const char *text)
@@ -551,7 +579,8 @@ static int set_model(const char *text)
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	int model = strcmp(name, XATTR_MODEL) == 0, stall = strcmp(name, XATTR_STALL) == 0;
-	if (ino != DISK_INO || (!model && !stall && strcmp(name, XATTR_CORRUPT) != 0)) {
+	int stats = strcmp(name, XATTR_STATS) == 0;
+	if (ino != DISK_INO || (!model && !stall && !stats && strcmp(name, XATTR_CORRUPT) != 0)) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
@@ -561,6 +590,10 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	if (model) {
 		n = snprintf(text, sizeof text, "service=%.0f spread=%.0f parallelism=%d rate=%.0f write=%.0f",
 			     dev.service_ns, dev.spread_ns, dev.parallelism, dev.rate_bps, dev.write_ns);
+	} else if (stats) {
+		n = snprintf(text, sizeof text, "reads=%llu writes=%llu queue_ns=%llu service_ns=%llu",
+			     (unsigned long long)dev.stats.reads, (unsigned long long)dev.stats.writes,
+			     (unsigned long long)dev.stats.queue_ns, (unsigned long long)dev.stats.service_ns);
 	} else if (stall) {
 		uint64_t t = now_ns();
 		n = snprintf(text, sizeof text, "%llu",
