@@ -30,7 +30,7 @@ def test_iscsi_8k_read_1gbe_mtu_1500():
       The host ACKs 6 segments with 1 + 4/220 = 1.018 pure ACKs: to storage = 138 + 91.6 = 229.6 B
       in 2.018 frames. In all 8.02 frames (captured: 7.96-8.01).
     Ceiling: 125e6 / 8780 = 14 236.9 IOPS; * 8192 B = 116.6 MB/s; to host limits.
-    With 16 in flight: 0.06 pure ACK for the command, 0.55 + 4/45 for the data: 7.70 frames (captured 7.29-7.75).
+    With 16 in flight: 0.06 pure ACK for the command, 0.55 + 4/45 for the data: 7.70 frames (iSCSI captured 7.37-7.75).
     """
     c = ceiling("iscsi", link_bps="1GbE", mtu=1500, block_size=8192, read_pct=100)
     w = c.wire_cost
