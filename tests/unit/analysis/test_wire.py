@@ -281,7 +281,7 @@ def test_nvme_tcp_matches_a_kernel_capture_in_bytes_and_lies_in_its_frame_range(
     (scripts/capture-nvme-tcp.py; loopback at MTU 1500 and 9000, offloads off, OIO 4). Bytes per I/O within
     2.5 % everywhere; frames between the merged stream and RFC 1122's ACKs, and within 10 % of the expectation
     from 64 KiB up. Small I/Os' frames depend on how many queued PDUs Linux merged (MSG_MORE): 3.7-4.1 per 4 KiB
-    read in three captures against 5.1 per message — the model's docstring says so."""
+    read in three captures against 4.6 per message at 4 in flight — the model's docstring says so."""
     import json
 
     data = json.loads((DATA / "wire-capture-nvme-tcp.json").read_text())
