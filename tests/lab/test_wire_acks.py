@@ -67,7 +67,7 @@ def test_frames_per_io_follow_the_wire_model_for_every_lab_protocol_at_1500_and_
     the frames the capture holds (bytes per frame within 2 %: the capture's warm-up is in it, and Linux's ACKs vary
     a little) and give the model's frames per I/O within 5 % too (I/Os counted by fio: the window's boundaries
     between fio's one-second statuses move that count by up to 4 % in a 1 s window, 2 % in 2 s). The servers and
-    fio run at the highest CPU weight, so other work on the machine moves the receivers' reads less: once in nine
+    fio run at the highest CPU weight, so other work on the machine moves the receivers' reads less: once in ten
     runs (without it) NFS at MTU 1500 drew a second pure ACK per I/O through a whole window (8.98 frames); the
     message then names each direction's pure ACKs per I/O."""
     protocols = [p for p, spec in PROTOCOLS.items() if spec.lab and spec.engine and spec.tcp]
