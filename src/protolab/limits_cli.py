@@ -11,21 +11,23 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .analysis.limits import choose_protocols, describe_access, limits_rows, resolve_workload
+from .analysis.limits import choose_protocols, describe_access, limits_rows, resolve_workload, workload_oio
 from .analysis.wire import LINKS, Ceiling, modelled_only, parse_link
 from .plan.protocols import PROTOCOLS as REGISTRY
 from .plan.protocols import modelled
 
 
 def limits_table(
-    protocols: list[str], link: str, mtu: int, block_size: int | Mapping[int, float], read_pct: float
+    protocols: list[str], link: str, mtu: int, block_size: int | Mapping[int, float], read_pct: float, oio: int = 1
 ) -> Table:
     """A rich table of frames and bytes per I/O in each direction and the link's ceiling, one row per protocol."""
-    return _table(limits_rows(protocols, link, mtu, block_size, read_pct), link, block_size, read_pct)
+    return _table(limits_rows(protocols, link, mtu, block_size, read_pct, oio), link, block_size, read_pct, oio)
 
 
-def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float], read_pct: float) -> Table:
-    table = Table(title=f"Wire ceilings on {parse_link(link).name}: {describe_access(block_size, read_pct)}")
+def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float], read_pct: float,
+           oio: int = 1) -> Table:
+    table = Table(title=f"Wire ceilings on {parse_link(link).name}: {describe_access(block_size, read_pct)}, "
+                        f"OIO {oio}")
     for name in ("protocol", "link", "MTU"):
         table.add_column(name)
     for name in ("frames → storage", "frames → host", "frames/I/O range", "bytes → storage", "bytes → host",
@@ -46,7 +48,8 @@ def _table(rows: list[Ceiling], link: str, block_size: int | Mapping[int, float]
     table.caption = (
         "Bytes are on the wire per I/O, all framing included (Ethernet preamble and gap, "
         "FC idles); MB/s is user data, 1 MB = 10^6 B. Frames are real frames, pure ACKs as Linux "
-        "sends them; the range runs from no pure ACK to one per two segments (RFC 1122). Interface "
+        "sent them on the lab (one per burst of two or more segments with one I/O in flight; fewer, riding on "
+        "requests, with more); the range runs from no pure ACK to one per two segments (RFC 1122). Interface "
         "packet counts with segmentation offloads on are segments handed to the NIC, not frames."
     )
     if any(c.modelled_only for c in rows):
@@ -75,6 +78,7 @@ def run_limits(
     read_pct: Optional[float],
     console: Console,
     as_json: bool = False,
+    oio: Optional[int] = None,
 ) -> list[Ceiling]:
     """Resolve the workload, print the table of ceilings to `console`, and return the rows.
 
@@ -83,20 +87,23 @@ def run_limits(
     """
     parse_link(link)  # an unknown link is refused before anything else
     size, reads, label = resolve_workload(workload, block_size, read_pct)
+    in_flight = workload_oio(workload, oio)
     protocols, notes = choose_protocols(protocol, link, mtu)
-    rows = limits_rows(protocols, link, mtu, size, reads)
+    rows = limits_rows(protocols, link, mtu, size, reads, in_flight)
     if as_json:
         import dataclasses
         import json
 
-        doc = {"link": str(link), "mtu": mtu, "access_spec": describe_access(size, reads), "notes": notes,
+        doc = {"link": str(link), "mtu": mtu, "access_spec": describe_access(size, reads), "oio": in_flight,
+               "notes": notes,
                "ceilings": [dataclasses.asdict(r) for r in rows]}
         print(json.dumps(doc, indent=2, default=str))
         return rows
     from .report.terminal import print_table
 
-    print_table(console, _table(rows, link, size, reads))
-    console.print(" ".join([f"Access spec: {label} ({describe_access(size, reads)})."] + notes))
+    print_table(console, _table(rows, link, size, reads, in_flight))
+    console.print(" ".join([f"Access spec: {label} ({describe_access(size, reads)}), {in_flight} I/O"
+                            f"{'s' if in_flight > 1 else ''} in flight per connection (OIO)."] + notes))
     return rows
 
 
@@ -121,9 +128,13 @@ def limits_command(
     read_pct: Optional[float] = typer.Option(
         None, "--read-pct", help="Share of I/Os that read, 0-100; overrides the workload's. Default 100."
     ),
+    oio: Optional[int] = typer.Option(
+        None, "--oio", help="I/Os in flight per connection (Linux's pure ACKs depend on it). Default: the "
+        "workload's, else 1."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the ceilings as JSON (every field of the model)."),
 ) -> None:
     """Show the wire's ceiling in IOPS and MB/s for a protocol, link, MTU and workload."""
     from .report.terminal import make_console
 
-    run_limits(protocol, link, mtu, workload, block_size, read_pct, make_console(), as_json)
+    run_limits(protocol, link, mtu, workload, block_size, read_pct, make_console(), as_json, oio)

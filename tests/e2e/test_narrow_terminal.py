@@ -29,7 +29,7 @@ def test_limits_at_60_columns_prints_every_number_whole():
     text = _piped("limits", "--link", "10GbE", "--mtu", "9000", "--workload", "tr3808-8k")
     assert "…" not in text
     assert max(len(line) for line in text.splitlines()) <= 60
-    rows = limits_rows(["iscsi", "nfs", "nbd", "fcoe"], parse_link("10GbE"), 9000, 8192, 75.0)
+    rows = limits_rows(["iscsi", "nfs", "nbd", "fcoe"], parse_link("10GbE"), 9000, 8192, 75.0, oio=4)  # the workload's
     for r in rows:
         iops = f"{r.iops:,.0f}"
         assert iops in NUMBER.findall(text), (iops, text)

@@ -1,7 +1,8 @@
 """SMB3 end to end, by hand (the registries that make `lab:smb` a plan's target come later): a TCG load guest's kernel
 CIFS client mounts Samba's share (lab.servers.samba, in the storage namespace) over the lab's link, and fio in the guest
 reads /mnt/pl/protolab.dat; the storage port's capture and counters give frames per I/O against the SMB wire model
-(analysis.wire_smb), within 10 %; IOPS and smbd's CPU per I/O are printed. The lab's link has offloads off: every
+(analysis.wire_smb), within 5 % (8.045 and 9.013 captured against 8.018 and 9.023 modelled, 2026-12-07; at MTU 9000,
+by hand, 2.007 against 2.000); IOPS and smbd's CPU per I/O are printed. The lab's link has offloads off: every
 packet a frame. One I/O at a time, so that no message of one I/O shares a segment with another's.
 
 Over the RAM pool and over a 2 ms device model (smbd with the direct-I/O shim, as a lab with a model runs it): there,
@@ -114,7 +115,7 @@ def test_a_tcg_guest_reads_sambas_share_over_cifs_with_the_wire_models_frames(wo
         # the capture holds the counters' window and a little more (it starts before and stops after)
         assert packets <= frames <= packets * 1.02 and wire <= nbytes <= wire * 1.02, (packets, frames, wire, nbytes)
         assert wire / ios == pytest.approx(counted, rel=0.025), (wire / ios, counted)
-        assert packets / ios == pytest.approx(model.frames, rel=0.10), (packets / ios, model.frames)
+        assert packets / ios == pytest.approx(model.frames, rel=0.05), (packets / ios, model.frames)
         assert cpu1 > cpu0
     finally:
         if guest is not None:

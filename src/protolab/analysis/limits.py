@@ -32,10 +32,24 @@ def describe_access(block_size: int | Mapping[int, float], read_pct: float) -> s
 
 
 def limits_rows(
-    protocols: list[str], link: str, mtu: int, block_size: int | Mapping[int, float], read_pct: float
+    protocols: list[str], link: str, mtu: int, block_size: int | Mapping[int, float], read_pct: float, oio: int = 1
 ) -> list[Ceiling]:
-    """The ceiling of each protocol on this link (errors for a protocol that does not fit the link)."""
-    return [ceiling(p, link_bps=link, mtu=mtu, block_size=block_size, read_pct=read_pct) for p in protocols]
+    """The ceiling of each protocol on this link (errors for a protocol that does not fit the link), with ``oio``
+    I/Os in flight per connection (Linux's pure ACKs depend on it)."""
+    return [ceiling(p, link_bps=link, mtu=mtu, block_size=block_size, read_pct=read_pct, oio=oio) for p in protocols]
+
+
+def workload_oio(workload: Optional[str], oio: Optional[int]) -> int:
+    """`protolab limits`' I/Os in flight per connection: --oio, else the built-in workload's, else 1."""
+    if oio is not None:
+        if oio < 1:
+            raise ProtolabError(f"limits: --oio must be at least 1, got {oio}")
+        return oio
+    if workload is None:
+        return 1
+    from protolab.plan.library import BUILTIN_WORKLOADS
+
+    return int(BUILTIN_WORKLOADS[workload].oio) if workload in BUILTIN_WORKLOADS else 1
 
 
 def _parse_block_size(text: str) -> int | dict[int, float]:

@@ -10,22 +10,10 @@ Ethernet (IEEE 802.3): on the wire every frame costs preamble + SFD 8, MAC heade
   14, FCS 4 and the inter-frame gap 12, i.e. 38 B besides its payload, and the
   payload is padded to at least 46 B. Link rates (1GbE …) are MAC data rates, so
   line coding below the MAC (8b/10b, 64b/66b) is already outside them.
-IPv4 (RFC 791) 20 B without options. TCP (RFC 9293) 20 B + 12 B for the timestamp
-  option (RFC 7323), which Linux sends by default: 32 B, so MSS = MTU - 52.
-  Each protocol message (or back-to-back burst of messages, e.g. all Data-In PDUs
-  of one read) is cut into ceil(bytes / MSS) segments: storage stacks set
-  TCP_NODELAY, so a message is not merged with the next I/O's.
-  Pure ACKs: RFC 1122 allows one per two segments (the upper bound, ceil(k/2) for
-  k segments) down to none (every ACK riding on the next request). Linux with a
-  request/response load sits near the bottom: captured on the lab (tcpdump on the
-  storage port, offloads off, tests/data/wire-capture.json) a burst of k >= 2
-  segments drew about one pure ACK plus one per 45 segments more (8 KiB reads:
-  1.0-1.3; 64 KiB reads: 1.8-2.0 per I/O), and a one-segment message 0.02-0.16
-  (PURE_ACKS_SINGLE, the mean). The model uses these rates; frames per I/O match
-  the capture within 5 %, bytes within 0.5 %. WireCost also gives frames per I/O
-  as a range: frames_low, no pure ACK at all (deep queues come close), and
-  frames_high, RFC 1122's one per two segments with one riding on an answer.
-  Segmentation offloads are ignored: the model counts real frames.
+IPv4, TCP and Linux's pure ACKs: analysis.wire_tcp (MSS = MTU - 52; each message cut into segments of its
+  own, TCP_NODELAY; pure ACKs per burst as captured on the lab, with one I/O in flight and with more: ``oio``).
+  WireCost also gives frames per I/O as a range: frames_low, no pure ACK at all, and frames_high, RFC 1122's one
+  per two segments with one riding on an answer. Segmentation offloads are ignored: the model counts real frames.
 iSCSI (RFC 7143): every PDU has a 48 B Basic Header Segment (§11.2), no AHS for
   CDBs up to 16 B, the data segment padded to 4 B, no header or data digests
   (None is the default, §13.1). Session keys are the RFC's declared defaults
@@ -36,7 +24,9 @@ iSCSI (RFC 7143): every PDU has a 48 B Basic Header Segment (§11.2), no AHS for
   collapsed into the last one (S bit, §11.7.1); captured: 64 KiB reads carry
   65,536 + ~96 B of iSCSI per I/O.
   Writes: immediate data (<= 8192 B) in the command PDU, then one R2T per burst
-  of <= MaxBurstLength answered by Data-Out PDUs, then a 48 B SCSI Response.
+  of <= MaxBurstLength answered by Data-Out PDUs, then a 48 B SCSI Response. libiscsi writes a PDU's header
+  and its data segment with two calls: captured, an 8 KiB write's command is a 48 B segment and then the 8,192 B
+  of immediate data (one segment at MTU 9000, six at 1500); so are its Data-Out PDUs here.
 NFSv3 (RFC 1813) over ONC RPC (RFC 5531): record marking 4 B per message (§11).
   Call header 24 B (xid, msg_type, rpcvers, prog, vers, proc) + credential
   AUTH_UNIX/AUTH_SYS (Appendix A) 8 + 28 B (stamp 4, machine name of 8 chars
@@ -59,7 +49,7 @@ NVMe/TCP (NVMe TCP Transport 1.0, §3.6): PDUs start with an 8 B common header; 
   capsule; larger ones get one R2T and answer with H2CData PDUs of <= MAXH2CDATA (4 MiB), then the response.
   Linux sends queued PDUs with MSG_MORE, so under load I/Os share segments, as much as timing allows: in a
   Debian 6.1 TCG guest (loopback, MTU 1500/9000, offloads off, OIO 4; tests/data/wire-capture-nvme-tcp.json)
-  4 KiB reads took 3.7-4.1 frames per I/O in three captures, against 5.1 per message. So frames_low
+  4 KiB reads took 3.7-4.1 frames per I/O in three captures, against 4.6 per message (5.0 one at a time). So frames_low
   is the fully merged stream (bytes / MSS, no pure ACK) and the capture lies in the range; bytes match within
   2.5 %, frames within 10 % from 64 KiB up.
 Fibre Channel (FC-FS; FCP-4), modelled only: a frame is SOF 4 + header 24 +
@@ -87,6 +77,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protolab.analysis import wire_smb
+from protolab.analysis.wire_tcp import (  # noqa: F401 (re-exported)
+    ETH_FCS,
+    ETH_HEADER,
+    ETH_IFG,
+    ETH_MIN_PAYLOAD,
+    ETH_OVERHEAD,
+    ETH_PREAMBLE_SFD,
+    IPV4_HEADER,
+    TCP_HEADER,
+    TCP_IP_HEADERS,
+    TCP_TIMESTAMPS,
+    TO_HOST,
+    TO_STORAGE,
+    Tally,
+    pure_acks,
+    tcp,
+)
 from protolab.errors import ProtolabError
 from protolab.plan.protocols import PROTOCOLS as REGISTRY  # noqa: E402
 from protolab.plan.protocols import modelled
@@ -96,16 +103,10 @@ def modelled_only() -> list[str]:
     """The protocols in the wire model only: this machine cannot run them (plan.protocols)."""
     return [p for p in modelled() if REGISTRY[p].modelled_only]
 
-# Ethernet / IP / TCP
-ETH_PREAMBLE_SFD, ETH_HEADER, ETH_FCS, ETH_IFG, ETH_MIN_PAYLOAD = 8, 14, 4, 12, 46
-ETH_OVERHEAD = ETH_PREAMBLE_SFD + ETH_HEADER + ETH_FCS + ETH_IFG  # 38
-IPV4_HEADER, TCP_HEADER, TCP_TIMESTAMPS = 20, 20, 12
 # iSCSI (RFC 7143)
 ISCSI_BHS = 48
 ISCSI_MAX_RECV_DATA_SEGMENT = 8192  # the target's: Data-Out and immediate data
 ISCSI_INITIATOR_MAX_RECV_DATA_SEGMENT = 262144  # the initiator's (libiscsi's declaration): Data-In
-# Pure ACKs per burst, as captured on Linux (see the module docstring)
-PURE_ACKS_SINGLE, PURE_ACKS_PER_SEGMENT = 0.09, 1 / 45
 ISCSI_FIRST_BURST, ISCSI_MAX_BURST = 65536, 262144
 # NFSv3 / RPC (RFC 1813, RFC 5531)
 RPC_RECORD_MARK, RPC_CALL_HEADER, RPC_REPLY_HEADER = 4, 68, 24
@@ -167,75 +168,26 @@ class Ceiling:
     modelled_only: bool
 
 
-@dataclass
-class _Tally:
-    """Frames and bytes of one I/O of one size and one direction of data flow."""
-
-    frames: list[float]  # [to storage, to host]
-    wire: list[float]
-    counted: list[float]
-
-    @classmethod
-    def empty(cls) -> _Tally:
-        return cls([0.0, 0.0], [0.0, 0.0], [0.0, 0.0])
-
-
-TO_STORAGE, TO_HOST = 0, 1
-
-
 def _pad4(n: int) -> int:
     return (n + 3) // 4 * 4
 
 
-def _tcp(bursts: list[tuple[int, int]], mss: int, acks: str = "linux", merges: bool = False) -> _Tally:
-    """Segments, ACKs and bytes for a sequence of (direction, TCP payload bytes) bursts of one I/O.
-
-    ``merges``: the stack sends queued messages with MSG_MORE (NVMe/TCP); its lower bound ("none") is then
-    the fully merged stream, bytes / MSS segments per burst."""
-    t = _Tally.empty()
-
-    def add_frames(direction: int, count: float, tcp_payload: int) -> None:
-        # An IP packet with a TCP header is at least 52 B, above Ethernet's 46 B
-        # minimum payload, so TCP frames never need padding.
-        ip = tcp_payload + count * (IPV4_HEADER + TCP_HEADER + TCP_TIMESTAMPS)
-        t.frames[direction] += count
-        t.counted[direction] += ip + count * ETH_HEADER
-        t.wire[direction] += ip + count * ETH_OVERHEAD
-
-    # acks: "linux" (as captured), or the range's bounds: "none" (every ACK rides on data) and
-    # "rfc" (one per two segments, one of them riding on an answer within the same I/O)
-    for i, (direction, size) in enumerate(bursts):
-        segments = size / mss if merges and acks == "none" else math.ceil(size / mss)
-        add_frames(direction, segments, size)
-        if acks == "linux":
-            add_frames(1 - direction, pure_acks(segments), 0)
-        elif acks == "rfc":
-            answered = i + 1 < len(bursts) and bursts[i + 1][0] != direction
-            add_frames(1 - direction, math.ceil(segments / 2) - (1 if answered else 0), 0)
-    return t
-
-
-def pure_acks(segments: int) -> float:
-    """Expected pure ACKs a burst of ``segments`` draws from Linux under request/response load (captured)."""
-    if segments <= 1:
-        return PURE_ACKS_SINGLE
-    return 1 + (segments - 1) * PURE_ACKS_PER_SEGMENT
-
-
 def _iscsi_bursts(size: int, read: bool) -> list[tuple[int, int]]:
-    def pdus(data: int, segment: int = ISCSI_MAX_RECV_DATA_SEGMENT) -> int:
-        """Bytes of the Data-In/Data-Out PDUs that carry `data` bytes in segments of at most `segment`."""
+    def pdus(data: int, segment: int = ISCSI_MAX_RECV_DATA_SEGMENT) -> list[int]:
+        """Bytes of the Data-In PDUs that carry `data` bytes in segments of at most `segment`."""
         full, rest = divmod(data, segment)
-        return full * (ISCSI_BHS + segment) + (ISCSI_BHS + _pad4(rest) if rest else 0)
+        return [ISCSI_BHS + segment] * full + ([ISCSI_BHS + _pad4(rest)] if rest else [])
 
     if read:
-        return [(TO_STORAGE, ISCSI_BHS), (TO_HOST, pdus(size, ISCSI_INITIATOR_MAX_RECV_DATA_SEGMENT))]
+        return [(TO_STORAGE, ISCSI_BHS), (TO_HOST, sum(pdus(size, ISCSI_INITIATOR_MAX_RECV_DATA_SEGMENT)))]
+    # libiscsi writes each PDU's header and its data segment with two calls (see the module docstring)
     immediate = min(size, ISCSI_FIRST_BURST, ISCSI_MAX_RECV_DATA_SEGMENT)
-    bursts = [(TO_STORAGE, ISCSI_BHS + _pad4(immediate))]
+    bursts = [(TO_STORAGE, ISCSI_BHS), (TO_STORAGE, _pad4(immediate))]
     left = size - immediate
     while left > 0:  # InitialR2T=Yes: the rest is solicited, one R2T per burst
         burst = min(left, ISCSI_MAX_BURST)
-        bursts += [(TO_HOST, ISCSI_BHS), (TO_STORAGE, pdus(burst))]
+        bursts.append((TO_HOST, ISCSI_BHS))
+        bursts += [m for pdu in pdus(burst) for m in ((TO_STORAGE, ISCSI_BHS), (TO_STORAGE, pdu - ISCSI_BHS))]
         left -= burst
     return bursts + [(TO_HOST, ISCSI_BHS)]
 
@@ -279,8 +231,8 @@ def _fcp_frames(size: int, read: bool, data_per_frame: int) -> list[tuple[int, i
             + [(TO_STORAGE, d) for d in data] + [(TO_HOST, FCP_RSP)])
 
 
-def _frames(frames: list[tuple[int, int]], wire_overhead: int, counted_overhead: int) -> _Tally:
-    t = _Tally.empty()
+def _frames(frames: list[tuple[int, int]], wire_overhead: int, counted_overhead: int) -> Tally:
+    t = Tally.empty()
     for direction, payload in frames:
         t.frames[direction] += 1
         t.wire[direction] += payload + wire_overhead
@@ -304,28 +256,30 @@ def _check_protocol(protocol: str, link: Link | None, mtu: int) -> None:
         raise ProtolabError(f"limits: --mtu must be between 576 and 65535 for TCP protocols, got {mtu}")
 
 
-def _fc(size: int, read: bool, mss: int, acks: str) -> _Tally:
+def _fc(size: int, read: bool, mss: int, acks: str, oio: int) -> Tally:
     return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FC_FRAME_OVERHEAD + FC_IDLES, FC_FRAME_OVERHEAD)
 
 
-def _fcoe(size: int, read: bool, mss: int, acks: str) -> _Tally:
+def _fcoe(size: int, read: bool, mss: int, acks: str, oio: int) -> Tally:
     # the counted bytes are the Ethernet frame without preamble, FCS and gap, as for TCP
     counted = FCOE_WIRE_OVERHEAD - ETH_PREAMBLE_SFD - ETH_FCS - ETH_IFG
     return _frames(_fcp_frames(size, read, FC_DATA_PER_FRAME), FCOE_WIRE_OVERHEAD, counted)
 
 
-def _over_tcp(bursts, merges: bool = False):
-    return lambda size, read, mss, acks: _tcp(bursts(size, read), mss, acks, merges)
+def _over_tcp(bursts, merges: bool = False, server_extra: float = 0.0):
+    return lambda size, read, mss, acks, oio: tcp(bursts(size, read), mss, acks, merges, oio, server_extra)
 
 
 #: The wire models by name (a protocol's `wire_model` in plan.protocols): frames and bytes of one I/O.
-MODELS = {"iscsi": _over_tcp(_iscsi_bursts), "nfs": _over_tcp(_nfs_bursts), "nbd": _over_tcp(_nbd_bursts),
+#: (server_extra: the lab's server's own extra pure ACKs per segment it receives, captured: analysis.wire_tcp)
+MODELS = {"iscsi": _over_tcp(_iscsi_bursts, server_extra=0.15), "nfs": _over_tcp(_nfs_bursts),
+          "nbd": _over_tcp(_nbd_bursts, server_extra=0.06),
           "nvme-tcp": _over_tcp(_nvme_tcp_bursts, merges=True), "fc": _fc, "fcoe": _fcoe,
           "smb": _over_tcp(wire_smb.smb_bursts)}
 
 
-def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux") -> _Tally:
-    return MODELS[REGISTRY[protocol].wire_model or ""](size, read, mss, acks)
+def _one_io(protocol: str, size: int, read: bool, mss: int, acks: str = "linux", oio: int = 1) -> Tally:
+    return MODELS[REGISTRY[protocol].wire_model or ""](size, read, mss, acks, oio)
 
 
 def _sizes(block_size: int | Mapping[int, float]) -> dict[int, float]:
@@ -344,28 +298,32 @@ def wire_cost(
     read_pct: float,
     mtu: int = 1500,
     link: str | float | Link | None = None,
+    oio: int = 1,
 ) -> WireCost:
     """Expected frames and bytes per I/O in each direction for an access spec.
 
     `block_size` is bytes, or a mix {bytes: weight}; `read_pct` is 0..100. The
     result is the weighted expectation over sizes and over reads and writes.
     `link`, if given, is only checked to fit the protocol (FC needs an FC link).
+    `oio`: I/Os in flight on each connection (a stream's); Linux's pure ACKs depend on it (analysis.wire_tcp).
     """
     protocol = protocol.lower()
     resolved = parse_link(link) if link is not None else None
     _check_protocol(protocol, resolved, mtu)
     if not 0.0 <= read_pct <= 100.0:
         raise ProtolabError(f"limits: --read-pct must be between 0 and 100, got {read_pct}")
+    if oio < 1:
+        raise ProtolabError(f"limits: --oio must be at least 1, got {oio}")
     mix = _sizes(block_size)
-    mss = mtu - IPV4_HEADER - TCP_HEADER - TCP_TIMESTAMPS
-    total = _Tally.empty()
+    mss = mtu - TCP_IP_HEADERS
+    total = Tally.empty()
     payload = low = high = 0.0
     for size, weight in mix.items():
         payload += weight * size
         for read, share in ((True, read_pct / 100.0), (False, 1.0 - read_pct / 100.0)):
             if share == 0.0:
                 continue
-            one = _one_io(protocol, size, read, mss)
+            one = _one_io(protocol, size, read, mss, oio=oio)
             low += weight * share * sum(_one_io(protocol, size, read, mss, "none").frames)
             high += weight * share * sum(_one_io(protocol, size, read, mss, "rfc").frames)
             for d in (TO_STORAGE, TO_HOST):
@@ -387,10 +345,11 @@ def ceiling(
     mtu: int = 1500,
     block_size: int | Mapping[int, float],
     read_pct: float,
+    oio: int = 1,
 ) -> Ceiling:
     """The link's ceiling in IOPS and MB/s: its byte rate over the busier direction's bytes per I/O."""
     link = parse_link(link_bps)
-    cost = wire_cost(protocol, block_size=block_size, read_pct=read_pct, mtu=mtu, link=link)
+    cost = wire_cost(protocol, block_size=block_size, read_pct=read_pct, mtu=mtu, link=link, oio=oio)
     to_host = cost.bytes_to_host >= cost.bytes_to_storage
     worst = cost.bytes_to_host if to_host else cost.bytes_to_storage
     iops = link.bps / (8.0 * worst)

@@ -30,7 +30,7 @@ Sources ([MS-SMB2] is Microsoft's Server Message Block Protocol Versions 2 and 3
 - No encryption: Samba offers it but does not require it and Linux's cifs encrypts only when mounted with seal
   (each message would gain a 52 B SMB2 TRANSFORM_HEADER, 2.2.41); signing adds no byte. No compounding: Linux's
   cifs sends each READ and WRITE on its own; SMB2 ECHOs (one a minute) are not counted.
-- Delayed ACKs: as for the other protocols (analysis.wire.pure_acks): Linux's cifs leaves Nagle on unless mounted
+- Delayed ACKs: as for the other protocols (analysis.wire_tcp.pure_acks): Linux's cifs leaves Nagle on unless mounted
   with sockopt=TCP_NODELAY, which holds no message back when one I/O is in flight; deeper queues merge more.
 """
 

@@ -146,21 +146,25 @@ def ceiling_charts(data: RunData) -> tuple[list[Chart], str]:
             except (ProtolabError, ValueError) as e:
                 notes.append(f"{c}: no ceiling ({e})")
                 continue
-            cost = ceil.wire_cost
             # With segmentation offloads on, interface counters see super-packets (TSO/GSO/GRO):
             # segments handed to the NIC, not frames, so they are never set beside the model's frames.
             frames_counted = link.get("offloads", True) is False
             vals = []
             for li, label in loads:
                 r = by.get((c, li))
-                iops = r.values.get("iops") if r else None
-                vals.append(100 * iops / ceil.iops if iops else None)
                 if r is None:
+                    vals.append(None)
                     continue
+                # Linux's pure ACKs depend on the I/Os in flight on each stream's connection (analysis.wire_tcp)
+                oio = next((x.oio_per_stream for x in data.cells.get((w.name, li, c), [])), 1)
+                at = ceiling(ceil.protocol, link_bps=link.get("rate", "1GbE"), mtu=int(link.get("mtu", 1500)),
+                             block_size=w.block_size, read_pct=w.read_pct, oio=oio)
+                cost, iops = at.wire_cost, r.values.get("iops")
+                vals.append(100 * iops / at.iops if iops else None)
                 offloads = not frames_counted
                 table.append({"workload": w.name, "configuration": c, "protocol": ceil.protocol, "link": ceil.link,
-                              "MTU": cost.mtu, "load point": label, "ceiling IOPS": ceil.iops,
-                              "ceiling MB/s": ceil.mbps, "limited by": ceil.bottleneck_direction,
+                              "MTU": cost.mtu, "load point": label, "ceiling IOPS": at.iops,
+                              "ceiling MB/s": at.mbps, "limited by": at.bottleneck_direction,
                               "measured IOPS": iops, "% of ceiling": vals[-1],
                               "offloads": "on" if offloads else "off",
                               "frames/I/O measured": r.values.get("packets_per_io") if frames_counted else None,

@@ -75,7 +75,7 @@ def test_exchange_builtins_follow_the_seed():
 
     [row] = limits_rows(["iscsi"], "1GbE", 1500, heavy.block_size, heavy.read_pct)
     ceiling = row.iops
-    assert round(ceiling) == 18_346
+    assert round(ceiling) == 18_296
     assert heavy.bursts.ios * 8 / ceiling == pytest.approx(0.81, abs=0.01)
     assert double.bursts.ios * 8 / ceiling == pytest.approx(1.15, abs=0.01)
     assert shape_options(heavy) == {"thinktime": "3000000", "thinktime_blocks": "1848"}

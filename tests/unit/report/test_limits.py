@@ -16,12 +16,12 @@ def _render(renderable) -> str:
 
 
 def test_table_shows_the_hand_calculated_iscsi_row():
-    # iSCSI 8 KiB reads, 1GbE, MTU 1500: 2.1 frames / 238 B to storage, 6.1 frames / 8788 B to host,
-    # 125e6 / 8788.1 = 14 224 IOPS, 116.5 MB/s (see test_wire.py for the derivation).
+    # iSCSI 8 KiB reads, 1GbE, MTU 1500, one I/O in flight: 2.02 frames / 229.64 B to storage, 6 frames / 8780 B
+    # to host, 125e6 / 8780 = 14 237 IOPS, 116.6 MB/s (see test_wire.py for the derivation); NBD 14 289.
     table = limits_table(["iscsi", "nbd"], "1GbE", 1500, 8192, 100.0)
     assert table.row_count == 2
     text = _render(table)
-    for cell in ("iscsi", "238", "8,788", "14,224", "116.5", "to host", "nbd", "14,276"):
+    for cell in ("iscsi", "229.64", "8,780", "14,237", "116.6", "to host", "nbd", "14,289", "OIO 1"):
         assert cell in text
     assert "modelled only" not in text
 
@@ -32,17 +32,21 @@ def test_fc_rows_are_labelled_modelled_only():
 
 
 def test_run_limits_resolves_a_builtin_workload():
-    # tr3808-8k: 8 KiB, 75 % read. iSCSI at MTU 9000:
-    #   read  -> to host 8330 + 0.09 ACK (8.1) = 8338.1 B, to storage 138 + 8.1 = 146.1 B;
-    #   write -> command + 8192 immediate = 8240 B in one segment + 90 = 8330, plus 0.09 pure ACK
-    #            of the 48 B response = 8338.1 B to storage; response 138 + 8.1 = 146.1 B to host.
-    #   to host = 0.75 * 8338.1 + 0.25 * 146.1 = 6290.1 B -> 125e6 / 6290.1 = 19 872 IOPS.
+    # tr3808-8k: 8 KiB, 75 % read, 4 I/Os in flight (the workload's OIO: analysis.wire_tcp's queued ACKs).
+    # iSCSI at MTU 9000:
+    #   read  -> to host 8330 + 0.06 pure ACK of the command (5.4) = 8335.4 B, to storage 138 + 5.4 = 143.4 B;
+    #   write -> the command's header (48 B) and its 8192 B of immediate data, one segment each: 8240 + 180 =
+    #            8420 B, + 0.06 pure ACK of the 48 B response = 8425.4 B to storage; response 138 + 0.55 pure
+    #            ACK of the 2-segment burst (49.5) = 187.5 B to host.
+    #   to host = 0.75 * 8335.4 + 0.25 * 187.5 = 6298.4 B -> 125e6 / 6298.4 = 19 846 IOPS.
     console = Console(record=True, width=220)
     [row] = run_limits("iscsi", "1GbE", 9000, "tr3808-8k", None, None, console)
     assert row.wire_cost.read_pct == 75 and row.wire_cost.payload_bytes == 8192
-    assert row.wire_cost.bytes_to_host == pytest.approx(6290.1)
-    assert row.wire_cost.bytes_to_storage == pytest.approx(0.75 * 146.1 + 0.25 * 8338.1)
-    assert round(row.iops) == 19872
+    assert row.wire_cost.bytes_to_host == pytest.approx(0.75 * 8335.4 + 0.25 * 187.5)
+    assert row.wire_cost.bytes_to_storage == pytest.approx(0.75 * 143.4 + 0.25 * 8425.4)
+    assert round(row.iops) == 19846 and "4 I/Os in flight" in console.export_text()
+    [one] = run_limits("iscsi", "1GbE", 9000, "tr3808-8k", None, None, console, oio=1)  # --oio 1: no queued ACKs
+    assert one.wire_cost.bytes_to_host == pytest.approx(0.75 * 8330 + 0.25 * (138 + 90))
     assert "workload tr3808-8k" in console.export_text()
 
 
@@ -76,6 +80,11 @@ def test_user_errors_are_one_line_protolab_errors(args, message):
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
+def test_oio_below_one_is_refused_in_one_line():
+    with pytest.raises(ProtolabError, match="^limits: --oio must be at least 1, got 0$"):
+        run_limits("nbd", "1GbE", 1500, None, None, None, Console(record=True), oio=0)
+
+
 def test_limits_command_registers_with_typer():
     app = typer.Typer()
     app.command("limits")(limits_command)
@@ -85,8 +94,8 @@ def test_limits_command_registers_with_typer():
         terminal_width=220, env={"COLUMNS": "220"},
     )
     assert result.exit_code == 0, result.output
-    # NFSv3 4 KiB reads: 4506.1 B to host -> 27 740 IOPS, 113.6 MB/s
-    assert "4,506" in result.output and "27,740" in result.output and "113.6" in result.output
+    # NFSv3 4 KiB reads: 4498 B to host -> 27 790 IOPS, 113.8 MB/s
+    assert "4,498" in result.output and "27,790" in result.output and "113.8" in result.output
     bad = CliRunner().invoke(app, ["limits", "--protocol", "afp"])
     assert isinstance(bad.exception, ProtolabError)
 
