@@ -91,6 +91,10 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
             continue
 
 
+class _Overdue(Exception):
+    """fio had to be stopped: the reason (engine.hangwatch)."""
+
+
 def _group_alive(pgid: int) -> bool:
     import os
 
@@ -150,16 +154,18 @@ class Fio:
         label: str = "fio",
         on_status: Callable[[dict], bool] | None = None,
         status_interval_s: int = 1,
+        overdue: Callable[[], str | None] | None = None,
     ) -> str:
         """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text.
 
         ``on_status``: fio prints a cumulative status document every ``status_interval_s``, and each is passed to
         ``on_status`` as it is written; when it returns True, fio is stopped (gracefully: its last
-        document is written) — see ``engine.status``.
+        document is written) — see ``engine.status``. ``overdue``: asked while fio runs; a reason it returns
+        stops fio (SIGTERM, then SIGKILL) and raises ToolError with it (engine.hangwatch).
         """
         args = [f"--status-interval={int(status_interval_s)}", str(job_file)] if on_status else [str(job_file)]
         return self.run(args, output, netns=netns, on_iops=on_iops, timeout=timeout, label=label,
-                        on_status=on_status)
+                        on_status=on_status, overdue=overdue)
 
     def run_clients(
         self,
@@ -209,6 +215,7 @@ class Fio:
         files_under: Path | None = None,
         stream: bool = False,
         statuses: StatusFile | None = None,
+        overdue: Callable[[], str | None] | None = None,
     ) -> str:
         """Run fio with ``args`` writing json+ to ``output``; return the JSON text ('' when ``statuses`` kept the
         documents it read: they are the caller's, ``statuses.finish()``).
@@ -265,10 +272,14 @@ class Fio:
         reader.start()
         stopped = False
         try:
-            if on_status is None and on_poll is None:
+            if on_status is None and on_poll is None and overdue is None:
                 rc = proc.wait(timeout=timeout)
             else:
-                rc, stopped = self._watch(proc, statuses or StatusFile(output), timeout, on_status, on_poll)
+                rc, stopped = self._watch(proc, statuses or StatusFile(output), timeout, on_status, on_poll,
+                                          overdue)
+        except _Overdue as e:
+            stop_group(proc, grace=STOP_GRACE_S)
+            raise ToolError(f"{label}: {e}") from None
         except subprocess.TimeoutExpired:
             stop_group(proc, grace=STOP_GRACE_S)
             raise ToolError(f"{label}: fio did not finish within {timeout:g} s and was killed; see "
@@ -289,8 +300,10 @@ class Fio:
         return text
 
     def _watch(self, proc: subprocess.Popen, statuses: StatusFile, timeout: float | None,
-               on_status: Callable[[dict], bool] | None, on_poll: Callable[[], None] | None) -> tuple[int, bool]:
-        """Wait for fio, passing each new status document to ``on_status``; (exit code, stopped).
+               on_status: Callable[[dict], bool] | None, on_poll: Callable[[], None] | None,
+               overdue: Callable[[], str | None] | None = None) -> tuple[int, bool]:
+        """Wait for fio, passing each new status document to ``on_status``; (exit code, stopped); ``_Overdue``
+        when ``overdue`` gives a reason.
 
         ``on_poll`` runs on a thread of its own, joined before this returns: a client run's telemetry tick reads
         hundreds of /proc files, which took seconds while 160 fio jobs held both cores, and the status that ends
@@ -313,6 +326,8 @@ class Fio:
                     raise subprocess.TimeoutExpired(proc.args, timeout or 0)
                 if poller is not None:
                     poller.check()
+                if overdue is not None and not stopped and (why := overdue()):
+                    raise _Overdue(why)
                 if on_status is None or (stopped and not statuses.keep):
                     continue
                 for doc in statuses.poll():

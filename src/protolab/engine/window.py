@@ -43,6 +43,7 @@ from ..plan.verify import Verification
 from ..safepath import inside
 from ..trust import make_dir
 from .fio import Fio
+from .hangwatch import HangWatch
 from .intervals import Interval, interval, light, window_intervals
 from .jobfile import render_streams
 from .measure import HostRun, client_plan
@@ -199,11 +200,13 @@ def run_window(
     on_interval: Callable[[Interval], None] | None = None,
     keep_failed: bool = False,
     verify: Verification | None = None,
+    hung_after_s: float | None = None,
 ) -> WindowRun:
     """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
     at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``; statuses every
     ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once;
-    ``verify``: its writes are checksummed and read back (engine.readback)."""
+    ``verify``: its writes are checksummed and read back (engine.readback); ``hung_after_s``: a direct run
+    not ended that long after the window's planned end is stopped (engine.hangwatch)."""
     make_dir(folder)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
@@ -217,15 +220,27 @@ def run_window(
                                       verify=verify))
         jobs.append(job)
     timeout = runtime + timeout_margin_s
-    live = _Live(duration_s * 1000.0, warmup_done, sample, on_warmup_end, interval_s, on_interval)
+    watch = HangWatch(duration_s, hung_after_s, clock) if hung_after_s is not None and direct else None
+
+    def started() -> None:
+        if watch is not None:
+            watch.window_started()
+        on_warmup_end()
+
+    def status(doc: dict) -> bool:
+        if watch is not None:
+            watch.status()
+        return live(doc)
+
+    live = _Live(duration_s * 1000.0, warmup_done, sample, started, interval_s, on_interval)
     if warmup_done([], 0.0):  # no warm-up: the window starts with the jobs
         live.before, live.start = sample(), -1
-        on_warmup_end()
+        started()
     if direct:
         ended = None
         try:
             fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
-                        on_status=live, status_interval_s=interval_s)
+                        on_status=status, status_interval_s=interval_s, overdue=watch)
         except ToolError as e:  # a faulted window: fio giving up is the fault's outcome, once the window started
             if not keep_failed or live.start is None:
                 raise

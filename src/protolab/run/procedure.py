@@ -15,6 +15,7 @@ from typing import Callable
 
 from ..analysis.steady import steady_state
 from ..engine.faultlog import log_options
+from ..engine.hangwatch import HUNG_MARGIN_S
 from ..engine.histlog import hist_options, step_ms
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
@@ -294,7 +295,8 @@ class Procedure:
                              timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
                              on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
                              interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification,
-                             keep_failed=schedule is not None)
+                             keep_failed=schedule is not None,
+                             hung_after_s=None if schedule is None else schedule.fault.duration + HUNG_MARGIN_S)
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
             if capture is not None:
                 capture.stop()
@@ -311,8 +313,8 @@ class Procedure:
             # fio that gave up ended the window early: the timeline runs to the window's planned end, without I/O
             fault = fault_window(faulted.value, faulted.fault, schedule, *gather(
                 prefix, run.output, warmup_s=run.warmup_s, window_s=max(run.window_s, duration) if
-                run.ended_by_error else run.window_s, store=store), str(store.relative_to(self.rundir.path)),
-                ended_early=run.ended_by_error)
+                run.ended_by_error else run.window_s, store=store, ended=bool(run.ended_by_error)),
+                str(store.relative_to(self.rundir.path)), ended_early=run.ended_by_error)
             if run.ended_by_error:
                 self.progress.note(f"cell {cell.id}: fio gave up {run.window_s:.1f}s into the window: "
                                    f"{run.ended_by_error[-200:]}")
