@@ -54,6 +54,8 @@ def test_a_run_with_faults_has_its_section_timelines_columns_and_json(tmp_path):
     f = doc["faults"]
     assert f["rows"] and f["rows"][0]["fault"] == "port0-down" and f["rows"][0]["stall_ms"]["n"] >= 1
     assert f["sentences"][0]["text"].startswith("After port0-down")
+    # a faulted window is held by its fault: no bottleneck words about it, its "limited by" names the fault
+    assert " was held by " not in md and "fault port0-down (see Faults under load)" in md
 
 
 def test_a_run_without_faults_has_no_fault_columns_and_null_json(tmp_path):

@@ -72,6 +72,9 @@ def test_a_faulted_cell_logs_at_10ms_is_restored_and_its_record_carries_the_time
     assert not list((rd.path / "raw").glob("*.fault_*.log"))  # merged, then removed
     none = recs[0].fault
     assert none.fault == "none" and none.kind is None and len(none.iops) == 200
+    # a faulted window's fio is watched for a hang (engine.hangwatch): the 1 s window, then the fault's 5 s and 10 s
+    assert fio.watches[:2] == [None, None]
+    assert [(w.duration_s, w.after_s) for w in fio.watches[2:]] == [(1.0, 15.0)] * 2
 
 
 class GivingUpFio(LoggingFio):
@@ -105,4 +108,10 @@ def test_fio_giving_up_under_a_fault_is_the_windows_outcome_not_a_failed_run(tmp
     from protolab.analysis.fault_figures import rows, sentences
 
     (_, _, words), = sentences(rows(recs))
-    assert "fio gave up in 1 of 1 repeats (cell x: fio failed: iscsi: request failed" in words
+    assert "stalled 2.0 s (to the window's end), fio gave up in 1 of 1 repeats (iscsi: request failed" in words
+    from protolab.report.sections.faults_section import row
+
+    faulted = next(r for r in rows(recs) if r.kind is not None)
+    cells = row(faulted)  # the table says fio gave up: its stall runs to the window's end, and what fio said
+    assert cells[5] == "2.00 (to the window's end: fio gave up)"
+    assert cells[6].endswith("; fio gave up in 1 of 1: iscsi: request failed with error SENSE KEY:UNIT_ATTENTION(6)")
