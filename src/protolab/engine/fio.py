@@ -294,8 +294,10 @@ class Fio:
         if stopped:  # stopped by us once it had written what the caller needed (128: fio's exit on SIGTERM)
             rc = 0
         if rc != 0 or ("{" not in text and not kept):
+            # fio's own words for its failure; a failed I/O it ended on is an op_errors line, not in the tail (a
+            # read libnbd failed with ENOTCONN after nbdkit's restart: the tail's last line was "Jobs: 1 (f=1)")
             why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
-                       tail[-1] if tail else f"exit code {rc}")
+                       self.op_errors[-1] if self.op_errors else tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")
         return text
 

@@ -59,13 +59,14 @@ time.sleep(120)
 
 
 class StandIn:
-    """Runs the stand-in with fio's arguments, in a session of its own as the real runner does."""
+    """Runs a stand-in script with fio's arguments, in a session of its own as the real runner does."""
 
-    def __init__(self):
+    def __init__(self, script: str = HANGS):
+        self.script = script
         self.procs: list[subprocess.Popen] = []
 
     def spawn(self, argv, *, netns=None, stdout=None, stderr=None, stdin=None, cwd=None):
-        p = subprocess.Popen([sys.executable, "-c", HANGS, *argv[1:]], stdout=stdout, stderr=stderr,
+        p = subprocess.Popen([sys.executable, "-c", self.script, *argv[1:]], stdout=stdout, stderr=stderr,
                              stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         self.procs.append(p)
         return p
@@ -97,3 +98,23 @@ def living(pgid: int) -> list[int]:
         if stat[2] == str(pgid) and stat[0] != "Z":
             out.append(int(d))
     return out
+
+
+#: fio's last lines when libnbd's read failed after nbdkit's restart (tests/lab/test_faults_lab.py, 2026-12-07): the
+#: failed I/O, then a status line; exit 1.
+NBD_GAVE_UP = """
+import sys
+out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--output=")][0]
+open(out, "w").write('{"jobs": []}\\n')
+print("fio: io_u error on file nbd://198.18.0.1:10809: Transport endpoint is not connected: read offset=4096, "
+      "buflen=4096")
+print("Jobs: 1 (f=1)")
+sys.exit(1)
+"""
+
+
+def test_fio_that_gave_up_on_a_failed_io_says_that_io_not_its_last_status_line(tmp_path):
+    with pytest.raises(ToolError, match=r"^cell x: fio failed: fio: io_u error on file nbd://198\.18\.0\.1:10809: "
+                                        r"Transport endpoint is not connected: read offset=4096, buflen=4096$"):
+        Fio("fio", StandIn(NBD_GAVE_UP)).run_job(tmp_path / "j.fio", tmp_path / "o.json", on_status=lambda d: False,
+                                                 timeout=60, label="cell x")
