@@ -91,10 +91,6 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
             continue
 
 
-class _Overdue(Exception):
-    """fio had to be stopped: the reason (engine.hangwatch)."""
-
-
 def _group_alive(pgid: int) -> bool:
     import os
 
@@ -154,18 +150,17 @@ class Fio:
         label: str = "fio",
         on_status: Callable[[dict], bool] | None = None,
         status_interval_s: int = 1,
-        overdue: Callable[[], str | None] | None = None,
+        on_poll: Callable[[], None] | None = None,
     ) -> str:
         """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text.
 
         ``on_status``: fio prints a cumulative status document every ``status_interval_s``, and each is passed to
         ``on_status`` as it is written; when it returns True, fio is stopped (gracefully: its last
-        document is written) — see ``engine.status``. ``overdue``: asked while fio runs; a reason it returns
-        stops fio (SIGTERM, then SIGKILL) and raises ToolError with it (engine.hangwatch).
+        document is written) — see ``engine.status``. ``on_poll``: as ``run``'s (an error it raises stops fio).
         """
         args = [f"--status-interval={int(status_interval_s)}", str(job_file)] if on_status else [str(job_file)]
         return self.run(args, output, netns=netns, on_iops=on_iops, timeout=timeout, label=label,
-                        on_status=on_status, overdue=overdue)
+                        on_status=on_status, on_poll=on_poll)
 
     def run_clients(
         self,
@@ -215,7 +210,6 @@ class Fio:
         files_under: Path | None = None,
         stream: bool = False,
         statuses: StatusFile | None = None,
-        overdue: Callable[[], str | None] | None = None,
     ) -> str:
         """Run fio with ``args`` writing json+ to ``output``; return the JSON text ('' when ``statuses`` kept the
         documents it read: they are the caller's, ``statuses.finish()``).
@@ -272,14 +266,10 @@ class Fio:
         reader.start()
         stopped = False
         try:
-            if on_status is None and on_poll is None and overdue is None:
+            if on_status is None and on_poll is None:
                 rc = proc.wait(timeout=timeout)
             else:
-                rc, stopped = self._watch(proc, statuses or StatusFile(output), timeout, on_status, on_poll,
-                                          overdue)
-        except _Overdue as e:
-            stop_group(proc, grace=STOP_GRACE_S)
-            raise ToolError(f"{label}: {e}") from None
+                rc, stopped = self._watch(proc, statuses or StatusFile(output), timeout, on_status, on_poll)
         except subprocess.TimeoutExpired:
             stop_group(proc, grace=STOP_GRACE_S)
             raise ToolError(f"{label}: fio did not finish within {timeout:g} s and was killed; see "
@@ -294,18 +284,15 @@ class Fio:
         if stopped:  # stopped by us once it had written what the caller needed (128: fio's exit on SIGTERM)
             rc = 0
         if rc != 0 or ("{" not in text and not kept):
-            # fio's own words for its failure; a failed I/O it ended on is an op_errors line, not in the tail (a
-            # read libnbd failed with ENOTCONN after nbdkit's restart: the tail's last line was "Jobs: 1 (f=1)")
+            # a failed I/O fio ended on is an op_errors line (libnbd's ENOTCONN: the tail's last was "Jobs: 1 (f=1)")
             why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
                        self.op_errors[-1] if self.op_errors else tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")
         return text
 
     def _watch(self, proc: subprocess.Popen, statuses: StatusFile, timeout: float | None,
-               on_status: Callable[[dict], bool] | None, on_poll: Callable[[], None] | None,
-               overdue: Callable[[], str | None] | None = None) -> tuple[int, bool]:
-        """Wait for fio, passing each new status document to ``on_status``; (exit code, stopped); ``_Overdue``
-        when ``overdue`` gives a reason.
+               on_status: Callable[[dict], bool] | None, on_poll: Callable[[], None] | None) -> tuple[int, bool]:
+        """Wait for fio, passing each new status document to ``on_status``; (exit code, stopped).
 
         ``on_poll`` runs on a thread of its own, joined before this returns: a client run's telemetry tick reads
         hundreds of /proc files, which took seconds while 160 fio jobs held both cores, and the status that ends
@@ -328,8 +315,6 @@ class Fio:
                     raise subprocess.TimeoutExpired(proc.args, timeout or 0)
                 if poller is not None:
                     poller.check()
-                if overdue is not None and not stopped and (why := overdue()):
-                    raise _Overdue(why)
                 if on_status is None or (stopped and not statuses.keep):
                     continue
                 for doc in statuses.poll():

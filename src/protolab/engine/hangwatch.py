@@ -8,9 +8,10 @@ iscsi.h), so nothing ever wakes the job. fio's status thread waits for that job 
 runtime never ends it. Without this watch the window lasted until fio's timeout (its runtime and a minute).
 
 The watch counts from the measured window's start (the warm-up's end): once the window's planned length and
-``after_s`` more have passed and fio has not ended, it gives the reason to stop it. ``after_s`` is the caller's:
-the fault's duration and a margin, so that a stall the fault itself makes (a link down's TCP backoff past the
-window's end) is waited for.
+``after_s`` more have passed and fio has not ended, ``check`` (fio.run's ``on_poll``, every poll) raises
+``Overdue`` with the reason, which stops fio's process group (engine.fio) and ends the window as fio giving up
+does (a ToolError: engine.window's ``keep_failed``). ``after_s`` is the caller's: the fault's duration and a
+margin, so that a stall the fault itself makes (a link down's TCP backoff past the window's end) is waited for.
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import ToolError
+
 #: Seconds past a faulted window's planned end, beyond the fault's own duration, before its fio is taken as hung.
 HUNG_MARGIN_S = 10.0
+
+
+class Overdue(ToolError):
+    """fio did not end its window: the reason (the record's ``fault.ended_early``)."""
 
 
 @dataclass
@@ -50,3 +57,9 @@ class HangWatch:
                 f"its last status {self.last_status - self.started:.1f} s into it")
         return (f"fio hung: its jobs had not ended {now - self.started:.1f} s into a window of "
                 f"{self.duration_s:g} s ({last}); protolab stopped it")
+
+    def check(self) -> None:
+        """Raise ``Overdue`` once fio is overdue."""
+        why = self()
+        if why is not None:
+            raise Overdue(why)

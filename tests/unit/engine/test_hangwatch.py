@@ -11,7 +11,7 @@ import time
 import pytest
 
 from protolab.engine.fio import Fio
-from protolab.engine.hangwatch import HangWatch
+from protolab.engine.hangwatch import HangWatch, Overdue
 from protolab.errors import ToolError
 
 
@@ -77,13 +77,16 @@ def test_fio_that_never_ends_is_stopped_with_its_group_when_the_watch_says_so(tm
     watch = HangWatch(0.3, 0.3)
     watch.window_started()
     started = time.monotonic()
-    with pytest.raises(ToolError, match=r"^cell x: fio hung: its jobs had not ended 0\.[6-9] s into a window of "
-                                        r"0\.3 s \(.*\); protolab stopped it$"):
+    with pytest.raises(Overdue, match=r"^fio hung: its jobs had not ended 0\.[6-9] s into a window of "
+                                      r"0\.3 s \(.*\); protolab stopped it$"):
         Fio("fio", runner).run_job(tmp_path / "j.fio", tmp_path / "o.json", on_status=lambda doc: False, timeout=60,
-                                   label="cell x", overdue=watch)
+                                   label="cell x", on_poll=watch.check)
     assert time.monotonic() - started < 10  # not fio's timeout
     [p] = runner.procs
     assert p.poll() is not None and (tmp_path / "o.json").read_text() == '{"jobs": []}\n'
+    deadline = time.monotonic() + 5  # SIGKILL's delivery to the "job" is not waited for: a moment
+    while living(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert living(p.pid) == []  # the whole group is gone: the hung "job" too
 
 
