@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import ToolError
 from ..plan.protocols import engines
-from ..proc import Runner, SubprocessRunner
+from ..proc import Runner, SubprocessRunner, stop_group  # noqa: F401  (stop_group: also the tests')
 from ..trust import project_deps  # noqa: F401  (also vm.image's)
 from .status import StatusFile
 
@@ -68,37 +68,6 @@ def parse_eta_iops(line: str) -> float | None:
 
 STOP_GRACE_S = 5.0  # a fio that ignores SIGTERM this long is killed
 POLL_S = 0.02  # how often a watched run reads fio's new status documents (a boundary is sampled this late at most)
-
-
-def stop_group(proc: subprocess.Popen, grace: float) -> None:
-    """Stop fio and every process it forked (its job processes share its process group): SIGTERM, then
-    SIGKILL after ``grace`` seconds (at once when ``grace`` is 0)."""
-    import os
-    import signal
-
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if sig == signal.SIGTERM and grace <= 0:
-            continue
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=wait)
-            if sig == signal.SIGKILL or not _group_alive(proc.pid):
-                return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _group_alive(pgid: int) -> bool:
-    import os
-
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
 
 
 @dataclass
