@@ -26,6 +26,7 @@ from ..analysis.verification import verified_by_configuration
 from ..analysis.wire import ceiling
 from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
+from ..plan.faults import NO_FAULT
 from ..plan.model import Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.target_grammar import is_lab_target, protocol_named
@@ -305,7 +306,9 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     # wait, the wire's share) are for the windows with no fault
     held = bottlenecks([r for r in records if not faulted(r)], *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
-    ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)
+    # the headline matrices sum up the windows with no fault: a faulted one's figures are the faults section's
+    calm = [r for r in rows if r.point.get("fault", NO_FAULT) == NO_FAULT]
+    ms = matrices(run.workloads, calm, vs, held, baseline, run.configurations, metrics)
     claims = claim_verdicts(plan, records, held, long.trends, alpha=alpha, noise=noise)
     reach = claim_reach(plan, records, alpha=alpha, noise=noise)
     paths = {k: p for k, recs in run.cells.items() if (p := path_share(recs)) is not None}
