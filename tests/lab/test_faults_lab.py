@@ -183,8 +183,10 @@ def check(run: Path) -> None:
     ms, at = longest_stall(by["nbd", "link-down"]["fault"]["iops"], 10)
     hm = maps[cells["nbd", "link-down"]]
     blank = {k for k, c in enumerate(hm.counts) if not sum(c)}
-    inside = set(range(int(at * 10) + 1, int((at + ms / 1000) * 10) - 1))
+    # a step's margin at each end, and one more at the stall's end: the heatmap's steps ran up to 0.2 s ahead of
+    # the 10 ms timeline (2026-12-07: completions again from 4.22 s in the timeline, in the step 4.0-4.1 s)
+    inside = set(range(int(at * 10) + 1, int((at + ms / 1000) * 10) - 2))
     assert len(inside) >= 20 and inside <= blank, (sorted(inside - blank), at, ms)
-    assert len(blank) <= len(inside) + 4
+    assert len(blank) <= len(inside) + 5
     assert not [k for k, c in enumerate(maps[cells["nbd", "none"]].counts) if not sum(c)]
     assert "`tables/fault-4k-rand70-" in md and "-nbd-heatmap.csv`" in md and "## Latency heatmaps over time" in md
