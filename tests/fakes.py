@@ -53,8 +53,10 @@ class FakeFio:
     def engines(self):
         return self._engines
 
-    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1):
+    def run_job(self, job, output, *, netns=None, on_iops=None, timeout, label, on_status=None, status_interval_s=1,
+                on_poll=None):
         self.runs += 1
+        self.watches = [*getattr(self, "watches", []), getattr(on_poll, "__self__", on_poll)]
         if self.docs is not None:
             return self._stream(job, output, on_status)
         cell = Path(job).name.split(".")[0]

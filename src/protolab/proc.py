@@ -7,7 +7,9 @@ unit tests can pass a fake and integration tests the real ``SubprocessRunner``.
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
@@ -133,3 +135,74 @@ class FakeRunner:
     def spawn(self, argv, *, netns=None, stdout=None, stderr=None, stdin=None, cwd=None):
         self.calls.append((tuple(argv), netns))
         raise NotImplementedError("FakeRunner cannot spawn processes")
+
+
+def _stat(pid: int) -> tuple[int, str, str] | None:
+    """(parent pid, start time, state) of a process, from /proc; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), fields[19], fields[0]
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """Every process forked under ``pid`` (its children, theirs …), each with its start time, so that a pid used
+    again by another process is never signalled."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (st := _stat(int(name))) is not None:
+            children.setdefault(st[0], []).append((int(name), st[1]))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child[0])
+    return out
+
+
+def _signal(procs: list[tuple[int, str]], sig: int) -> bool:
+    """Send ``sig`` to each of ``procs`` still the same process and alive; whether any was."""
+    alive = False
+    for pid, start in procs:
+        st = _stat(pid)
+        if st is not None and st[1] == start and st[2] != "Z":
+            alive = True
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return alive
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def stop_group(proc: subprocess.Popen, grace: float) -> None:
+    """Stop a process (started in a session of its own), its process group and every process it forked: SIGTERM,
+    then SIGKILL after ``grace`` seconds (at once when ``grace`` is 0).
+
+    fio's job processes each call setsid() (fio 3.33, backend.c thread_main): they leave fio's process group, so
+    they are found as its descendants first — a hung one (libiscsi's after tgt's restart) outlived its group's
+    SIGKILL and held fio's pipes until the lab went down."""
+    forked = descendants(proc.pid)
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if sig == signal.SIGTERM and grace <= 0:
+            continue
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        others = _signal(forked, sig)
+        try:
+            proc.wait(timeout=wait)
+            if sig == signal.SIGKILL or not (_group_alive(proc.pid) or others and _signal(forked, 0)):
+                return
+        except subprocess.TimeoutExpired:
+            continue

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from ..plan.coordinates import Point, point_of
+from ..results.faultwindow import gave_up_words
 from ..results.records import CellRecord
 
 #: The recovery's samples (ms of the 10 ms bins summed) and the steady window's length in samples.
@@ -39,6 +40,11 @@ class FaultFigures:
     degraded_pct: float | None
     recovery_s: float | None
     back: bool | None  # None: no fault, so nothing to come back from
+
+
+def faulted(rec: CellRecord) -> bool:
+    """Whether a fault was planned in the record's window (not a "none" window, not a plan without faults)."""
+    return rec.fault is not None and rec.fault.kind is not None
 
 
 def longest_stall(iops: Sequence[float], step_ms: int) -> tuple[float, float | None]:
@@ -198,6 +204,7 @@ def seconds_words(e: Estimate | None, scale: float = 1.0) -> str:
     return f"{s(e.mean)} s ({s(e.low)}–{s(e.high)})"
 
 
+
 def what_happened(r: FaultRow) -> str:
     """'port 0's link went down for 5 s', 'the server was killed and restarted 5 s later', 'the array stalled for
     5 s'."""
@@ -217,13 +224,15 @@ def clause(r: FaultRow, control: FaultRow | None) -> str:
         return (f"{r.configuration}: the fault was not done in any of its {r.not_done} windows (the lab's control "
                 f"failed: {(r.not_done_with or '')[:200]}), so nothing is measured of it")
     out = f"{r.configuration} stalled {seconds_words(r.stall_ms, 1e-3)}"
+    out += " (to the window's end)" if r.repeats and r.gave_up == r.repeats else ""
     if r.not_done:
         out += (f" (over {r.repeats} windows; the fault was not done in {r.not_done} more: "
                 f"{(r.not_done_with or '')[:160]})")
     errs = r.errors.mean if r.errors else 0.0
-    out += ", no I/O error" if errs == 0 else f", {errs:,.1f} I/O errors per window (first: {r.first_error})"
+    if errs or not r.gave_up:
+        out += ", no I/O error" if errs == 0 else f", {errs:,.1f} I/O errors per window (first: {r.first_error})"
     if r.gave_up:
-        out += f", fio gave up in {r.gave_up} of {r.repeats} repeats ({(r.gave_up_with or '')[-160:]})"
+        out += f", fio gave up in {r.gave_up} of {r.repeats} repeats ({gave_up_words(r.gave_up_with)})"
     if r.degraded_pct is not None:
         out += f", {r.degraded_pct.mean:.0f} % of its IOPS while it lasted"
     if r.repeats and r.not_back == r.repeats:

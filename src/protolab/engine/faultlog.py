@@ -136,14 +136,21 @@ def remove_logs(prefix: Path) -> None:
             p.unlink()
 
 
-def io_errors(docs: list[dict[str, Any]]) -> tuple[int, str | None]:
+def io_errors(docs: list[dict[str, Any]], ended: bool = False) -> tuple[int, str | None]:
     """(I/O errors fio counted, the first one in words) from the run's last status document: each job's
-    ``total_err`` and ``first_error`` (cumulative; with continue_on_error fio counts them and goes on)."""
+    ``total_err`` and ``first_error`` (cumulative; with continue_on_error fio counts them and goes on). ``ended``:
+    fio gave up (its run ended by an error), and each job's ``error`` that ended it counts too — fio's total_err
+    holds only the errors it went on after (backend.c counts an error only when it continues), so a job that
+    gave up on its first failed I/O reports total_err 0 and that error in ``error``."""
     last = next((d for d in reversed(docs) if d.get("jobs") or d.get("client_stats")), None)
     if last is None:
         return 0, None
     jobs = last.get("jobs") or [j for j in last.get("client_stats", []) if j.get("jobname") != "All clients"]
     total = sum(int(j.get("total_err", 0) or 0) for j in jobs)
     first = next((int(j["first_error"]) for j in jobs if int(j.get("first_error", 0) or 0)), None)
+    if ended:
+        fatal = [int(j.get("error", 0) or 0) for j in jobs if int(j.get("error", 0) or 0)]
+        total += len(fatal)
+        first = first if first is not None else next(iter(fatal), None)
     words = None if first is None else error_words(first)
     return total, words

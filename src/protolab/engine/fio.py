@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import ToolError
 from ..plan.protocols import engines
-from ..proc import Runner, SubprocessRunner
+from ..proc import Runner, SubprocessRunner, stop_group  # noqa: F401  (stop_group: also the tests')
 from ..trust import project_deps  # noqa: F401  (also vm.image's)
 from .status import StatusFile
 
@@ -70,37 +70,6 @@ STOP_GRACE_S = 5.0  # a fio that ignores SIGTERM this long is killed
 POLL_S = 0.02  # how often a watched run reads fio's new status documents (a boundary is sampled this late at most)
 
 
-def stop_group(proc: subprocess.Popen, grace: float) -> None:
-    """Stop fio and every process it forked (its job processes share its process group): SIGTERM, then
-    SIGKILL after ``grace`` seconds (at once when ``grace`` is 0)."""
-    import os
-    import signal
-
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if sig == signal.SIGTERM and grace <= 0:
-            continue
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=wait)
-            if sig == signal.SIGKILL or not _group_alive(proc.pid):
-                return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _group_alive(pgid: int) -> bool:
-    import os
-
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
 @dataclass
 class Fio:
     """One fio binary, called through an injected runner."""
@@ -150,16 +119,17 @@ class Fio:
         label: str = "fio",
         on_status: Callable[[dict], bool] | None = None,
         status_interval_s: int = 1,
+        on_poll: Callable[[], None] | None = None,
     ) -> str:
         """Run ``job_file`` writing json+ to ``output``; call ``on_iops`` with live IOPS; return the JSON text.
 
         ``on_status``: fio prints a cumulative status document every ``status_interval_s``, and each is passed to
         ``on_status`` as it is written; when it returns True, fio is stopped (gracefully: its last
-        document is written) — see ``engine.status``.
+        document is written) — see ``engine.status``. ``on_poll``: as ``run``'s (an error it raises stops fio).
         """
         args = [f"--status-interval={int(status_interval_s)}", str(job_file)] if on_status else [str(job_file)]
         return self.run(args, output, netns=netns, on_iops=on_iops, timeout=timeout, label=label,
-                        on_status=on_status)
+                        on_status=on_status, on_poll=on_poll)
 
     def run_clients(
         self,
@@ -283,8 +253,9 @@ class Fio:
         if stopped:  # stopped by us once it had written what the caller needed (128: fio's exit on SIGTERM)
             rc = 0
         if rc != 0 or ("{" not in text and not kept):
+            # a failed I/O fio ended on is an op_errors line (libnbd's ENOTCONN: the tail's last was "Jobs: 1 (f=1)")
             why = next((t for t in reversed(tail) if "error" in t.lower() or "fio:" in t or "refused" in t.lower()),
-                       tail[-1] if tail else f"exit code {rc}")
+                       self.op_errors[-1] if self.op_errors else tail[-1] if tail else f"exit code {rc}")
             raise ToolError(f"{label}: fio failed: {why}")
         return text
 

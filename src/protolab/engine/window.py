@@ -22,12 +22,11 @@ and the spare, and the instants are placed back from its printing.
 Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
 so every job has warmed up as long as asked, and the window is a time when all run.
 
-Statuses come every ``interval_s`` seconds (the plan's ``method.interval``): the warm-up is
-judged, and the window placed, to the nearest status. Each interval of the window is also
-reported as a merged ``intervals.Interval``: a direct run hands each to ``on_interval`` the
-moment its status is written (so a long run's series is on disk up to its last interval
-whatever stops it); a client run's come after the run, all at once. A long
-direct run keeps the histograms of its window's first and latest statuses only.
+Statuses come every ``interval_s`` seconds (the plan's ``method.interval``): the warm-up is judged, and the window
+placed, to the nearest status. Each interval of the window is also reported as a merged ``intervals.Interval``: a
+direct run hands each to ``on_interval`` the moment its status is written (so a long run's series is on disk up to its
+last interval whatever stops it); a client run's come after the run, all at once. A long direct run keeps the
+histograms of its window's first and latest statuses only.
 """
 
 from __future__ import annotations
@@ -199,11 +198,12 @@ def run_window(
     on_interval: Callable[[Interval], None] | None = None,
     keep_failed: bool = False,
     verify: Verification | None = None,
+    on_poll: Callable[[], None] | None = None,
 ) -> WindowRun:
     """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
     at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``; statuses every
-    ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once;
-    ``verify``: its writes are checksummed and read back (engine.readback)."""
+    ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once; ``verify``:
+    checksummed writes read back (engine.readback); ``on_poll``: a direct run's, each poll (engine.hangwatch)."""
     make_dir(folder)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
@@ -225,7 +225,7 @@ def run_window(
         ended = None
         try:
             fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
-                        on_status=live, status_interval_s=interval_s)
+                        on_status=live, status_interval_s=interval_s, on_poll=on_poll)
         except ToolError as e:  # a faulted window: fio giving up is the fault's outcome, once the window started
             if not keep_failed or live.start is None:
                 raise

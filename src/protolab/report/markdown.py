@@ -67,7 +67,8 @@ def summary_table(data: ReportData, workload: str,
                       rel_cell(r.relative.get(m), data.verdicts.get((m, workload, r.point, r.configuration)))]
         b = data.bottlenecks.get((workload, r.point, r.configuration))
         p = paths[(r.point, r.configuration)]
-        rows.append(cells + [b.label if b else "–"] + ([p.label() if p else "–"] if multipath else []))
+        held = b.label if b else limited_by_fault(r.point)
+        rows.append(cells + [held] + ([p.label() if p else "–"] if multipath else []))
     lat = "service time" if closed else "latency"
     title = (f"{workload} — baseline {data.baseline} = 100; medians of repeats, % with 95 % CI (with fewer than "
              f"3 repeats on a side: [the repeats' range, not tested]), ↑↓ = called "
@@ -130,3 +131,10 @@ def verdict_tally(rows: list) -> str:
     untested = sum(1 for r in rows if r.verdict == NOT_TESTED)
     text = f"{called} of {len(rows)} comparisons called; {len(rows) - called - untested} no clear difference"
     return text + (f"; {untested} not tested (fewer than 3 repeats on a side)." if untested else ".")
+
+
+def limited_by_fault(point) -> str:
+    """The 'limited by' cell of a point with no bottleneck: a faulted window's is its fault (the faults section
+    measures it; analysis.bottleneck judges the windows with no fault only), else '–'."""
+    fault = point.get("fault")
+    return f"fault {fault} (see Faults under load)" if fault not in (None, "none") else "–"

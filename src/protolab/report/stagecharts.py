@@ -15,6 +15,7 @@ from ..analysis.claimpower import compared_mdd
 from ..analysis.findings import Finding, pct
 from ..analysis.stats import HIGHER, LOWER, MIN_REPEATS, NOT_TESTED, decide
 from ..plan.coordinates import AXES, outer_steps, value_label
+from ..plan.faults import NO_FAULT
 from .chart import Chart, Series
 from .report_data import RunData, is_closed_loop, slug
 
@@ -22,18 +23,24 @@ _METRICS = {"iops": ("IOPS", "IOPS (median of repeats)", "more", "fewer"),
             "lat_mean_us": ("average service time", "µs (median of repeats)", "higher", "lower")}
 
 
+def _outer(coords: tuple) -> tuple:
+    """A point's outer coordinates but the fault: the faults are no steps to compare (one fault's IOPS against
+    another's), the faults section measures each against "none"."""
+    return tuple((k, v) for k, v in coords if k != "fault")
+
+
 def _steps(data: RunData) -> dict[tuple, str]:
     """The points' outer coordinates (stage steps), in order → their label ('fill 25 %'); {} without any."""
-    steps = [s for s in outer_steps(data.records) if s]
+    steps = list(dict.fromkeys(o for s in outer_steps(data.records) if (o := _outer(s))))
     return {s: " · ".join(value_label(k, v) for k, v in s) for s in steps}
 
 
 def _lines(data: RunData, workload: str) -> dict[tuple[str, object], dict[tuple, object]]:
-    """(configuration, load point) → stage step → the report row there."""
+    """(configuration, load point) → stage step → the report row there (rows with a fault left out)."""
     out: dict[tuple[str, object], dict[tuple, object]] = {}
     for r in data.rows:
-        if r.workload == workload and r.point.outer:
-            out.setdefault((r.configuration, r.point.get("load")), {})[r.point.outer] = r
+        if r.workload == workload and _outer(r.point.outer) and r.point.get("fault", NO_FAULT) == NO_FAULT:
+            out.setdefault((r.configuration, r.point.get("load")), {})[_outer(r.point.outer)] = r
     return out
 
 

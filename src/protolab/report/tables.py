@@ -15,6 +15,7 @@ from ..analysis.bottleneck import bottlenecks
 from ..analysis.bottleneck_words import bottleneck_findings
 from ..analysis.claims import claim_reach, claim_verdicts, judged_at
 from ..analysis.derived import Figures, busy_note, figures
+from ..analysis.fault_figures import faulted
 from ..analysis.findings import METRICS, TABLE_ONLY, Key, findings, measured_metrics, study_rows, verdicts
 from ..analysis.headlines import headlines
 from ..analysis.pairs import pair_findings
@@ -25,6 +26,7 @@ from ..analysis.verification import verified_by_configuration
 from ..analysis.wire import ceiling
 from ..errors import ProtolabError
 from ..metrics import METRICS as REGISTRY
+from ..plan.faults import NO_FAULT
 from ..plan.model import Plan
 from ..plan.protocols import PROTOCOLS
 from ..plan.target_grammar import is_lab_target, protocol_named
@@ -39,6 +41,7 @@ from .faultdata import fault_data
 from .heatmapdata import HOW as HEATMAP_HOW
 from .heatmapdata import Heatmaps, heatmap_charts
 from .longrun_charts import Intervals, LongRunParts, long_run_parts
+from .markdown import limited_by_fault
 from .report_data import DETAIL_LOADS, PCT_KEYS, ReportData, RunData, by_cell, is_closed_loop, plan_of, slug  # noqa: F401
 from .stagecharts import stage_charts, stage_findings
 
@@ -299,9 +302,13 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     faults, fault_charts = fault_data(run, heatmaps)  # the faults' stall, errors, degraded IOPS, recovery
     charts = [*relative, *detail, *stage_charts(run), *long.charts, *[c for c in maps if c.section == "series"],
               *ladder_charts, *fault_charts, *ceilings]
-    held = bottlenecks(records, *wire_ceilings(run), saturation)
+    # a faulted window is held by its fault, which the faults section measures: the bottleneck's words (a CPU's
+    # wait, the wire's share) are for the windows with no fault
+    held = bottlenecks([r for r in records if not faulted(r)], *wire_ceilings(run), saturation)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
-    ms = matrices(run.workloads, rows, vs, held, baseline, run.configurations, metrics)
+    # the headline matrices sum up the windows with no fault: a faulted one's figures are the faults section's
+    calm = [r for r in rows if r.point.get("fault", NO_FAULT) == NO_FAULT]
+    ms = matrices(run.workloads, calm, vs, held, baseline, run.configurations, metrics)
     claims = claim_verdicts(plan, records, held, long.trends, alpha=alpha, noise=noise)
     reach = claim_reach(plan, records, alpha=alpha, noise=noise)
     paths = {k: p for k, recs in run.cells.items() if (p := path_share(recs)) is not None}
@@ -333,7 +340,7 @@ def absolute_rows(data: ReportData) -> list[dict[str, Any]]:
                 row[f"{k} CI high %"] = 100 * v.ci_high if v else None
                 row[f"{k} verdict"] = v.verdict if v else ""
         b = data.bottlenecks.get((r.workload, r.point, r.configuration))
-        row["limited by"] = b.label if b else ""
+        row["limited by"] = b.label if b else limited_by_fault(r.point).strip("–")
         out.append(row)
     return out
 

@@ -49,3 +49,10 @@ class FaultWindow(_Record):
             return None
         start = self.actions[0].at_s if self.actions else self.at_s
         return start, start + self.duration_s
+
+
+def gave_up_words(error: str | None, most: int = 160) -> str:
+    """What fio said when it gave up, without the cell's name protolab put before it ('cell …: fio failed: …')."""
+    text = (error or "").split(": fio failed: ", 1)[-1]
+    text = text.split(": ", 1)[1] if text.startswith("cell ") and ": " in text else text
+    return text if len(text) <= most else text[:most - 1] + "…"

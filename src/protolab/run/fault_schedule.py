@@ -126,17 +126,18 @@ class FaultSchedule:
         return self.restored
 
 
-def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float, store: Path) -> tuple[Timeline, int,
-                                                                                                   str | None]:
+def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float, store: Path,
+           ended: bool = False) -> tuple[Timeline, int, str | None]:
     """After a faulted window: fio's 10 ms logs under ``prefix`` merged on the window's clock (engine.faultlog),
     kept compact in ``store`` (a JSON file: bins of IOPS and mean latency), the logs removed; and the I/O errors
-    fio counted, from its last status in ``output``."""
+    fio counted, from its last status in ``output`` (``ended``: fio gave up, and the error that ended each job
+    counts: engine.faultlog.io_errors)."""
     timeline = merge(read_logs(prefix), warmup_s * 1000.0, window_s * 1000.0)
     remove_logs(prefix)
     store.write_text(json.dumps({"step_ms": timeline.step_ms, "t0_job_ms": round(warmup_s * 1000.0, 3),
                                  "jobs": timeline.jobs, "iops": timeline.iops, "lat_us": timeline.lat_us},
                                 separators=(",", ":")))
-    errors, first = io_errors(documents(output.read_text(errors="replace"))) if output.is_file() else (0, None)
+    errors, first = io_errors(documents(output.read_text(errors="replace")), ended) if output.is_file() else (0, None)
     return timeline, errors, first
 
 

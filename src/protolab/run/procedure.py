@@ -15,6 +15,7 @@ from typing import Callable
 
 from ..analysis.steady import steady_state
 from ..engine.faultlog import log_options
+from ..engine.hangwatch import HUNG_MARGIN_S, HangWatch
 from ..engine.histlog import hist_options, step_ms
 from ..engine.jobfile import layout, render_fill, render_prepare
 from ..engine.measure import HostRun, Measurement, measure
@@ -269,12 +270,16 @@ class Procedure:
         hist_ms = step_ms(duration) if m.heatmap else None  # the window's latency heatmap (plan.heatmap_option)
         if hist_ms is not None:
             extra |= hist_options(str(prefix), hist_ms)
+        # a faulted window's fio that does not end (libiscsi after tgt's restart) is stopped (engine.hangwatch)
+        watch = HangWatch(duration, schedule.fault.duration + HUNG_MARGIN_S) if schedule is not None else None
 
         def warmed() -> None:
             started[0] = now()
             for timed in (schedule, capture):  # on the window's clock: the fault's steps, the capture
                 if timed is not None:
                     timed.start()
+            if watch is not None:
+                watch.window_started()
             if warmup > 0:
                 self.phase("measure")
 
@@ -284,6 +289,8 @@ class Procedure:
             if rows and not noted:  # this seq now has rows: a resumed session must not reuse it
                 self.rundir.events.window_started(seq, cell.id, session)
                 noted.append(True)
+            if watch is not None:
+                watch.status()
             self.rundir.add_series(rows)
 
         window.start()  # the cell's link is set: its offload state is read anew
@@ -294,7 +301,7 @@ class Procedure:
                              timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
                              on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
                              interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification,
-                             keep_failed=schedule is not None)
+                             keep_failed=schedule is not None, on_poll=watch.check if watch is not None else None)
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
             if capture is not None:
                 capture.stop()
@@ -311,8 +318,8 @@ class Procedure:
             # fio that gave up ended the window early: the timeline runs to the window's planned end, without I/O
             fault = fault_window(faulted.value, faulted.fault, schedule, *gather(
                 prefix, run.output, warmup_s=run.warmup_s, window_s=max(run.window_s, duration) if
-                run.ended_by_error else run.window_s, store=store), str(store.relative_to(self.rundir.path)),
-                ended_early=run.ended_by_error)
+                run.ended_by_error else run.window_s, store=store, ended=bool(run.ended_by_error)),
+                str(store.relative_to(self.rundir.path)), ended_early=run.ended_by_error)
             if run.ended_by_error:
                 self.progress.note(f"cell {cell.id}: fio gave up {run.window_s:.1f}s into the window: "
                                    f"{run.ended_by_error[-200:]}")

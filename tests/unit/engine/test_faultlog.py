@@ -58,6 +58,16 @@ def test_io_errors_come_from_the_last_status():
     assert io_errors([*docs, last]) == (7, "error 5 (Input/output error)")
 
 
+def test_the_error_that_made_fio_give_up_is_counted():
+    """fio 3.33's last document after tgt's and nbdkit's restart (tests/lab/test_faults_lab.py, 2026-12-07): the job
+    ended on its first failed I/O, so total_err is 0 and the error is the job's ``error``."""
+    for name, words in (("libiscsi-gave-up", "error 1 (Operation not permitted)"),
+                        ("libnbd-gave-up", "error -1 (Operation not permitted)")):
+        docs = documents((LOGS / f"{name}.json").read_text())
+        assert io_errors(docs) == (0, None)  # read as if fio had gone on: what it counted
+        assert io_errors(docs, ended=True) == (1, words)
+
+
 def test_a_faulted_cells_job_file_asks_fio_for_the_10ms_logs_and_goes_on_after_errors():
     opts = log_options("/run/x/raw/c.fault")
     assert opts == {"write_iops_log": "/run/x/raw/c.fault", "write_lat_log": "/run/x/raw/c.fault",

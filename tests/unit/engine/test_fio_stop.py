@@ -43,3 +43,19 @@ def test_stop_group_kills_a_process_group_that_ignores_sigterm():
     time.sleep(0.2)
     assert p.poll() is not None and not _alive(child)
     assert took >= 0.5  # SIGTERM was tried first, for the grace
+
+
+# fio's job process as fio 3.33 forks it: it calls setsid() (backend.c, thread_main), so it leaves fio's process
+# group; hung, it ignores SIGTERM (libiscsi's getevents goes back to its poll on EINTR)
+OWN_SESSION = STUBBORN.replace("if not pid:\n", "if not pid:\n    os.setsid()\n")
+
+
+def test_stop_group_kills_a_job_process_that_left_the_group_for_a_session_of_its_own():
+    p = subprocess.Popen([sys.executable, "-c", OWN_SESSION], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    child = int(p.stdout.readline())
+    time.sleep(0.2)
+    assert os.getpgid(child) == child != p.pid  # not in fio's group: its SIGKILL alone leaves it
+    stop_group(p, grace=0)
+    time.sleep(0.2)
+    assert p.poll() is not None and not _alive(child)

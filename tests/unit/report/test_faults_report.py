@@ -14,7 +14,7 @@ from protolab.results.records import CellRecord
 from protolab.results.rundir import RunDir
 
 
-def _faulted_run(tmp_path):
+def _faulted_run(tmp_path, value=lambda seq: "port0-down"):
     run = tmp_path / "run"
     shutil.copytree(DATA / "golden" / "capacity-lab" / "run", run)
     m = json.loads((run / "manifest.json").read_text())
@@ -25,11 +25,11 @@ def _faulted_run(tmp_path):
         r = CellRecord.model_validate_json(line)
         stall = 20 * r.seq  # bins: 0.2 s × seq
         iops = [0 if 100 <= i < 100 + stall else 2000 for i in range(800)]
-        fw = FaultWindow(fault="port0-down", kind="link_down", at_s=1.0, duration_s=2.0, port=0, step_ms=10,
+        fw = FaultWindow(fault=value(r.seq), kind="link_down", at_s=1.0, duration_s=2.0, port=0, step_ms=10,
                          actions=[FaultAction(action="link_down port 0", planned_s=1.0, at_s=1.0, wall="w")],
                          errors=r.seq % 2, first_error="error 5 (Input/output error)" if r.seq % 2 else None,
                          iops=iops, lat_us=[None if v == 0 else 300.0 for v in iops[::10]])
-        out.append(r.model_copy(update={"coords": {**r.coords, "fault": "port0-down"}, "fault": fw})
+        out.append(r.model_copy(update={"coords": {**r.coords, "fault": value(r.seq)}, "fault": fw})
                    .model_dump_json())
     (run / "records.jsonl").write_text("\n".join(out) + "\n")
     return run
@@ -54,6 +54,23 @@ def test_a_run_with_faults_has_its_section_timelines_columns_and_json(tmp_path):
     f = doc["faults"]
     assert f["rows"] and f["rows"][0]["fault"] == "port0-down" and f["rows"][0]["stall_ms"]["n"] >= 1
     assert f["sentences"][0]["text"].startswith("After port0-down")
+    # a faulted window is held by its fault: no bottleneck words about it, its "limited by" names the fault
+    assert " was held by " not in md and "fault port0-down (see Faults under load)" in md
+
+
+def test_two_faults_are_not_compared_as_stage_steps_nor_summed_up_in_the_headline(tmp_path):
+    """IOPS at one fault against another's is no finding, nor a chart 'against the fault': the faults section
+    reads each fault against "none"; the summary's matrix sums up the windows with no fault only."""
+    run = _faulted_run(tmp_path, lambda seq: "none" if seq % 2 else "other-down")
+    write_report(RunDir.open(run), figures=False)
+    md = (run / "report.md").read_text()
+    assert "against fault" not in md and "against the fault" not in md and "After other-down" in md
+    assert not [p for p in (run / "tables").glob("stage-*.csv") if "fault" in p.read_text()]  # the rate's steps only
+    from protolab.report.tables import build
+
+    rd = RunDir.open(run, write=False)
+    [matrix] = build(rd.manifest(), rd.records()).matrices
+    assert matrix.loads and not [x for x in matrix.loads if "other-down" in x], matrix.loads
 
 
 def test_a_run_without_faults_has_no_fault_columns_and_null_json(tmp_path):

@@ -72,6 +72,9 @@ def test_a_faulted_cell_logs_at_10ms_is_restored_and_its_record_carries_the_time
     assert not list((rd.path / "raw").glob("*.fault_*.log"))  # merged, then removed
     none = recs[0].fault
     assert none.fault == "none" and none.kind is None and len(none.iops) == 200
+    # a faulted window's fio is watched for a hang (engine.hangwatch): the 1 s window, then the fault's 5 s and 10 s
+    assert fio.watches[:2] == [None, None]
+    assert [(w.duration_s, w.after_s) for w in fio.watches[2:]] == [(1.0, 15.0)] * 2
 
 
 class GivingUpFio(LoggingFio):
@@ -105,4 +108,36 @@ def test_fio_giving_up_under_a_fault_is_the_windows_outcome_not_a_failed_run(tmp
     from protolab.analysis.fault_figures import rows, sentences
 
     (_, _, words), = sentences(rows(recs))
-    assert "fio gave up in 1 of 1 repeats (cell x: fio failed: iscsi: request failed" in words
+    assert "stalled 2.0 s (to the window's end), fio gave up in 1 of 1 repeats (iscsi: request failed" in words
+    from protolab.report.sections.faults_section import row
+
+    faulted = next(r for r in rows(recs) if r.kind is not None)
+    cells = row(faulted)  # the table says fio gave up: its stall runs to the window's end, and what fio said
+    assert cells[5] == "2.00 (to the window's end: fio gave up)"
+    assert cells[6].endswith("; fio gave up in 1 of 1: iscsi: request failed with error SENSE KEY:UNIT_ATTENTION(6)")
+
+
+class HangingFio(LoggingFio):
+    """fio whose job hangs under the fault: the hang watch the window gave it stops it (engine.hangwatch)."""
+
+    def run_job(self, job, output, *, on_poll=None, **kw):
+        text = super().run_job(job, output, on_poll=on_poll, **kw)
+        if on_poll is not None:
+            on_poll.__self__.started -= 60.0  # a minute later, fio still running
+            on_poll()
+        return text
+
+
+def test_a_hung_fio_is_stopped_and_the_window_says_so(tmp_path):
+    text = PLAN.format(dir=tmp_path).replace("repeats = 3", "repeats = 1").replace(
+        "[[load_points]]\nstreams = 2\noio = 1\n", "").replace('duration = "1s"', 'duration = "4s"')
+    plan = load_plan_text(text)
+    plan = plan.model_copy(update={"faults": [Fault(name="down", kind="link_down", at=1, duration=1, port=0)]})
+    events: list = []
+    fio = HangingFio(events)
+    rd = Study(plan, text, "fake.toml", results_root=tmp_path / "r", fio=fio,
+               testbed=FaultBed(plan, fio, events)).run()
+    recs = rd.records()
+    assert all(r.status == "ok" for r in recs) and recs[0].fault.ended_early is None
+    assert recs[2].fault.ended_early.startswith("fio hung: its jobs had not ended 60.0 s into a window of 4 s (")
+    assert recs[2].fault.ended_early.endswith("; protolab stopped it") and events.count("restore") == 2

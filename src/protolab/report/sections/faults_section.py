@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup, escape
 
 from ...analysis.fault_figures import Estimate, FaultRow
+from ...results.faultwindow import gave_up_words
 from ..chart import Chart
 from ..markdown import md_table
 from ..report_data import FaultData, ReportData
@@ -19,13 +20,15 @@ from .section import Page, Section, chart_lines
 HOW = ("Each fault is a value of the fault coordinate; \"none\" is each configuration measured the same way with no "
        "fault. During every window of a plan with faults fio logs each job's IOPS and mean completion latency per "
        "10 ms (log_avg_msec) and counts I/O errors without stopping (continue_on_error). The stall is the longest "
-       "span of the window with no completion (10 ms resolution); errors are fio's total_err; IOPS while the fault "
-       "lasted are the mean over its span as % of the same window's IOPS before it; back to steady is the time from "
-       "the fault's end to the first window of 5 × 0.5 s after it that is steady by the SNIA rule (range ≤ 20 %, "
-       "excursion ≤ 10 % of the mean). Intervals: the mean over repeats with its 95 % t interval. The fault's time "
-       "is when protolab's schedule acted, counted from the warm-up's end as protolab saw fio's status. With "
-       "method.heatmap the latency panel is a heatmap per configuration (fio's completion latency histograms per "
-       "100 ms, its repeats added): when the slow I/Os completed, not only their mean.")
+       "span of the window with no completion (10 ms resolution); a window whose fio gave up has no completion from "
+       "then to its planned end, so its stall runs to the window's end. Errors are those fio counted and went on "
+       "after (total_err) and, when fio gave up, the error that ended its job (which total_err leaves out). IOPS "
+       "while the fault lasted are the mean over its span as % of the same window's IOPS before it; back to steady "
+       "is the time from the fault's end to the first window of 5 × 0.5 s after it that is steady by the SNIA rule "
+       "(range ≤ 20 %, excursion ≤ 10 % of the mean). Intervals: the mean over repeats with its 95 % t interval. "
+       "The fault's time is when protolab's schedule acted, counted from the warm-up's end as protolab saw fio's "
+       "status. With method.heatmap the latency panel is a heatmap per configuration (fio's completion latency "
+       "histograms per 100 ms, its repeats added): when the slow I/Os completed, not only their mean.")
 HEADERS = ["workload", "point", "configuration", "fault", "repeats", "stall (s)", "I/O errors", "IOPS while it lasted",
            "back to steady (s)"]
 
@@ -51,9 +54,15 @@ def row(r: FaultRow) -> list[str]:
     else:
         back = interval(r.recovery_s) + (f" ({r.not_back} of {r.repeats} not back)" if r.not_back else "")
     errors = interval(r.errors, digits=1) + (f" (first: {r.first_error})" if r.first_error else "")
+    stall = interval(r.stall_ms, 1e-3)
+    if r.gave_up:  # fio ended the job on an error: no completion from then to the window's planned end
+        errors += f"; fio gave up in {r.gave_up} of {r.repeats}: {gave_up_words(r.gave_up_with)}"
+        stall += " (to the window's end: fio gave up)" if r.gave_up == r.repeats else \
+            f" ({r.gave_up} of {r.repeats} to the window's end: fio gave up)"
     fault = r.fault + (f" (not done in {r.not_done} windows: the lab's control failed)" if r.not_done else "")
     return [r.workload, r.point.label.replace(f"fault {r.fault} · ", ""), r.configuration, fault,
-            str(r.repeats), interval(r.stall_ms, 1e-3), errors, degraded, back]
+            str(r.repeats), stall, errors, degraded, back]
+
 
 
 @dataclass
