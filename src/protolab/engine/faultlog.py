@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .parse import error_words
+from .status import snapshots
 
 #: fio's averaging period for a faulted cell's logs, and the timeline's bin.
 STEP_MS = 10
@@ -120,13 +121,16 @@ def job_logs(prefix: Path, kind: str) -> list[Path]:
 
 
 def read_logs(prefix: Path) -> list[tuple[list[tuple[int, float, int]], list[tuple[int, float, int]]]]:
-    """Every job's (IOPS, completion latency) log written under ``prefix``, in job order."""
+    """Every job's (IOPS, completion latency) log written under ``prefix``, in job order: fio's own files, or the
+    ones a fio client wrote for its server (a guest's fio: the server sends each log, and the client names it
+    ``PREFIX_iops.N.log.HOSTNAME``, client.c ``fio_client_handle_iolog``; one server per faulted window)."""
     out = []
     for iops in job_logs(prefix, "iops"):
         clat = iops.with_name(f"{prefix.name}_clat." + iops.name[len(prefix.name) + len("_iops."):])
         out.append((parse_log(iops.read_text(errors="replace")),
                     parse_log(clat.read_text(errors="replace")) if clat.is_file() and not clat.is_symlink() else []))
     return out
+
 
 
 def remove_logs(prefix: Path) -> None:
@@ -137,13 +141,30 @@ def remove_logs(prefix: Path) -> None:
 
 
 def io_errors(docs: list[dict[str, Any]]) -> tuple[int, str | None]:
-    """(I/O errors fio counted, the first one in words) from the run's last status document: each job's
+    """(I/O errors fio counted, the first one in words) from the run's last status document that has jobs (a
+    client run's final document may hold only "All clients"; a faulted window has one fio): each job's
     ``total_err`` and ``first_error`` (cumulative; with continue_on_error fio counts them and goes on)."""
-    last = next((d for d in reversed(docs) if d.get("jobs") or d.get("client_stats")), None)
-    if last is None:
-        return 0, None
-    jobs = last.get("jobs") or [j for j in last.get("client_stats", []) if j.get("jobname") != "All clients"]
+    def jobs_of(d: dict[str, Any]) -> list[dict[str, Any]]:
+        return d.get("jobs") or [j for j in d.get("client_stats", []) if j.get("jobname") != "All clients"]
+
+    jobs = next((jobs_of(d) for d in reversed(docs) if jobs_of(d)), [])
     total = sum(int(j.get("total_err", 0) or 0) for j in jobs)
     first = next((int(j["first_error"]) for j in jobs if int(j.get("first_error", 0) or 0)), None)
     words = None if first is None else error_words(first)
     return total, words
+
+
+def first_error_within(docs: list[dict[str, Any]], t0_ms: float) -> tuple[float, float] | None:
+    """(after, by) seconds into the window that starts at job time ``t0_ms``: fio's first I/O error came after the
+    last status that counted none and by the first that counted one (fio logs no failed I/O at 10 ms, so its
+    statuses, one per status interval, place it); None when fio counted none. The earliest over fio's servers."""
+    out = None
+    for snaps in snapshots(docs).values():
+        before = 0.0
+        for snap in snaps:
+            if sum(int(j.get("total_err", 0) or 0) for j in snap.jobs):
+                pair = (round(max(0.0, before - t0_ms) / 1000.0, 3), round((snap.runtime_ms - t0_ms) / 1000.0, 3))
+                out = pair if out is None or pair[1] < out[1] else out
+                break
+            before = snap.runtime_ms
+    return out

@@ -245,8 +245,6 @@ def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
         return run
     snaps = snapshots(documents(output.read_text())).get("local", [])
     if not snaps:
-        from ..errors import ToolError
-
         raise ToolError(f"fio wrote no status to {output}")
     if live.start is None:  # fio ended before the warm-up did: the last snapshot ends it
         live.start, live.before = len(snaps) - 1, live.sample()
@@ -274,8 +272,8 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
 
     clients, netns = client_plan(hosts, jobs)
     # each server's status as it comes: the run stops at the window's end, not at its runtime's (fio patch 0004)
-    stream = Streamed(len(clients), duration_s * 1000.0, warmup_done, clock, live.interval_s,
-                      start=-1 if live.start == -1 else None, on_iops=on_iops)
+    stream = Streamed(len(clients), duration_s * 1000.0, warmup_done, clock, live.interval_s,  # told the warm-up's
+                      start=-1 if live.start == -1 else None, on_iops=on_iops, on_start=live.on_warmup_end)  # end
     # the statuses are parsed once, as they come (and on after the stop, while fio ends its jobs), not read again
     statuses = StatusFile(output, keep=True)
     ahead = Ahead(lambda per, s, e: _result(output, per, s, e, None, None, False, None, live.interval_s))
@@ -292,8 +290,6 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     ticks.append((exited, tick()))
     per = snapshots(statuses.finish())
     if not per:
-        from ..errors import ToolError
-
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None,
                             interval_s=live.interval_s)
@@ -316,7 +312,8 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     sample_at = _by_traffic(per, ticks, progress, interpolate) or (lambda i: _read(ticks, at(i), interpolate))
     before = live.before if start == -1 else sample_at(start)
     after = sample_at(end)
-    live.on_warmup_end()
+    if stream.start in (None, -1):  # not told as it came (no warm-up; a client that does not stream): told now
+        live.on_warmup_end()
     early = ahead.result(per, start, end)
     if early is not None:
         return replace(early, before=before, after=after, op_errors=list(getattr(fio, "op_errors", [])))
