@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from ..analysis.heatmap import bin_window
-from ..engine.faultlog import Timeline, io_errors, merge, read_logs, remove_logs
+from ..engine.faultlog import Timeline, first_error_within, io_errors, merge, read_logs, remove_logs
 from ..engine.histlog import bin_edges_ns, read_hist_logs
 from ..engine.status import documents
 from ..plan.faults import Fault
@@ -126,18 +126,19 @@ class FaultSchedule:
         return self.restored
 
 
-def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float, store: Path) -> tuple[Timeline, int,
-                                                                                                   str | None]:
+def gather(prefix: Path, output: Path, *, warmup_s: float, window_s: float,
+           store: Path) -> tuple[Timeline, int, str | None, tuple[float, float] | None]:
     """After a faulted window: fio's 10 ms logs under ``prefix`` merged on the window's clock (engine.faultlog),
     kept compact in ``store`` (a JSON file: bins of IOPS and mean latency), the logs removed; and the I/O errors
-    fio counted, from its last status in ``output``."""
+    fio counted, from its last status in ``output``, and between which of its statuses the first came."""
     timeline = merge(read_logs(prefix), warmup_s * 1000.0, window_s * 1000.0)
     remove_logs(prefix)
     store.write_text(json.dumps({"step_ms": timeline.step_ms, "t0_job_ms": round(warmup_s * 1000.0, 3),
                                  "jobs": timeline.jobs, "iops": timeline.iops, "lat_us": timeline.lat_us},
                                 separators=(",", ":")))
-    errors, first = io_errors(documents(output.read_text(errors="replace"))) if output.is_file() else (0, None)
-    return timeline, errors, first
+    docs = documents(output.read_text(errors="replace")) if output.is_file() else []
+    errors, first = io_errors(docs)
+    return timeline, errors, first, first_error_within(docs, warmup_s * 1000.0) if errors else None
 
 
 def keep_heatmap(run: Path, cell_id: str, prefix: Path, *, warmup_s: float, window_s: float, step: int,
@@ -170,11 +171,13 @@ def per_100ms(timeline: Timeline) -> list[float | None]:
 
 
 def fault_window(value: str, fault: Fault | None, schedule: FaultSchedule | None, timeline: Timeline, errors: int,
-                 first_error: str | None, file: str, ended_early: str | None = None) -> FaultWindow:
+                 first_error: str | None, first_error_s: tuple[float, float] | None, file: str,
+                 ended_early: str | None = None) -> FaultWindow:
     """The record's account of a window of a plan with faults."""
     return FaultWindow(
         fault=value, kind=fault.kind if fault else None, at_s=fault.at if fault else None,
         duration_s=fault.duration if fault else None, port=fault.link_port if fault else None,
         actions=list(schedule.actions) if schedule else [], restored=list(schedule.restored) if schedule else [],
-        errors=errors, first_error=first_error, step_ms=timeline.step_ms, iops=[round(v) for v in timeline.iops],
+        errors=errors, first_error=first_error, first_error_s=first_error_s, step_ms=timeline.step_ms,
+        iops=[round(v) for v in timeline.iops],
         lat_us=per_100ms(timeline), timeline_file=file, ended_early=ended_early)
