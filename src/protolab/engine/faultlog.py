@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from .parse import error_words
-from .status import snapshots
 
 #: fio's averaging period for a faulted cell's logs, and the timeline's bin.
 STEP_MS = 10
@@ -153,18 +152,3 @@ def io_errors(docs: list[dict[str, Any]]) -> tuple[int, str | None]:
     words = None if first is None else error_words(first)
     return total, words
 
-
-def first_error_within(docs: list[dict[str, Any]], t0_ms: float) -> tuple[float, float] | None:
-    """(after, by) seconds into the window that starts at job time ``t0_ms``: fio's first I/O error came after the
-    last status that counted none and by the first that counted one (fio logs no failed I/O at 10 ms, so its
-    statuses, one per status interval, place it); None when fio counted none. The earliest over fio's servers."""
-    out = None
-    for snaps in snapshots(docs).values():
-        before = 0.0
-        for snap in snaps:
-            if sum(int(j.get("total_err", 0) or 0) for j in snap.jobs):
-                pair = (round(max(0.0, before - t0_ms) / 1000.0, 3), round((snap.runtime_ms - t0_ms) / 1000.0, 3))
-                out = pair if out is None or pair[1] < out[1] else out
-                break
-            before = snap.runtime_ms
-    return out

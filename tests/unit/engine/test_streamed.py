@@ -114,11 +114,15 @@ def test_a_streamed_client_run_says_when_the_warmup_ended_as_it_happens_and_once
     fio, clock = FakeFio([], stream=CLIENT), Clock()
     fio.clock, fio.streamed = clock, True
     told: list[float] = []
+    seen: list[dict] = []
     hosts = [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None, streams[1:])]
     run_window(fio, cell, hosts, warmup_max_s=1, duration_s=2, warmup_done=WarmupRule(1, False, 3),
                sample=lambda: None, tick=lambda: clock.t, interpolate=lambda a, b, t: t, folder=tmp_path / "raw",
-               tag="measure", label="cell", timeout_margin_s=60, clock=clock, on_warmup_end=lambda: told.append(clock.t))
+               tag="measure", label="cell", timeout_margin_s=60, clock=clock, on_warmup_end=lambda: told.append(clock.t),
+               on_document=seen.append)
     assert told == [pytest.approx(100.1)]
+    # each status as it came, up to the stop (s2's third: six documents), for a fault's schedule
+    assert len(seen) == 6 and all("client_stats" in d for d in seen)
 
 
 def test_statuses_that_came_late_are_placed_by_the_jobs_end_instead(tmp_path):
