@@ -34,7 +34,7 @@ SHORT_S, LONG_S = 2, 60
 DETECT_MIN_S = NOOP_INTERVAL_S + NOOP_TIMEOUT_S
 DETECT_MAX_S = 2 * NOOP_INTERVAL_S + NOOP_TIMEOUT_S
 STATUS_S = 1.0  # method.interval: fio's status interval
-SLACK_S = 1.0  # timers under TCG on a busy machine
+SLACK_S = 1.5  # timers and the status that counted the error, under TCG on a busy machine (5.1 s seen)
 RELOGIN_MAX_S = 10.0  # iscsid's login again once the link is up: its retry, TCP's SYN backoff
 
 

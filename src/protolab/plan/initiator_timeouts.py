@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from .units import parse_duration
+from .workload import _Model
 
 #: open-iscsi's defaults (Debian's /etc/iscsi/iscsid.conf, open-iscsi 2.1.8), seconds
 DEFAULTS = {"replacement_timeout": 120, "noop_out_interval": 5, "noop_out_timeout": 5}
@@ -81,3 +82,15 @@ class IscsiTimeouts(BaseModel):
                 f"timeout {t['noop_out_timeout']} s")
         left = self.defaults()
         return said + (f" ({', '.join(left)}: open-iscsi's default)" if left else "")
+
+
+class WithIscsiTimeouts(_Model):
+    """The part of a configuration that gives its load guests' open-iscsi timeouts (plan.model's Configuration)."""
+
+    iscsi: IscsiTimeouts | None = Field(default=None, description="the load guests' open-iscsi timeouts (server = "
+                                        "\"lio\"): { replacement_timeout, noop_out_interval, noop_out_timeout }")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:  # without, a configuration as before it existed: no format bump
+        own = WithIscsiTimeouts.model_fields
+        return {k: v for k, v in handler(self).items() if k not in own or v is not None}

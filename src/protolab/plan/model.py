@@ -17,7 +17,7 @@ from .drop_caches import DropCachesField
 from .faults import Fault, FaultAxis, check_fault_names
 from .heatmap_option import WithHeatmap
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
-from .initiator_timeouts import IscsiTimeouts
+from .initiator_timeouts import WithIscsiTimeouts
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .rate_ladder import Capacity
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -77,7 +77,7 @@ class TargetSpec(_Model):
         return self
 
 
-class Configuration(_Model):
+class Configuration(WithIscsiTimeouts):
     """A named combination of a target and settings; one configuration is the baseline."""
 
     name: str = Field(description=safety.NAME_RULE)
@@ -101,8 +101,6 @@ class Configuration(_Model):
         "in the storage server guest")
     sessions: int | None = Field(default=None, ge=1, le=16, description="iSCSI sessions each load guest's kernel "
                                  "logs in (server = \"lio\")")
-    iscsi: IscsiTimeouts | None = Field(default=None, description="the load guests' open-iscsi timeouts (server = "
-                                        "\"lio\"): { replacement_timeout, noop_out_interval, noop_out_timeout }")
     nfs: NfsMount | None = Field(default=None, description="how each load guest's kernel mounts knfsd's export "
                                  "(server = \"knfsd\"): { version, nconnect, rsize, wsize }; default NFS 4.1")
     path_policy: Literal["fixed", "round-robin"] = Field(

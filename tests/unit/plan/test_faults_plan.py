@@ -218,3 +218,10 @@ def test_timeouts_not_given_are_open_iscsis_defaults_and_said_so():
     assert t.words() == ("replacement_timeout 5 s, NOP-Out every 5 s, timeout 5 s (noop_out_interval, "
                          "noop_out_timeout: open-iscsi's default)")
     assert IscsiTimeouts(noop_out_interval=0).detection_s() is None
+
+
+def test_a_configuration_without_timeouts_is_stored_as_before_they_existed():
+    plan = _plan(DOWN, configs=LIO, top='[hypervisor]\nvcpus = 1')
+    dumped = {c["name"]: c for c in plan.model_dump(mode="json")["configurations"]}
+    assert "iscsi" not in dumped["nbd"] and dumped["lio"]["iscsi"] == {
+        "replacement_timeout": 5, "noop_out_interval": 1, "noop_out_timeout": 1}
