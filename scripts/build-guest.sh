@@ -87,7 +87,7 @@ chmod 1777 "$STAGE/tmp"
 ln -s ../run "$STAGE/var/run"  # rpcbind's socket: the kernel and libtirpc look for /var/run/rpcbind.sock
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \
-           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort rm; do
+           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort rm tail; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -285,10 +285,19 @@ if [ -n "$ISCSI" ]; then
         echo "protolab-guest: iscsi $3 at $1:$2 sessions $5" > /dev/console
     fi
     # iscsistart has left: iscsid takes its sessions over from sysfs (with iscsid.conf's timeouts), or a connection
-    # that fails is never logged in again
+    # that fails is never logged in again. It logs each in again as it does: fio must not open a disk meanwhile
+    # (ENXIO), so its server waits for every session's "operational after recovery" (10 s at most)
     if [ -x /sbin/iscsid ]; then
-        /sbin/iscsid -f > /dev/console 2>&1 &
+        : > /run/iscsid.log
+        /sbin/iscsid -f > /run/iscsid.log 2>&1 &
         echo "protolab-guest: iscsid $!" > /dev/console
+        tail -f /run/iscsid.log > /dev/console &
+        i=0
+        until [ "$(grep -c 'operational after recovery' /run/iscsid.log)" -ge "$5" ] || [ $i -ge 50 ]; do
+            i=$((i + 1)); sleep 0.2
+        done
+        echo "protolab-guest: iscsid has the sessions ($(grep -c 'operational after recovery' /run/iscsid.log) of $5)" \
+            > /dev/console
     fi
 fi
 NFS=$(arg pl.nfs)

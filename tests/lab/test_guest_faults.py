@@ -118,7 +118,7 @@ def test_a_guests_iscsi_fails_io_back_after_detection_plus_replacement_timeout_a
     for c, t in (("short", SHORT_S), ("long", LONG_S)):
         assert (f"iscsi timeouts session1 replacement_timeout={t} noop_out_interval={NOOP_INTERVAL_S} "
                 f"noop_out_timeout={NOOP_TIMEOUT_S}") in said[c], said[c][-3000:]
-        assert "protolab-guest: iscsid " in said[c]
+        assert "protolab-guest: iscsid has the sessions (1 of 1)" in said[c]  # its login again, before fio
     manifest = json.loads((run / "manifest.json").read_text())
     assert f"replacement_timeout {SHORT_S} s, NOP-Out every {NOOP_INTERVAL_S} s" in json.dumps(manifest)
     md = (run / "report.md").read_text()
