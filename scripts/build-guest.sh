@@ -87,7 +87,7 @@ chmod 1777 "$STAGE/tmp"
 ln -s ../run "$STAGE/var/run"  # rpcbind's socket: the kernel and libtirpc look for /var/run/rpcbind.sock
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for app in sh mount insmod ip ifconfig sleep cat echo mkdir ln ls poweroff reboot seq netstat grep tr stty \
-           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort rm; do
+           awk sed head chmod id uname umount rmdir readlink basename blkid wc sort rm tail; do
     ln -s busybox "$STAGE/bin/$app"
 done
 
@@ -169,7 +169,10 @@ cat > "$STAGE/init" <<'EOF'
 #                                                (SMB VERS, cache=none, and the kernel's cifs options OPT) before fio
 #                                                serves; busybox's mount hands the options to the kernel (no mount.cifs)
 #   pl.nvme=ADDR,PORT,NQN,QUEUES,HOSTNQN         load guest: the kernel's nvme-tcp connects before fio serves
-#   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS    load guest: iscsistart logs in SESSIONS times (a disk per session)
+#   pl.iscsi=ADDR,PORT,IQN,INITIATOR,SESSIONS,REPLACEMENT,NOOP_INTERVAL,NOOP_TIMEOUT
+#                                                load guest: iscsistart logs in SESSIONS times (a disk per session)
+#                                                with those open-iscsi timeouts (s), then iscsid takes the sessions
+#                                                over (it logs in again a connection that failed), same timeouts
 #   pl.stat=ttyS1                                any guest: its /proc/stat cpu line for each line the host sends
 #                                                there; "quiesce" and "resume" unexport and unmount the pool's
 #                                                knfsd volume and mount and export it again (the host restores it)
@@ -256,11 +259,19 @@ fi
 ISCSI=$(arg pl.iscsi)
 if [ -n "$ISCSI" ]; then
     set -- $(echo "$ISCSI" | tr , ' ')
-    mkdir -p /etc/iscsi /var/lock/iscsi /run/lock/iscsi
+    mkdir -p /etc/iscsi/nodes /etc/iscsi/ifaces /var/lib/iscsi /var/lock/iscsi /run/lock/iscsi
+    R=${6:-120}; NI=${7:-5}; NT=${8:-5}
+    # iscsid's own record of this initiator and of its timeouts: its logins after a failure use them
+    echo "InitiatorName=$4" > /etc/iscsi/initiatorname.iscsi
+    printf 'node.session.timeo.replacement_timeout = %s\nnode.conn[0].timeo.noop_out_interval = %s\n' "$R" "$NI" \
+        > /etc/iscsi/iscsid.conf
+    printf 'node.conn[0].timeo.noop_out_timeout = %s\n' "$NT" >> /etc/iscsi/iscsid.conf
     for s in $(seq "$5"); do
         i=0
         # each session from an interface name of its own: iscsistart refuses a second session on the same one
-        until iscsistart -i "$4" -t "$3" -g 1 -a "$1" -p "$2" -P "iface.iscsi_ifacename=pl$s" > /dev/console 2>&1; do
+        until iscsistart -i "$4" -t "$3" -g 1 -a "$1" -p "$2" -P "iface.iscsi_ifacename=pl$s" \
+              -P "node.session.timeo.replacement_timeout=$R" -P "node.conn[0].timeo.noop_out_interval=$NI" \
+              -P "node.conn[0].timeo.noop_out_timeout=$NT" > /dev/console 2>&1; do
             i=$((i + 1))
             [ $i -lt 60 ] || { echo "protolab-guest: iscsi login to $1:$2 failed" > /dev/console; break; }
             sleep 0.5
@@ -272,6 +283,21 @@ if [ -n "$ISCSI" ]; then
         echo "protolab-guest: iscsi $3 at $1:$2 gave $(ls /sys/block | grep -c '^sd') of $5 disks" > /dev/console
     else
         echo "protolab-guest: iscsi $3 at $1:$2 sessions $5" > /dev/console
+    fi
+    # iscsistart has left: iscsid takes its sessions over from sysfs (with iscsid.conf's timeouts), or a connection
+    # that fails is never logged in again. It logs each in again as it does: fio must not open a disk meanwhile
+    # (ENXIO), so its server waits for every session's "operational after recovery" (10 s at most)
+    if [ -x /sbin/iscsid ]; then
+        : > /run/iscsid.log
+        /sbin/iscsid -f > /run/iscsid.log 2>&1 &
+        echo "protolab-guest: iscsid $!" > /dev/console
+        tail -f /run/iscsid.log > /dev/console &
+        i=0
+        until [ "$(grep -c 'operational after recovery' /run/iscsid.log)" -ge "$5" ] || [ $i -ge 50 ]; do
+            i=$((i + 1)); sleep 0.2
+        done
+        echo "protolab-guest: iscsid has the sessions ($(grep -c 'operational after recovery' /run/iscsid.log) of $5)" \
+            > /dev/console
     fi
 fi
 NFS=$(arg pl.nfs)
@@ -364,6 +390,12 @@ if [ "$(arg pl.stat)" = ttyS1 ] && [ -c /dev/ttyS1 ]; then
     echo "protolab-guest: stat on ttyS1" > /dev/console
 fi
 sleep 1
+# the iSCSI timeouts the kernel has (once iscsid has taken the sessions over, logging each in again)
+for c in /sys/class/iscsi_connection/connection*; do
+    [ -e "$c" ] || continue
+    n=${c##*connection}; n=${n%%:*}
+    echo "protolab-guest: iscsi timeouts session$n replacement_timeout=$(cat "/sys/class/iscsi_session/session$n/recovery_tmo") noop_out_interval=$(cat "$c/recv_tmo") noop_out_timeout=$(cat "$c/ping_tmo")" > /dev/console
+done
 # nvmeXcYnZ: a multipath controller's hidden path, no /dev node (fio opens nvmeXnZ)
 echo "protolab-guest: disks $(ls /sys/block | grep -v '^nvme[0-9]*c[0-9]*n' | tr '\n' ' ')" > /dev/console
 (while true; do /bin/fio --server=ip:0.0.0.0,8765 > /dev/console 2>&1; sleep 1; done) &

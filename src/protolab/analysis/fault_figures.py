@@ -5,7 +5,9 @@ per configuration over its repeats (mean, t interval).
 - **stall**: the longest span of the window with no completion, ms (runs of 10 ms bins without one; a bin is empty
   only when no job logged a completion that overlaps it). The windows with no fault ("none") measure the same: the
   stall a configuration has anyway.
-- **errors**: the I/O errors fio counted and went on (continue_on_error), and the first.
+- **errors**: the I/O errors fio counted and went on (continue_on_error), the first, and when it came after the
+  fault began (by the first of fio's statuses that counted it: within a status interval; a failed I/O is no
+  completion, so an initiator that fails I/O back stalls on until it is back, and this is how long it waited).
 - **degraded IOPS**: the mean IOPS over the bins the fault lasted, and as % of the same window's IOPS before it.
 - **back to steady**: the SNIA PTS rule (analysis.steady: range ≤ 20 %, excursion ≤ 10 % of the mean) on the series
   after the fault's end, in samples of ``SAMPLE_MS``: the time from the fault's end to the first steady window of
@@ -40,6 +42,7 @@ class FaultFigures:
     degraded_pct: float | None
     recovery_s: float | None
     back: bool | None  # None: no fault, so nothing to come back from
+    error_after_s: float | None = None  # s from the fault's start to the status that first counted an error
 
 
 def faulted(rec: CellRecord) -> bool:
@@ -91,7 +94,8 @@ def figures(rec: CellRecord) -> FaultFigures | None:
     pre, during = _mean(fw.iops[:a]), _mean(fw.iops[a:b])
     pct = 100.0 * during / pre if pre and during is not None else None
     back = recovery(fw.iops, step, span[1])
-    return FaultFigures(stall, stall_at, fw.errors, fw.first_error, pre, during, pct, back, back is not None)
+    after = round(fw.first_error_s[1] - span[0], 3) if fw.first_error_s is not None else None
+    return FaultFigures(stall, stall_at, fw.errors, fw.first_error, pre, during, pct, back, back is not None, after)
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,7 @@ class FaultRow:
     not_done: int = 0  # windows whose fault's control failed (the fault did not happen): left out of the figures
     not_done_with: str | None = None  # the first such control's error
     per_repeat: list[FaultFigures] = field(default_factory=list)
+    error_after_s: Estimate | None = None  # the first error's time after the fault began (see FaultFigures)
 
 
 def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
@@ -179,7 +184,8 @@ def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
             sum(1 for f in figs if f.back is False), next((f.first_error for f in figs if f.first_error), None),
             sum(1 for r, _ in got if r.fault is not None and r.fault.ended_early),
             next((r.fault.ended_early for r, _ in got if r.fault is not None and r.fault.ended_early), None),
-            len(undone.get((w, p, c), [])), next(iter(undone.get((w, p, c), [])), None), figs))
+            len(undone.get((w, p, c), [])), next(iter(undone.get((w, p, c), [])), None), figs,
+            estimate(f.error_after_s for f in figs if f.error_after_s is not None)))
     for (w, p, c), errors in sorted(undone.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         if not groups.get((w, p, c)):  # no window had the fault: a row that says so, without figures
             r = next(x for x in records if (x.workload, point_of(x), x.configuration) == (w, p, c))
@@ -230,7 +236,8 @@ def clause(r: FaultRow, control: FaultRow | None) -> str:
                 f"{(r.not_done_with or '')[:160]})")
     errs = r.errors.mean if r.errors else 0.0
     if errs or not r.gave_up:
-        out += ", no I/O error" if errs == 0 else f", {errs:,.1f} I/O errors per window (first: {r.first_error})"
+        out += ", no I/O error" if errs == 0 else f", {errs:,.1f} I/O errors per window (first: {r.first_error}" + (
+            f", by {seconds_words(r.error_after_s)} after the fault began)" if r.error_after_s is not None else ")")
     if r.gave_up:
         out += f", fio gave up in {r.gave_up} of {r.repeats} repeats ({gave_up_words(r.gave_up_with)})"
     if r.degraded_pct is not None:

@@ -120,13 +120,16 @@ def job_logs(prefix: Path, kind: str) -> list[Path]:
 
 
 def read_logs(prefix: Path) -> list[tuple[list[tuple[int, float, int]], list[tuple[int, float, int]]]]:
-    """Every job's (IOPS, completion latency) log written under ``prefix``, in job order."""
+    """Every job's (IOPS, completion latency) log written under ``prefix``, in job order: fio's own files, or the
+    ones a fio client wrote for its server (a guest's fio: the server sends each log, and the client names it
+    ``PREFIX_iops.N.log.HOSTNAME``, client.c ``fio_client_handle_iolog``; one server per faulted window)."""
     out = []
     for iops in job_logs(prefix, "iops"):
         clat = iops.with_name(f"{prefix.name}_clat." + iops.name[len(prefix.name) + len("_iops."):])
         out.append((parse_log(iops.read_text(errors="replace")),
                     parse_log(clat.read_text(errors="replace")) if clat.is_file() and not clat.is_symlink() else []))
     return out
+
 
 
 def remove_logs(prefix: Path) -> None:
@@ -137,15 +140,16 @@ def remove_logs(prefix: Path) -> None:
 
 
 def io_errors(docs: list[dict[str, Any]], ended: bool = False) -> tuple[int, str | None]:
-    """(I/O errors fio counted, the first one in words) from the run's last status document: each job's
+    """(I/O errors fio counted, the first one in words) from the run's last status document that has jobs (a
+    client run's final document may hold only "All clients"; a faulted window has one fio): each job's
     ``total_err`` and ``first_error`` (cumulative; with continue_on_error fio counts them and goes on). ``ended``:
     fio gave up (its run ended by an error), and each job's ``error`` that ended it counts too — fio's total_err
     holds only the errors it went on after (backend.c counts an error only when it continues), so a job that
     gave up on its first failed I/O reports total_err 0 and that error in ``error``."""
-    last = next((d for d in reversed(docs) if d.get("jobs") or d.get("client_stats")), None)
-    if last is None:
-        return 0, None
-    jobs = last.get("jobs") or [j for j in last.get("client_stats", []) if j.get("jobname") != "All clients"]
+    def jobs_of(d: dict[str, Any]) -> list[dict[str, Any]]:
+        return d.get("jobs") or [j for j in d.get("client_stats", []) if j.get("jobname") != "All clients"]
+
+    jobs = next((jobs_of(d) for d in reversed(docs) if jobs_of(d)), [])
     total = sum(int(j.get("total_err", 0) or 0) for j in jobs)
     first = next((int(j["first_error"]) for j in jobs if int(j.get("first_error", 0) or 0)), None)
     if ended:
@@ -154,3 +158,4 @@ def io_errors(docs: list[dict[str, Any]], ended: bool = False) -> tuple[int, str
         first = first if first is not None else next(iter(fatal), None)
     words = None if first is None else error_words(first)
     return total, words
+

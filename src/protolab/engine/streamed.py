@@ -38,6 +38,7 @@ class Streamed:
     came: dict[str, list[float]] = field(default_factory=dict)  # per server, when each of its statuses came
     whole: bool = False  # a document held several statuses of one server: the client does not stream
     on_iops: Callable[[float], None] | None = None  # each status's IOPS, all servers (the progress bar's)
+    on_start: Callable[[], None] | None = None  # the warm-up ended (every server's status says so), as it happens
     _judged: int = 0  # statuses judged so far (every server has sent them)
 
     @property
@@ -69,6 +70,8 @@ class Streamed:
                 total = total_series({s: iops_series(v[:i + 1]) for s, v in self.per.items()})
                 if self.warmup_done(total, elapsed_ms(self.per, i) / 1000.0):
                     self.start = i
+                    if self.on_start is not None:  # a fault's schedule starts with the window (run.fault_schedule)
+                        self.on_start()
                 continue
             if elapsed_ms(self.per, i) - elapsed_ms(self.per, self.start) \
                     >= self.duration_ms - TOLERANCE_MS * self.interval_s:

@@ -1,26 +1,22 @@
 """One fio run per cell and repeat: the warm-up, then the measured window, in the same jobs.
 
-fio runs once with ``--status-interval=1``: every second it reports every job's
-cumulative counters (see ``engine.status``). The warm-up ends at the first
-snapshot where ``warmup_done(iops_series, seconds)`` says so; the measured window
-is the ``duration`` seconds of snapshots after it, and its figures are the end
-snapshot minus the start snapshot. The connections, logins and caches the window
-measures are those the warm-up warmed.
+fio runs once with ``--status-interval=1``: every second it reports every job's cumulative counters (see
+``engine.status``). The warm-up ends at the first snapshot where ``warmup_done(iops_series, seconds)`` says so; the
+measured window is the ``duration`` seconds of snapshots after it, and its figures are the end snapshot minus the
+start snapshot. The connections, logins and caches the window measures are those the warm-up warmed.
 
-Telemetry must cover the window only. A direct run's documents are read as fio
-writes them, so ``sample()`` is called at the very moment each boundary snapshot
-appears, and fio is stopped right after the window's end. fio's client prints each
-server's status as it comes (protolab's fio patch 0004; ``streamed.Streamed``), and it
-is stopped once every server has sent the window's end status; ``tick()`` is sampled
-every second meanwhile (on a thread of its own: ``Fio._watch``), each status is parsed once (``status.StatusFile``),
-the window's figures worked out as fio ends its jobs (``streamed.Ahead``), the boundaries after, ``interpolate`` reads
-the telemetry at the boundaries' instants: where the lab's storage traffic had got to
-fio's share of I/Os, or when the statuses came (see ``_client``). A client without the
-patch prints every status at the end: its run lasts the longest warm-up, the window
-and the spare, and the instants are placed back from its printing.
+Telemetry must cover the window only. A direct run's documents are read as fio writes them, so ``sample()`` is called
+at the very moment each boundary snapshot appears, and fio is stopped right after the window's end. fio's client
+prints each server's status as it comes (protolab's fio patch 0004; ``streamed.Streamed``), and it is stopped once
+every server has sent the window's end status; ``tick()`` is sampled every second meanwhile (on a thread of its own:
+``Fio._watch``), each status is parsed once (``status.StatusFile``), the window's figures worked out as fio ends its
+jobs (``streamed.Ahead``), the boundaries after, ``interpolate`` reads the telemetry at the boundaries' instants:
+where the lab's storage traffic had got to fio's share of I/Os, or when the statuses came (see ``_client``). A client
+without the patch prints every status at the end: its run lasts the longest warm-up, the window and the spare, and
+the instants are placed back from its printing.
 
-Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``),
-so every job has warmed up as long as asked, and the window is a time when all run.
+Seconds are counted in the I/O time of the job that started last (``status.elapsed_ms``), so every job has warmed up
+as long as asked, and the window is a time when all run.
 
 Statuses come every ``interval_s`` seconds (the plan's ``method.interval``): the warm-up is judged, and the window
 placed, to the nearest status. Each interval of the window is also reported as a merged ``intervals.Interval``: a
@@ -199,11 +195,11 @@ def run_window(
     keep_failed: bool = False,
     verify: Verification | None = None,
     on_poll: Callable[[], None] | None = None,
+    on_document: Callable[[dict], None] | None = None,
 ) -> WindowRun:
-    """Warm up until ``warmup_done(series, seconds)`` (called at each status; with no warm-up it says True
-    at once), then measure ``duration_s`` seconds, in one fio run of ``cell`` on ``hosts``; statuses every
-    ``interval_s`` seconds, each of a direct run's window's intervals passed to ``on_interval`` at once; ``verify``:
-    checksummed writes read back (engine.readback); ``on_poll``: a direct run's, each poll (engine.hangwatch)."""
+    """Warm up until ``warmup_done(series, seconds)`` (True at once with no warm-up; then ``on_warmup_end``), measure
+    ``duration_s`` s, in one fio run of ``cell`` on ``hosts``; a direct run's intervals to ``on_interval`` at once;
+    ``verify``: writes checksummed, read back; ``on_document``: each status; ``on_poll``: a direct run's polls."""
     make_dir(folder)
     name = f"{cell.id}.{tag}"
     output = inside(folder, f"{name}.json")
@@ -225,7 +221,7 @@ def run_window(
         ended = None
         try:
             fio.run_job(jobs[0], output, netns=hosts[0].netns, on_iops=on_iops, timeout=timeout, label=label,
-                        on_status=live, status_interval_s=interval_s, on_poll=on_poll)
+                        on_status=_tee(live, on_document), status_interval_s=interval_s, on_poll=on_poll)
         except ToolError as e:  # a faulted window: fio giving up is the fault's outcome, once the window started
             if not keep_failed or live.start is None:
                 raise
@@ -234,7 +230,12 @@ def run_window(
         run.ended_by_error = ended
         return run
     return _client(fio, hosts, jobs, output, live, warmup_done, duration_s, tick, interpolate, socket_dir,
-                   timeout, label, clock, progress, on_iops)
+                   timeout, label, clock, progress, on_iops, on_document)
+
+
+def _tee(on_status: Callable[[dict], bool], also: Callable[[dict], None] | None) -> Callable[[dict], bool]:
+    """``on_status``, and ``also`` shown each document first."""
+    return on_status if also is None else lambda doc: (also(doc), on_status(doc))[1]
 
 
 def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
@@ -245,8 +246,6 @@ def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
         return run
     snaps = snapshots(documents(output.read_text())).get("local", [])
     if not snaps:
-        from ..errors import ToolError
-
         raise ToolError(f"fio wrote no status to {output}")
     if live.start is None:  # fio ended before the warm-up did: the last snapshot ends it
         live.start, live.before = len(snaps) - 1, live.sample()
@@ -263,7 +262,8 @@ def _direct(output: Path, live: _Live, fio: Fio) -> WindowRun:
 
 def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, duration_s: float, tick, interpolate,
             socket_dir, timeout: float, label: str, clock, progress=lambda sample: None,
-            on_iops: Callable[[float], None] | None = None) -> WindowRun:
+            on_iops: Callable[[float], None] | None = None,
+            on_document: Callable[[dict], None] | None = None) -> WindowRun:
     ticks: list[tuple[float, Any]] = [(clock(), tick())]
     printed = _PrintWatch(output, clock)
 
@@ -274,8 +274,8 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
 
     clients, netns = client_plan(hosts, jobs)
     # each server's status as it comes: the run stops at the window's end, not at its runtime's (fio patch 0004)
-    stream = Streamed(len(clients), duration_s * 1000.0, warmup_done, clock, live.interval_s,
-                      start=-1 if live.start == -1 else None, on_iops=on_iops)
+    stream = Streamed(len(clients), duration_s * 1000.0, warmup_done, clock, live.interval_s,  # told the warm-up's
+                      start=-1 if live.start == -1 else None, on_iops=on_iops, on_start=live.on_warmup_end)  # end
     # the statuses are parsed once, as they come (and on after the stop, while fio ends its jobs), not read again
     statuses = StatusFile(output, keep=True)
     ahead = Ahead(lambda per, s, e: _result(output, per, s, e, None, None, False, None, live.interval_s))
@@ -287,13 +287,12 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
         return True
 
     fio.run_clients(clients, output, cwd=socket_dir, timeout=timeout, label=label, status_interval=live.interval_s,
-                    on_poll=poll, on_status=on_status, statuses=statuses, **({"netns": netns} if netns else {}))
+                    on_poll=poll, on_status=_tee(on_status, on_document), statuses=statuses,
+                    **({"netns": netns} if netns else {}))
     exited = clock()
     ticks.append((exited, tick()))
     per = snapshots(statuses.finish())
     if not per:
-        from ..errors import ToolError
-
         raise ToolError(f"{label}: fio's client reported no status; see {output}")
     start, end = boundaries(per, warmup_done, duration_s, start=-1 if live.start == -1 else None,
                             interval_s=live.interval_s)
@@ -316,7 +315,8 @@ def _client(fio: Fio, hosts, jobs, output: Path, live: _Live, warmup_done, durat
     sample_at = _by_traffic(per, ticks, progress, interpolate) or (lambda i: _read(ticks, at(i), interpolate))
     before = live.before if start == -1 else sample_at(start)
     after = sample_at(end)
-    live.on_warmup_end()
+    if stream.start in (None, -1):  # not told as it came (no warm-up; a client that does not stream): told now
+        live.on_warmup_end()
     early = ahead.result(per, start, end)
     if early is not None:
         return replace(early, before=before, after=after, op_errors=list(getattr(fio, "op_errors", [])))

@@ -17,6 +17,7 @@ from .drop_caches import DropCachesField
 from .faults import Fault, FaultAxis, check_fault_names
 from .heatmap_option import WithHeatmap
 from .hosts import LoadHost  # noqa: F401  (a plan's [[hosts]]; re-exported)
+from .initiator_timeouts import WithIscsiTimeouts
 from .longrun import Interval, Slo, Stage, plan_seconds_per_cell
 from .rate_ladder import Capacity
 from .repeats import AdaptiveRepeats, parse_repeats, repeat_bounds
@@ -76,7 +77,7 @@ class TargetSpec(_Model):
         return self
 
 
-class Configuration(_Model):
+class Configuration(WithIscsiTimeouts):
     """A named combination of a target and settings; one configuration is the baseline."""
 
     name: str = Field(description=safety.NAME_RULE)
@@ -98,13 +99,12 @@ class Configuration(_Model):
         default=None, description="the lab's server for the target's protocol (plan.servers: tgt or lio for "
         "lab:iscsi, ganesha or knfsd for lab:nfs); default the protocol's own; a kernel's (lio, nvmet, knfsd) runs "
         "in the storage server guest")
-    sessions: int | None = Field(
-        default=None, ge=1, le=16, description="iSCSI sessions each load guest's kernel logs in (server = \"lio\")")
+    sessions: int | None = Field(default=None, ge=1, le=16, description="iSCSI sessions each load guest's kernel "
+                                 "logs in (server = \"lio\")")
     nfs: NfsMount | None = Field(default=None, description="how each load guest's kernel mounts knfsd's export "
                                  "(server = \"knfsd\"): { version, nconnect, rsize, wsize }; default NFS 4.1")
     path_policy: Literal["fixed", "round-robin"] = Field(
-        default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths"
-    )
+        default="fixed", description="lab multipath: every stream on the preferred path, or streams spread over paths")
     cpu_limit: dict[Literal["servers", "loadgen", "hypervisors"], Annotated[float, Field(gt=0, le=1024)]] = Field(
         default_factory=dict, description="cap a role's CPU in cores for this configuration's cells (lab or VMs), "
         "e.g. { servers = 0.5 }: a weaker array controller or load host")
@@ -343,7 +343,8 @@ class Plan(_Model):
         for c in self.configurations:
             url = self.target_of(c).url
             try:
-                check_server(protocol_named(url) if is_lab_target(url) else None, c.server, c.sessions, c.nfs)
+                check_server(protocol_named(url) if is_lab_target(url) else None, c.server, c.sessions, c.nfs,
+                             c.iscsi)
             except ValueError as e:
                 raise ValueError(f"configuration {c.name!r}: {e}") from None
         kernel = {c.name: url for c in self.configurations if kernel_path(self.target_of(c).url, c.server)}
@@ -361,9 +362,7 @@ class Plan(_Model):
         """The configuration's target, resolving a name from [targets]."""
         if isinstance(config.target, TargetSpec):
             return config.target
-        if config.target in self.targets:
-            return self.targets[config.target]
-        return TargetSpec(url=config.target)
+        return self.targets[config.target] if config.target in self.targets else TargetSpec(url=config.target)
 
     def method_summary(self) -> str:
         """The method in words, with the stages that change the data between cells."""

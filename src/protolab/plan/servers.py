@@ -91,9 +91,10 @@ def kernel_protocols() -> list[str]:
     return list(dict.fromkeys(s.protocol for s in SERVERS.values() if s.kernel or guest_kernel_only(s.protocol)))
 
 
-def check_server(protocol: str | None, chosen: str | None, sessions: int | None, nfs: object = None) -> None:
-    """ValueError (one sentence, what to write) unless ``chosen`` serves ``protocol`` and ``sessions`` and ``nfs``
-    (a load guest's NFS mount) fit."""
+def check_server(protocol: str | None, chosen: str | None, sessions: int | None, nfs: object = None,
+                 iscsi: object = None) -> None:
+    """ValueError (one sentence, what to write) unless ``chosen`` serves ``protocol`` and ``sessions``, ``nfs`` (a
+    load guest's NFS mount) and ``iscsi`` (a load guest's open-iscsi timeouts) fit."""
     if chosen is not None:
         if chosen not in SERVERS:
             raise ValueError(f"server {chosen!r} is not a lab server; use one of {', '.join(SERVERS)}")
@@ -106,5 +107,8 @@ def check_server(protocol: str | None, chosen: str | None, sessions: int | None,
         if not (protocol == "iscsi" and kernel_served(protocol, chosen)):
             raise ValueError("sessions applies to iSCSI logged in by a guest's kernel (server = \"lio\"); "
                              "remove sessions")
+    if iscsi is not None and not (protocol == "iscsi" and kernel_served(protocol, chosen)):
+        raise ValueError("iscsi (open-iscsi's timeouts) applies to iSCSI logged in by a guest's kernel (server = "
+                         "\"lio\"); remove iscsi")
     if nfs is not None and not (protocol == "nfs" and kernel_served(protocol, chosen)):
         raise ValueError("nfs applies to NFS mounted by a guest's kernel (server = \"knfsd\"); remove nfs")

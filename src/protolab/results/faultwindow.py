@@ -33,6 +33,9 @@ class FaultWindow(_Record):
     restored: list[str] = Field(default_factory=list, description="what the lab had to undo after the window")
     errors: int = Field(default=0, description="I/O errors fio counted (continue_on_error), the whole run")
     first_error: str | None = Field(default=None, description="fio's first error, in words")
+    first_error_s: tuple[float, float] | None = Field(
+        default=None, description="when fio's first error came, s into the window (the actions' clock): after the "
+        "last status that counted none had come, by the time the first that counted one came")
     step_ms: int = Field(default=10, description="the timeline's bin")
     iops: list[int] = Field(default_factory=list, description="IOPS per bin over the window, summed over jobs "
                             "(0: no completion in the bin)")

@@ -21,7 +21,7 @@ from typing import Callable, Protocol
 from ..analysis.heatmap import bin_window
 from ..engine.faultlog import Timeline, io_errors, merge, read_logs, remove_logs
 from ..engine.histlog import bin_edges_ns, read_hist_logs
-from ..engine.status import documents
+from ..engine.status import documents, snapshots
 from ..plan.faults import Fault
 from ..results.faultwindow import FaultAction, FaultWindow
 from ..results.files import now
@@ -85,6 +85,8 @@ class FaultSchedule:
     actions: list[FaultAction] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     t0: float | None = None
+    first_error_s: tuple[float, float] | None = None  # after the last status that counted no error, by the first
+    _clean_at: float | None = None  # when the last status that counted none came
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -113,6 +115,22 @@ class FaultSchedule:
                 error = f"{type(e).__name__}: {e}"[:300]
             self.actions.append(FaultAction(action=step.words, planned_s=step.planned_s, at_s=round(at, 4),
                                             wall=wall, took_s=round(self.clock() - self.t0 - at, 4), error=error))
+
+    def seen(self, doc: dict) -> None:
+        """A status document of fio came: when fio's first I/O error came, on this schedule's clock (s after the
+        window's start). By its arrival, not by the status's own time: fio reads a status's counts only once the
+        job's thread runs again (stat.c, ``rusage_sem``), so a status asked for during a stall is stamped with the
+        time it was asked for and counts what the job did when it woke — an error that ended the stall."""
+        if self.t0 is None or self.first_error_s is not None:
+            return
+        jobs = [j for snaps in snapshots([doc]).values() for s in snaps for j in s.jobs]
+        if not jobs:
+            return
+        now = self.clock() - self.t0
+        if any(int(j.get("total_err", 0) or 0) for j in jobs):
+            self.first_error_s = (round(max(0.0, self._clean_at or 0.0), 3), round(now, 3))
+        else:
+            self._clean_at = now
 
     def stop(self) -> list[str]:
         """Stop the steps not yet done and restore the lab (links up, servers running, stall cleared): what it
@@ -177,5 +195,6 @@ def fault_window(value: str, fault: Fault | None, schedule: FaultSchedule | None
         fault=value, kind=fault.kind if fault else None, at_s=fault.at if fault else None,
         duration_s=fault.duration if fault else None, port=fault.link_port if fault else None,
         actions=list(schedule.actions) if schedule else [], restored=list(schedule.restored) if schedule else [],
-        errors=errors, first_error=first_error, step_ms=timeline.step_ms, iops=[round(v) for v in timeline.iops],
+        errors=errors, first_error=first_error, first_error_s=schedule.first_error_s if schedule else None,
+        step_ms=timeline.step_ms, iops=[round(v) for v in timeline.iops],
         lat_us=per_100ms(timeline), timeline_file=file, ended_early=ended_early)

@@ -301,7 +301,8 @@ class Procedure:
                              timeout_margin_s=FIO_MARGIN_S, extra=extra, on_iops=self.progress.iops,
                              on_warmup_end=warmed, socket_dir=self.testbed.sockets, progress=window.progress,
                              interval_s=m.interval, on_interval=lambda iv: write([row(iv)]), verify=self.verification,
-                             keep_failed=schedule is not None, on_poll=watch.check if watch is not None else None)
+                             keep_failed=schedule is not None, on_poll=watch.check if watch is not None else None,
+                             on_document=schedule.seen if schedule else None)
         finally:  # whatever ended the window (an error, a signal), the lab is restored: links up, servers running
             if capture is not None:
                 capture.stop()

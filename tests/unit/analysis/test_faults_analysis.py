@@ -35,14 +35,16 @@ def timeline(seconds: float = 20.0, *, level: float = 1000.0, stall=(5.0, 6.2), 
 
 
 def rec(config: str, repeat: int, iops: list[int], *, fault: str = "down", at: float | None = 5.0,
-        duration: float | None = 5.0, errors: int = 0, first: str | None = None, kind: str | None = "link_down"):
+        duration: float | None = 5.0, errors: int = 0, first: str | None = None, kind: str | None = "link_down",
+        first_s: tuple[float, float] | None = None):
     d = DirectionResult(ios=1000, iops=1000.0)
     res = CellResult(iops=1000.0, mbps=4.0, read=d, write=DirectionResult(), lat_mean_us=100.0,
                      percentiles_us={}, jobs=1, runtime_s=20.0, errors=0)
     fw = FaultWindow(fault=fault, kind=kind if fault != "none" else None, at_s=at if fault != "none" else None,
                      duration_s=duration if fault != "none" else None, port=0 if fault != "none" else None,
                      actions=[FaultAction(action="link_down port 0", planned_s=at, at_s=at + 0.004, wall="w")]
-                     if fault != "none" else [], errors=errors, first_error=first, step_ms=STEP, iops=iops)
+                     if fault != "none" else [], errors=errors, first_error=first, first_error_s=first_s,
+                     step_ms=STEP, iops=iops)
     return CellRecord(run_id="r", seq=repeat, cell_id=f"{config}-{fault}-{repeat}",
                       coords={"workload": "w", "configuration": config, "load": 0, "repeat": repeat,
                               "fault": fault}, baseline=config == "a", hosts=1, streams_per_host=1,
@@ -121,3 +123,17 @@ def test_a_window_whose_fault_control_failed_measures_no_fault_and_says_so():
     (_, _, words), = sentences(list(got.values()))
     assert "a: the fault was not done in any of its 2 windows (the lab's control failed: ToolError: refused" in words
     assert "b stalled 1.0 s (over 1 windows; the fault was not done in 1 more: ToolError: refused stall)" in words
+
+
+def test_when_the_first_error_came_after_the_fault_began_is_a_figure_and_said():
+    # an initiator that failed I/O back 4-5 s into a 5 s outage: fio's statuses at 9 s (none) and 10 s (one)
+    stalled = timeline(stall=(5.0, 12.0))
+    failing = rec("short", 1, stalled, errors=900, first="error 5 (Input/output error)", first_s=(9.0, 10.0))
+    f = figures(failing)
+    assert f.error_after_s == pytest.approx(10.0 - 5.004) and f.stall_ms == 7000  # failed I/Os: no completions
+    assert figures(rec("long", 1, stalled)).error_after_s is None
+    [row] = [r for r in rows([failing]) if r.kind]
+    assert row.error_after_s.mean == pytest.approx(4.996)
+    [(_, _, said)] = sentences(rows([failing, rec("long", 1, stalled)]))
+    assert "short stalled 7.0 s, 900.0 I/O errors per window (first: error 5 (Input/output error), by 5.0 s after " \
+        "the fault began)" in said and "long stalled 7.0 s, no I/O error" in said, said

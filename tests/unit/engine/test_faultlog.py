@@ -5,7 +5,14 @@ IOPS log has gaps of about 300 ms with no completion."""
 from __future__ import annotations
 
 from fakes import DATA
-from protolab.engine.faultlog import io_errors, log_options, merge, parse_log, read_logs
+from protolab.engine.faultlog import (
+    io_errors,
+    log_options,
+    merge,
+    parse_log,
+    read_logs,
+    remove_logs,
+)
 from protolab.engine.status import documents
 
 LOGS = DATA / "fio-faultlog"
@@ -100,3 +107,24 @@ def test_a_client_runs_logs_are_read_as_each_servers_jobs(tmp_path):
     one = read_logs(LOGS / "ft")[0]
     assert jobs == [one, one]
     assert merge(jobs, t0_ms=0.0, window_ms=2000.0).iops == [2 * v for v in merge([one], 0.0, 2000.0).iops]
+
+
+CLIENT = LOGS / "client"  # a fio client's run of client/t.fio on a fio server (fio 3.33, FIO_CLIENT_STREAM=1,
+# --status-interval=1): job "ok" writes a file, job "full" writes /dev/full from 1.5 s (ENOSPC, error 28)
+
+
+def test_a_fio_servers_logs_are_read_as_its_client_named_them(tmp_path):
+    jobs = read_logs(CLIENT / "fc")  # fc_iops.1.log.127.0.0.1: the client adds the server's host name
+    assert [len(i) for i, _ in jobs] == [255, 0] and len(jobs[0][1]) == 271
+    tl = merge(jobs, t0_ms=0.0, window_ms=3000.0)
+    assert tl.jobs == 2 and sum(1 for v in tl.iops if v > 0) > 250
+    for p in CLIENT.glob("fc_*"):
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    remove_logs(tmp_path / "fc")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_client_runs_errors_come_from_its_servers_last_status_not_the_final_all_clients_one():
+    docs = documents((CLIENT / "status.json").read_text())
+    assert list(docs[-1]["client_stats"][0].values())[0] == "All clients"  # the streamed client's last document
+    assert io_errors(docs) == (1, "error 28 (No space left on device)")

@@ -107,6 +107,24 @@ def test_a_streamed_client_run_stops_at_the_windows_end_and_reads_telemetry_when
     assert [iv.t_s for iv in run.intervals] == [1.001, 2.0] and rule.record(run.warmup_s).ended_by == "time"
 
 
+def test_a_streamed_client_run_says_when_the_warmup_ended_as_it_happens_and_once(tmp_path):
+    """A fault's schedule starts with the window (run.fault_schedule): told when the status that ends the warm-up has
+    come from every server (s2's status 0, at 100.1 s), not after the run, and only then."""
+    plan, cell, streams = _cell(tmp_path, "1s", "2s")
+    fio, clock = FakeFio([], stream=CLIENT), Clock()
+    fio.clock, fio.streamed = clock, True
+    told: list[float] = []
+    seen: list[dict] = []
+    hosts = [HostRun("h1", Agent(1), None, streams[:1]), HostRun("h2", Agent(2), None, streams[1:])]
+    run_window(fio, cell, hosts, warmup_max_s=1, duration_s=2, warmup_done=WarmupRule(1, False, 3),
+               sample=lambda: None, tick=lambda: clock.t, interpolate=lambda a, b, t: t, folder=tmp_path / "raw",
+               tag="measure", label="cell", timeout_margin_s=60, clock=clock, on_warmup_end=lambda: told.append(clock.t),
+               on_document=seen.append)
+    assert told == [pytest.approx(100.1)]
+    # each status as it came, up to the stop (s2's third: six documents), for a fault's schedule
+    assert len(seen) == 6 and all("client_stats" in d for d in seen)
+
+
 def test_statuses_that_came_late_are_placed_by_the_jobs_end_instead(tmp_path):
     """Busy servers sent statuses 0-2 in one burst at 103 s: each is placed by the jobs' end (the client's exit,
     103.3 s, less the jobs' I/O time after it), the earlier bound, not by when it came."""

@@ -154,3 +154,27 @@ def test_a_windows_heatmap_is_kept_and_logs_from_an_unpatched_fio_server_are_ref
         (raw / f"d.fault_clat_hist.{n}.log").write_text("\n".join(sent) + "\n")
     why = keep_heatmap(tmp_path, "d", raw / "d.fault", warmup_s=0.3, window_s=1.0, step=100, remove=True, ios=ios)
     assert why is not None and "patch 0005" in why and not (tmp_path / "heatmap" / "d.json").exists()
+
+
+def test_the_first_error_is_placed_by_when_the_status_counting_it_came():
+    """The captured fio client run (tests/data/fio-faultlog/client: its job "full" fails from 1.5 s): statuses before
+    the window's start are not judged; the error lies after the last clean status's arrival, by the first that
+    counted one."""
+    from fakes import DATA
+    from protolab.engine.status import documents
+
+    docs = documents((DATA / "fio-faultlog" / "client" / "status.json").read_text())
+    clock = Clock()
+    s = FaultSchedule(Fault(name="down", kind="link_down", at=1.0, duration=1.0), "iscsi", FakeLab(clock),
+                      clock=clock, wait=lambda event, seconds: True)
+    s.seen(docs[0])  # before the window: nothing judged
+    s.t0 = 100.0
+    for t, doc in zip((100.9, 104.2, 105.0, 106.0), docs):  # the second status (one error) came late: 104.2 s
+        clock.t = t
+        s.seen(doc)
+    assert s.first_error_s == (0.9, 4.2)
+    quiet = FaultSchedule(Fault(name="down", kind="link_down", at=1.0, duration=1.0), "iscsi", FakeLab(clock),
+                          clock=clock)
+    quiet.t0 = 100.0
+    quiet.seen(docs[0])
+    assert quiet.first_error_s is None

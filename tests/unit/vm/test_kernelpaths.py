@@ -41,12 +41,16 @@ def test_kernel_command_line_words_refuse_what_the_guest_could_misread(bad, matc
     login = dict(address="198.18.0.2", port=3260, iqn="iqn.2024-01.org.protolab:pl.lio",
                  initiator="iqn.2024-01.org.protolab:pl.h0v0", sessions=2)
     assert IscsiLogin(**login).kernel_args() == [
-        "pl.iscsi=198.18.0.2,3260,iqn.2024-01.org.protolab:pl.lio,iqn.2024-01.org.protolab:pl.h0v0,2"]
+        "pl.iscsi=198.18.0.2,3260,iqn.2024-01.org.protolab:pl.lio,iqn.2024-01.org.protolab:pl.h0v0,2,120,5,5"]
     for bad in ("iqn.2024-01.org.x:a,b", "iqn.2024-01.org.x:a\n", "iqn.2024-01.org.x:a b"):
         with pytest.raises(ProtolabError, match="is not an iSCSI name"):
             IscsiLogin(**{**login, "initiator": bad}).kernel_args()
     with pytest.raises(ProtolabError, match="iSCSI sessions 17: give 1-16"):
         IscsiLogin(**{**login, "sessions": 17}).kernel_args()
+    from protolab.plan.initiator_timeouts import IscsiTimeouts
+
+    short = IscsiTimeouts(replacement_timeout=3, noop_out_interval=1, noop_out_timeout=1)
+    assert IscsiLogin(**login, timeouts=short).kernel_args()[0].endswith(",2,3,1,1")  # the guest's init reads them
 
 
 def test_knfsd_exports_the_pool_volume_and_a_load_guest_mounts_it_with_checked_words():
