@@ -199,3 +199,26 @@ def make_lab(request):
             pytest.fail(f"lab teardown left behind: {', '.join(left)}")
         for lab in labs:
             shutil.rmtree(lab.workdir, ignore_errors=True)
+
+
+# The lab tests that assert on no timing, rate or ratio a busy machine would move (they check what was made, run,
+# recorded, refused and torn down; counts of frames and bytes), by the lane they run in beside each other and beside
+# the unit and end-to-end tests (Makefile: `make test`); each lane runs its files one at a time. Every other lab test
+# measures, and runs alone afterwards. A new lab test that measures nothing belongs in a lane.
+BESIDE = {
+    "guests": ("test_attach_hosts", "test_vm_study", "test_kernel_nvme", "test_cifs_guest", "test_smb_study",
+               "test_vm_guest"),
+    "labs": ("test_resume", "test_study", "test_killed_resume", "test_servers_loopback", "test_verify_lab",
+             "test_fill_lab", "test_ssh_agents", "test_nfs_direct", "test_overwrite_block", "test_replay_lab",
+             "test_lab_access", "test_lab_teardown", "test_lab_trust", "test_lab_pool", "test_prefix_clash",
+             "test_net_counters", "test_samba_lab", "test_lab_cli"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    lanes = {module: lane for lane, modules in BESIDE.items() for module in modules}
+    for item in items:
+        lane = lanes.get(item.path.stem)
+        if lane is not None:
+            item.add_marker(pytest.mark.lab_beside)
+            item.add_marker(pytest.mark.xdist_group(lane))
