@@ -30,7 +30,7 @@ def share_words(s: Shift, added: float) -> str:
     """'41 % (35–47 %) in the initiator'; an interval that holds zero: 'no clear share on the network (-3–12 %)'."""
     lo, hi = sorted((100.0 * s.low / added, 100.0 * s.high / added))
     span = f"({pct(lo)}–{pct(hi)} %)"
-    if lo <= 0.0 <= hi:
+    if lo <= 0.0 <= hi and lo != hi:  # an interval of one value (repeats alike) is that value
         return f"no clear share {where(s.name)} {span}"
     return f"{pct(100.0 * s.us / added)} % {span} {where(s.name)}"
 
@@ -75,6 +75,17 @@ def breakdown_findings(rows: Iterable[BreakdownRow], vs: dict[Key, Verdict], bas
         if r.flagged:
             out.append(Finding("note", f"{r.workload} · {r.point.label} · {r.configuration}: the parts of the latency "
                                f"breakdown add up to {100 + r.residual_pct:.1f} % of fio's mean "
-                               f"({r.lat_mean_us.mean:,.1f} µs): outside the ±{RESIDUAL_PCT:g} % check",
+                               f"({r.lat_mean_us.mean:,.1f} µs): outside the ±{RESIDUAL_PCT:g} % check ({why(r)}).",
                                METRIC, r.workload, (r.configuration,)))
     return out
+
+
+def why(r: BreakdownRow) -> str:
+    """Why a cell's parts miss fio's mean: a part below zero (its times out of order), or parts resting on fewer
+    repeats than fio's mean."""
+    below = [p for p in r.parts if p.us.mean < 0]
+    if below:
+        return "; ".join(f"the {p.name} part is {p.us.mean:,.1f} µs: its two times are out of order" for p in below)
+    fewest = min(p.us.n for p in r.parts)
+    return (f"some parts rest on {fewest} of its {r.lat_mean_us.n} repeats, whose fio mean differs from the others'"
+            if fewest < r.lat_mean_us.n else "its parts' means, each over its own repeats")
