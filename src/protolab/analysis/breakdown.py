@@ -8,7 +8,9 @@ is the time between two levels:
 - initiator = fio's mean − the host's SRT (fio, the initiator's stack, the host's kernel up to its port);
 - network = the host's SRT − the server's SRT (the wire and the switch, both ways);
 - server = the server's SRT − the device's time (the server's kernel and process);
-- device = the device model's mean queue + service time.
+- device = the device model's mean queue + service time per request, × its requests per fio I/O in the window (a
+  request is the daemon's: fewer than fio's I/Os where a page cache above it answers, so the device's time per I/O
+  is less than per request; the lab's O_DIRECT paths give one per I/O).
 
 A level not measured (no capture: no host or server SRT; no device model: no device time) joins the two parts beside
 it into one, named by both ("initiator + network", "server + device"). A configuration with no wire (a local path,
@@ -47,7 +49,10 @@ def levels(rec: CellRecord, wired: bool = True) -> Levels | None:
     if fio is None or rec.failed:
         return None
     dev = rec.device_time
-    device = dev.queue_us + dev.service_us if dev is not None and dev.requests > 0 else None
+    device = None
+    if dev is not None and dev.requests > 0:
+        ios = rec.result.read.ios + rec.result.write.ios
+        device = (dev.queue_us + dev.service_us) * (dev.requests / ios if ios > 0 else 1.0)
     host = server = None
     if not wired:
         host = server = device

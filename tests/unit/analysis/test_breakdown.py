@@ -47,6 +47,12 @@ def test_a_full_breakdown_has_four_parts_that_add_up_to_fios_mean():
     assert b.residual_pct == 0.0 and b.measured
 
 
+def test_the_devices_part_is_its_time_per_fio_io_where_a_page_cache_answers_half_the_ios_above_it():
+    r = rec("nfs", 1, 400.0, host=330.0, server=300.0, device=(20.0, 80.0))
+    r = r.model_copy(update={"device_time": r.device_time.model_copy(update={"requests": 500, "reads": 500})})
+    assert [(p.name, p.us) for p in of_record(r).parts][2:] == [("server", 250.0), ("device", 50.0)]
+
+
 def test_without_a_device_model_the_server_and_the_device_are_one_part():
     b = of_record(rec("iscsi", 1, 400.0, host=330.0, server=300.0))
     assert [(p.name, p.us) for p in b.parts] == [("initiator", 70.0), ("network", 30.0), ("server + device", 300.0)]

@@ -27,7 +27,8 @@ def _timed(r: CellRecord) -> CellRecord:
         st = ServiceTimes(protocol="iscsi", start_s=1.0, seconds=0.3, points=[
             ServicePoint(point="h0/eth0", role="host", srt_us=host, pairs=900, frames=2000),
             ServicePoint(point="st/p0", role="server", srt_us=host - 25.0, pairs=900, frames=2000)])
-    return r.model_copy(update={"device_time": DeviceTime(requests=1000, reads=1000, queue_us=5.0, service_us=100.0),
+    ios = r.result.read.ios + r.result.write.ios  # one request per I/O, as the lab's O_DIRECT paths give
+    return r.model_copy(update={"device_time": DeviceTime(requests=ios, reads=ios, queue_us=5.0, service_us=100.0),
                                 "service_times": st})
 
 

@@ -91,7 +91,8 @@ def _breakdown(records: list) -> list:
 
     out = []
     for r in records:
-        dev = DeviceTime(requests=1000, reads=1000, queue_us=5.0, service_us=float(r.coords["service_time"]) + 20)
+        ios = r.result.read.ios + r.result.write.ios  # one request per I/O
+        dev = DeviceTime(requests=ios, reads=ios, queue_us=5.0, service_us=float(r.coords["service_time"]) + 20)
         st = None
         if not r.baseline and r.repeat == 3:
             host = r.result.lat_mean_us - 40.0

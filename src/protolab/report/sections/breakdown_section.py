@@ -21,10 +21,11 @@ HOW = ("fio's mean completion latency is split at the times measured below it al
        "(method.breakdown: tshark's matching of requests to replies, on a sub-window of the last repeat) and the "
        "device model's queue + service time (its own counters, every window with a device model). initiator = fio's "
        "mean − the host's; network = the host's − the server's; server = the server's − the device's; device = the "
-       "device's. A time not measured joins the two parts beside it into one, named by both; a path with no wire has "
-       "no network and no server. Each part is the mean over the repeats that measured it, with its 95 % t interval "
-       "(one repeat: no interval). The check: the parts (a part below zero — its times out of order — counted as "
-       f"zero) add up to fio's mean over every repeat within ±{RESIDUAL_PCT:g} %.")
+       "device's per request × its requests per fio I/O. A time not measured joins the two parts beside it into "
+       "one, named by both; a path with no wire has no network and no server. Each part is the mean over the "
+       "repeats that measured it, with its 95 % t interval (one repeat: no interval). The check: the parts (a part "
+       "below zero — its times out of order — counted as zero) add up to fio's mean over every repeat within "
+       f"±{RESIDUAL_PCT:g} %.")
 HEADERS = ["workload", "point", "configuration", "fio mean µs", "parts (µs per I/O)", "sum vs fio", "intervals"]
 
 
