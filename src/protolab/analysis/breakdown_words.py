@@ -1,4 +1,4 @@
-"""The latency breakdown's sentences (analysis.breakdown): where a configuration's added time per I/O went, and the
+"""The latency breakdown's sentences (analysis.time_breakdown): where a configuration's added time per I/O went, and the
 cells whose parts do not add up to fio's mean.
 
 A sentence of added time is written only where the report's own test (analysis.findings.verdicts: Welch on log
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .breakdown import RESIDUAL_PCT, BreakdownRow, Shift, shifts
 from .findings import Finding, Key, pct
 from .stats import HIGHER, LOWER, Verdict
+from .time_breakdown import RESIDUAL_PCT, BreakdownRow, Shift, shifts
 
 METRIC = "lat_mean_us"
 WHERE = {"initiator": "in the initiator", "network": "on the network", "server": "in the server",

@@ -1,13 +1,14 @@
-"""The latency breakdown's rows (analysis.breakdown), computed once when the report's data is built, its charts — per
-workload and point, a stacked horizontal bar per configuration (the baseline first): the mean latency's parts — and
-its --json. report.sections.breakdown_section puts them in a table; analysis.breakdown_words in sentences."""
+"""The latency breakdown's rows (analysis.time_breakdown), computed once when the report's data is built; its
+charts — per workload and point, a stacked horizontal bar per configuration (the baseline first): the mean
+latency's parts — and its --json. report.sections.breakdown_section puts them in a table, analysis.breakdown_words
+in sentences."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from ..analysis.breakdown import COMPONENTS, BreakdownRow, rows
+from ..analysis.time_breakdown import COMPONENTS, BreakdownRow, rows
 from .chart import Chart, Series
 from .report_data import RunData, slug
 

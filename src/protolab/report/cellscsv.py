@@ -68,13 +68,13 @@ def _wired(protocol: str) -> bool:
 
 
 def breakdown_columns(r: CellRecord, wired: bool = True) -> dict[str, Any]:
-    """A window's latency breakdown for cells.csv (analysis.breakdown; results.rundir.BREAKDOWN_COLUMNS): each
+    """A window's latency breakdown for cells.csv (analysis.time_breakdown; results.rundir.BREAKDOWN_COLUMNS): each
     component measured on its own in its column (µs per I/O), every part in ``time_parts`` ('initiator + network
     120.5; server 80.1; device 100.2': a folded part under both names), the parts against fio's mean (%); {} when
     nothing below fio's mean was measured."""
     if r.device_time is None and r.service_times is None:
         return {}
-    from ..analysis.breakdown import of_record
+    from ..analysis.time_breakdown import of_record
 
     b = of_record(r, wired)
     if b is None or not b.measured:

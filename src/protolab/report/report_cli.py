@@ -128,7 +128,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "capacity": capacity_json(data.capacity, data.alpha),
         # a plan with faults (plan.faults): each configuration's stall, errors, degraded IOPS, recovery; None without
         "faults": fault_json(data.faults),
-        # where each cell's mean latency went (analysis.breakdown): its parts with intervals and the check; [] without
+        # where each cell's mean latency went (analysis.time_breakdown): its parts, intervals and the check; [] without
         "breakdown": breakdown_json(data.breakdown),
         # method.verify, per configuration: MiB read back and checked, failed chunks, the lowest bad offset; [] without
         "verified": [{"configuration": c.configuration, "algorithm": c.algorithm, "windows": c.windows,

@@ -28,7 +28,6 @@ from .chart import Chart
 
 if TYPE_CHECKING:
     from ..analysis.bottleneck import Bottleneck
-    from ..analysis.breakdown import BreakdownRow
     from ..analysis.capacity import Ladder
     from ..analysis.claims import ClaimVerdict
     from ..analysis.crossover import Added, AtPoint
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from ..analysis.headlines import Headline
     from ..analysis.paths import PathShare
     from ..analysis.summary import Matrix
+    from ..analysis.time_breakdown import BreakdownRow
     from ..analysis.trend import Trend
     from ..analysis.verification import ConfigurationVerified
 

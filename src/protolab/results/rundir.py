@@ -54,8 +54,9 @@ FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
 #: The device model's mean queue and service time per request in the window (results.records.DeviceTime; empty
 #: without a device model).
 DEVICE_COLUMNS = ["device_queue_us", "device_service_us"]
-#: A plan with method.breakdown adds each window's latency breakdown (analysis.breakdown, written by the report): the
-#: components measured on their own (µs per I/O), every part by name (a folded one under both names), the residual.
+#: A plan with method.breakdown adds each window's latency breakdown (analysis.time_breakdown, written by the
+#: report): the components measured on their own (µs per I/O), every part by name (a folded one under both
+#: names), the residual.
 BREAKDOWN_COLUMNS = ["time_initiator_us", "time_network_us", "time_server_us", "time_device_us", "time_parts",
                      "time_residual_pct"]
 

@@ -1,7 +1,7 @@
-"""Where each microsecond goes (analysis.breakdown, issue 46): per workload and point, a table of each configuration's
-mean latency split into the initiator, the network, the server and the device (a part not measured folded into its
-neighbour, by name), with the intervals over repeats and the check that the parts add up to fio's mean; and a stacked
-bar per configuration beside the baseline."""
+"""Where each microsecond goes (analysis.time_breakdown, issue 46): per workload and point, a table of each
+configuration's mean latency split into the initiator, the network, the server and the device (a part not
+measured folded into its neighbour, by name), with the intervals over repeats and the check that the parts add up
+to fio's mean; and a stacked bar per configuration beside the baseline."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
-from ...analysis.breakdown import RESIDUAL_PCT, BreakdownRow, PartEstimate
+from ...analysis.time_breakdown import RESIDUAL_PCT, BreakdownRow, PartEstimate
 from ..chart import Chart
 from ..markdown import md_table
 from ..report_data import ReportData

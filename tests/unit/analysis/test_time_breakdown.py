@@ -1,5 +1,5 @@
-"""The latency breakdown (analysis.breakdown, analysis.breakdown_words) on records built by hand with known times at
-each level: fio's mean, the host's and the server's SRT, the device model's queue + service time."""
+"""The latency breakdown (analysis.time_breakdown, analysis.breakdown_words) on records built by hand with known
+times at each level: fio's mean, the host's and the server's SRT, the device model's queue + service time."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from protolab.analysis.breakdown import RESIDUAL_PCT, of_record, rows, shifts
 from protolab.analysis.breakdown_words import breakdown_findings, sentence
 from protolab.analysis.findings import study_rows, verdicts
+from protolab.analysis.time_breakdown import RESIDUAL_PCT, of_record, rows, shifts
 from protolab.plan.coordinates import point_of
 from protolab.results.records import (
     CellRecord,
