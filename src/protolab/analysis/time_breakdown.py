@@ -147,6 +147,7 @@ class BreakdownRow:
     residual_pct: float  # the parts' means (below zero: zero) against fio's mean, %
     captured: int  # repeats with a capture at either port
     per_repeat: list[Levels] = field(default_factory=list)  # each repeat's levels (for the comparisons)
+    notes: list[str] = field(default_factory=list)  # the capture's points' own words (why one has no mean)
 
     @property
     def flagged(self) -> bool:
@@ -188,7 +189,10 @@ def _row(workload: str, point: Point, configuration: str, recs: list[CellRecord]
     assert lat is not None
     residual = (100.0 * (sum(max(0.0, p.us.mean) for p in parts) - lat.mean) / lat.mean if lat.mean else math.nan)
     captured = sum(1 for r in recs if r.service_times is not None and not r.failed)
-    return BreakdownRow(workload, point, configuration, recs[0].baseline, wired, lat, parts, residual, captured, per)
+    notes = list(dict.fromkeys(f"{p.role} ({p.point}): {p.note}" for r in recs if r.service_times is not None
+                               for p in r.service_times.points if p.note))
+    return BreakdownRow(workload, point, configuration, recs[0].baseline, wired, lat, parts, residual, captured, per,
+                        notes)
 
 
 def rows(records: Iterable[CellRecord], wired: dict[str, bool] | None = None) -> list[BreakdownRow]:

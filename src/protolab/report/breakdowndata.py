@@ -69,4 +69,4 @@ def breakdown_json(found: list[BreakdownRow]) -> list[dict[str, Any]]:
              "parts": [{"part": p.name, "components": p.name.split(" + "), "us": _est(p.us)}
                        for p in r.parts],
              "not_measured": r.not_measured, "residual_pct": r.residual_pct, "outside_check": r.flagged,
-             "intervals": r.interval_words()} for r in found]
+             "intervals": r.interval_words(), "capture_notes": r.notes} for r in found]

@@ -71,6 +71,19 @@ def test_a_path_without_a_wire_has_no_network_and_no_server():
     assert [(p.name, p.us) for p in b.parts] == [("initiator", 50.0), ("device", 100.0)]
 
 
+def test_a_capture_point_without_a_mean_folds_its_parts_and_its_note_is_kept():
+    r = rec("nbd", 1, 400.0, host=330.0, server=300.0, device=(20.0, 80.0))
+    points = [p.model_copy(update={"srt_us": None, "pairs": 0, "note": "tshark's dissector matched no reply"})
+              for p in r.service_times.points]
+    r = r.model_copy(update={"service_times": r.service_times.model_copy(update={"points": points})})
+    assert [(p.name, p.us) for p in of_record(r).parts] == [("initiator + network + server", 300.0),
+                                                            ("device", 100.0)]
+    [row] = rows([r])
+    assert row.notes == ["host (h/host): tshark's dissector matched no reply",
+                         "server (h/server): tshark's dissector matched no reply"]
+    assert row.not_measured == ["initiator", "network", "server"]
+
+
 def test_times_out_of_order_count_as_zero_and_show_in_the_residual():
     b = of_record(rec("iscsi", 1, 400.0, host=440.0, server=300.0, device=(20.0, 80.0)))
     assert b.parts[0].us == -40.0 and b.residual_pct == pytest.approx(10.0)

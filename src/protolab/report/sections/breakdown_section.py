@@ -44,7 +44,8 @@ def row(r: BreakdownRow) -> list[str]:
     check = "–" if math.isnan(r.residual_pct) else f"{r.residual_pct:+.1f} %" + (
         f" (outside ±{RESIDUAL_PCT:g} %)" if r.flagged else "")
     return [r.workload, r.point.label, r.configuration + (" (baseline)" if r.baseline else ""), fio,
-            "; ".join(part_words(p) for p in r.parts), check, r.interval_words()]
+            "; ".join(part_words(p) for p in r.parts), check,
+            r.interval_words() + "".join(f"; the capture's {n}" for n in r.notes)]
 
 
 @dataclass
