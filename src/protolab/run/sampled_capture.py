@@ -89,6 +89,7 @@ class SampledCapture:
         the capture."""
         start, end = self.span if len(self.span) == 2 else (self.start_s, self.start_s)
         inside_iops, outside_iops = capture_cost(intervals, start, end)
+        captured_lat = captured_latency(intervals, start, end)
 
         def dissect(c: Capture) -> tuple[list[tuple[float, float]], str | None]:
             try:
@@ -102,7 +103,7 @@ class SampledCapture:
         return ServiceTimes(protocol=self.protocol, start_s=round(start, 3), seconds=round(end - start, 3),
                             points=[point(role, c, self.dissector, mean_within(r, lo, hi), n)
                                     for (role, c), (r, n) in zip(self.captures, done)],
-                            iops_captured=inside_iops, iops_uncaptured=outside_iops)
+                            iops_captured=inside_iops, iops_uncaptured=outside_iops, lat_captured_us=captured_lat)
 
 
 def point(role: str, c: Capture, dissector: Dissector, times: Times, failed: str | None = None) -> ServicePoint:
@@ -125,6 +126,17 @@ def capture_cost(intervals: list, start: float, end: float) -> tuple[float | Non
     """The mean IOPS of the window's intervals inside [start, end] (at least CAPTURED of each), and of those outside
     it (at most 1 − CAPTURED inside; an interval spans ``t_s - seconds`` to ``t_s``; one the capture's start or end
     cuts further counts in neither)."""
+    ins, outs = _split(intervals, start, end)
+
+    def mean(ivs: list) -> float | None:
+        seconds = sum(iv.seconds for iv in ivs)
+        return round(sum(iv.iops * iv.seconds for iv in ivs) / seconds, 1) if seconds > 0 else None
+
+    return mean(ins), mean(outs)
+
+
+def _split(intervals: list, start: float, end: float) -> tuple[list, list]:
+    """The intervals inside [start, end] and those outside it (see `capture_cost`)."""
     ins, outs = [], []
     for iv in intervals:
         a, b = iv.t_s - iv.seconds, iv.t_s
@@ -133,12 +145,16 @@ def capture_cost(intervals: list, start: float, end: float) -> tuple[float | Non
             ins.append(iv)
         elif overlap <= (1.0 - CAPTURED) * iv.seconds:
             outs.append(iv)
+    return ins, outs
 
-    def mean(ivs: list) -> float | None:
-        seconds = sum(iv.seconds for iv in ivs)
-        return round(sum(iv.iops * iv.seconds for iv in ivs) / seconds, 1) if seconds > 0 else None
 
-    return mean(ins), mean(outs)
+def captured_latency(intervals: list, start: float, end: float) -> float | None:
+    """fio's mean completion latency over the intervals inside [start, end] (as `capture_cost` counts them), each
+    weighted by its I/Os: the top the capture's request→reply times are a part of (analysis.time_breakdown)."""
+    got = [(iv.lat_mean_us, iv.ios) for iv in _split(intervals, start, end)[0] if iv.lat_mean_us is not None
+           and iv.ios > 0]
+    ios = sum(n for _, n in got)
+    return round(sum(v * n for v, n in got) / ios, 3) if ios else None
 
 
 def sampled_capture(plan: Plan, cell: Cell, testbed, run_path: Path, duration: float) -> SampledCapture | None:

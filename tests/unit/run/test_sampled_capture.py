@@ -12,7 +12,7 @@ import pytest
 from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text
 from protolab.plan.protocols import PROTOCOLS
-from protolab.run.sampled_capture import SampledCapture, capture_cost, point, sampled_capture
+from protolab.run.sampled_capture import SampledCapture, capture_cost, captured_latency, point, sampled_capture
 from protolab.telemetry.capture import Capture, Counts, Times
 
 PLAN = """name = "b"
@@ -35,6 +35,8 @@ class Iv:
     t_s: float
     seconds: float
     iops: float
+    lat_mean_us: float | None = None
+    ios: int = 0
 
 
 def test_the_cost_is_the_iops_of_whole_intervals_inside_against_those_outside():
@@ -45,6 +47,13 @@ def test_the_cost_is_the_iops_of_whole_intervals_inside_against_those_outside():
     assert capture_cost(ivs, 1.05, 2.05) == (80.0, 102.5)  # 95 % of 1–2 s: captured; 5 % of 2–3 s: not
     assert capture_cost(ivs, 1.05, 2.15) == (80.0, pytest.approx(320 / 3, abs=0.1))  # 15 % of 2–3 s: in neither
     assert capture_cost([], 1.0, 2.0) == (None, None)
+
+
+def test_fios_mean_over_the_capture_is_its_intervals_latency_weighted_by_their_ios():
+    ivs = [Iv(1, 1, 100, 400.0, 100), Iv(2, 1, 80, 500.0, 80), Iv(3, 1, 90, 450.0, 120), Iv(4, 1, 100, 400.0, 100)]
+    assert captured_latency(ivs, 1.0, 3.0) == (500.0 * 80 + 450.0 * 120) / 200  # the intervals ending at 2 and 3 s
+    assert captured_latency(ivs, 1.0, 2.5) == 500.0  # 2–3 s is cut: not counted
+    assert captured_latency([Iv(2, 1, 0, None, 0)], 1.0, 2.0) is None and captured_latency([], 1.0, 2.0) is None
 
 
 class FakeTestbed:
