@@ -1,9 +1,10 @@
 """Where each microsecond of the mean goes (issue 46): fio's mean latency split at the times measured below it.
 
-Four times nest along one I/O's path, each a mean per request: fio's completion latency (the top), the request→reply
-time the capture saw at the load host's port (``ServiceTimes``, role ``host``), the same at the storage server's port
-(role ``server``), and the device model's queue + service time (``DeviceTime``). They are the *levels*; a *part*
-is the time between two levels:
+Four times nest along one I/O's path, each a mean per request: fio's completion latency (the top: in a window with a
+capture, fio's mean over the captured sub-window, ``ServiceTimes.lat_captured_us`` — the I/Os the capture saw, which
+its own cost slows — else the window's), the request→reply time the capture saw at the load host's port
+(``ServiceTimes``, role ``host``), the same at the storage server's port (role ``server``), and the device model's
+queue + service time (``DeviceTime``). They are the *levels*; a *part* is the time between two levels:
 
 - initiator = fio's mean − the host's SRT (fio, the initiator's stack, the host's kernel up to its port);
 - network = the host's SRT − the server's SRT (the wire and the switch, both ways);
@@ -21,8 +22,9 @@ Per workload, point (every point coordinate: analysis.coordinates) and configura
 repeats that measured both its levels, with its 95 % t interval over them: with the capture on the last repeat only
 (method.breakdown), the parts the capture bounds rest on one repeat each — one repeat, no interval — while the device
 part (always read) rests on every repeat. The check: the parts (a part below zero, levels out of order, counted as
-zero) add up to fio's mean over every repeat of the cell; ``residual_pct`` is how far they miss it, % of fio's mean.
-``RESIDUAL_PCT`` is issue 46's acceptance bound for that check, not a verdict on a comparison.
+zero) add up to the fio mean the first part is taken from (over the same repeats); ``residual_pct`` is how far they
+miss it, in %: levels out of order, or lower parts from other repeats than the top's. ``RESIDUAL_PCT`` is issue 46's
+acceptance bound for that check, not a verdict on a comparison.
 """
 
 from __future__ import annotations
@@ -54,13 +56,16 @@ def levels(rec: CellRecord, wired: bool = True) -> Levels | None:
         ios = rec.result.read.ios + rec.result.write.ios
         device = (dev.queue_us + dev.service_us) * (dev.requests / ios if ios > 0 else 1.0)
     host = server = None
+    st = rec.service_times
     if not wired:
         host = server = device
-    elif rec.service_times is not None:
-        for p in rec.service_times.points:
+    elif st is not None:
+        for p in st.points:
             if p.srt_us is not None and p.pairs > 0:
                 host = p.srt_us if p.role == "host" else host
                 server = p.srt_us if p.role == "server" else server
+        if (host is not None or server is not None) and st.lat_captured_us is not None:
+            fio = st.lat_captured_us  # the I/Os the capture saw: its own cost slows them (iops_captured)
     return (fio, host, server, device, 0.0)
 
 
@@ -144,10 +149,11 @@ class BreakdownRow:
     wired: bool
     lat_mean_us: Estimate  # fio's mean over every ok repeat
     parts: list[PartEstimate]
-    residual_pct: float  # the parts' means (below zero: zero) against fio's mean, %
+    residual_pct: float  # the parts' means (below zero: zero) against the fio mean the first part is of, %
     captured: int  # repeats with a capture at either port
     per_repeat: list[Levels] = field(default_factory=list)  # each repeat's levels (for the comparisons)
     notes: list[str] = field(default_factory=list)  # the capture's points' own words (why one has no mean)
+    lat_captured_us: Estimate | None = None  # fio's mean over the captured sub-windows (ServiceTimes.lat_captured_us)
 
     @property
     def flagged(self) -> bool:
@@ -185,14 +191,18 @@ def _row(workload: str, point: Point, configuration: str, recs: list[CellRecord]
         est = estimate(vals, floor=None)
         if est is not None:
             parts.append(PartEstimate(part_name(a, b, wired), a, b, est))
-    lat = estimate([lv[0] for lv in per if lv[0] is not None], floor=None)
+    lat = estimate([r.result.lat_mean_us for r in recs if r.result.lat_mean_us is not None], floor=None)
     assert lat is not None
-    residual = (100.0 * (sum(max(0.0, p.us.mean) for p in parts) - lat.mean) / lat.mean if lat.mean else math.nan)
+    top = [lv[0] for lv in per if parts and lv[parts[0].end] is not None]  # the fio means the first part is of
+    mean_top = sum(top) / len(top) if top else lat.mean  # type: ignore[arg-type]
+    residual = (100.0 * (sum(max(0.0, p.us.mean) for p in parts) - mean_top) / mean_top if mean_top else math.nan)
     captured = sum(1 for r in recs if r.service_times is not None and not r.failed)
+    during = estimate([r.service_times.lat_captured_us for r in recs if r.service_times is not None
+                       and r.service_times.lat_captured_us is not None], floor=None)
     notes = list(dict.fromkeys(f"{p.role} ({p.point}): {p.note}" for r in recs if r.service_times is not None
                                for p in r.service_times.points if p.note))
     return BreakdownRow(workload, point, configuration, recs[0].baseline, wired, lat, parts, residual, captured, per,
-                        notes)
+                        notes, during)
 
 
 def rows(records: Iterable[CellRecord], wired: dict[str, bool] | None = None) -> list[BreakdownRow]:

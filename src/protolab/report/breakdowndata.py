@@ -66,6 +66,7 @@ def breakdown_json(found: list[BreakdownRow]) -> list[dict[str, Any]]:
     95 % t interval over the repeats that measured it; null bounds with one repeat), the residual and the check."""
     return [{"workload": r.workload, "point": dict(r.point.coords), "configuration": r.configuration,
              "baseline": r.baseline, "lat_mean_us": _est(r.lat_mean_us), "captured_repeats": r.captured,
+             "lat_captured_us": None if r.lat_captured_us is None else _est(r.lat_captured_us),
              "parts": [{"part": p.name, "components": p.name.split(" + "), "us": _est(p.us)}
                        for p in r.parts],
              "not_measured": r.not_measured, "residual_pct": r.residual_pct, "outside_check": r.flagged,

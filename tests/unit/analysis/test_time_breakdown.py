@@ -53,6 +53,18 @@ def test_the_devices_part_is_its_time_per_fio_io_where_a_page_cache_answers_half
     assert [(p.name, p.us) for p in of_record(r).parts][2:] == [("server", 250.0), ("device", 50.0)]
 
 
+def test_a_captured_windows_top_is_fios_mean_over_the_captured_sub_window():
+    r = rec("nfs", 1, 400.0, host=430.0, server=400.0, device=(20.0, 80.0))  # the capture slowed its sub-window
+    assert of_record(r).parts[0].us == -30.0  # against the window's mean: out of order
+    r = r.model_copy(update={"service_times": r.service_times.model_copy(update={"lat_captured_us": 460.0})})
+    b = of_record(r)
+    assert [(p.name, p.us) for p in b.parts] == [("initiator", 30.0), ("network", 30.0), ("server", 300.0),
+                                                 ("device", 100.0)]
+    assert b.residual_pct == 0.0 and b.lat_mean_us == 460.0
+    [row] = rows([r])
+    assert row.lat_mean_us.mean == 400.0 and row.lat_captured_us.mean == 460.0 and row.residual_pct == 0.0
+
+
 def test_without_a_device_model_the_server_and_the_device_are_one_part():
     b = of_record(rec("iscsi", 1, 400.0, host=330.0, server=300.0))
     assert [(p.name, p.us) for p in b.parts] == [("initiator", 70.0), ("network", 30.0), ("server + device", 300.0)]
@@ -113,8 +125,9 @@ def test_a_cells_parts_over_repeats_say_how_each_interval_was_formed_with_the_ca
     dev = iscsi.parts[3].us
     assert dev.low < dev.mean < dev.high and dev.mean == pytest.approx(100.0)
     assert iscsi.lat_mean_us.mean == pytest.approx(400.0) and iscsi.lat_mean_us.n == 3
-    # the captured repeat's parts (402 µs of fio's) against fio's mean over all three repeats (400 µs)
-    assert iscsi.residual_pct == pytest.approx(100 * (72 + 31 + 200 + (100 + 2 / 3 * 0) - 400) / 400, abs=0.2)
+    # the captured repeat's parts (of its 404 µs) with the device's mean over all three repeats (100 µs, where the
+    # captured one had 100.67), against the captured repeat's fio mean
+    assert iscsi.residual_pct == pytest.approx(100 * (72 + 31 + (301 - 100 - 2 / 3) + 100 - 404) / 404)
     assert not iscsi.flagged and found["direct"].parts[0].name == "initiator" and found["direct"].not_measured == []
 
 

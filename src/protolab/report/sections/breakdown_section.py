@@ -20,12 +20,12 @@ HOW = ("fio's mean completion latency is split at the times measured below it al
        "request: the request→reply time captured at the load host's port and at the storage server's port "
        "(method.breakdown: tshark's matching of requests to replies, on a sub-window of the last repeat) and the "
        "device model's queue + service time (its own counters, every window with a device model). initiator = fio's "
-       "mean − the host's; network = the host's − the server's; server = the server's − the device's; device = the "
-       "device's per request × its requests per fio I/O. A time not measured joins the two parts beside it into "
-       "one, named by both; a path with no wire has no network and no server. Each part is the mean over the "
-       "repeats that measured it, with its 95 % t interval (one repeat: no interval). The check: the parts (a part "
-       "below zero — its times out of order — counted as zero) add up to fio's mean over every repeat within "
-       f"±{RESIDUAL_PCT:g} %.")
+       "mean while the capture ran − the host's; network = the host's − the server's; server = the server's − the "
+       "device's; device = the device's per request × its requests per fio I/O. A time not measured joins the two "
+       "parts beside it into one, named by both; a path with no wire has no network and no server. Each part is the "
+       "mean over the repeats that measured it, with its 95 % t interval (one repeat: no interval). The check: the "
+       "parts (a part below zero — its times out of order — counted as zero) add up to the fio mean the first part "
+       f"is taken from within ±{RESIDUAL_PCT:g} %.")
 HEADERS = ["workload", "point", "configuration", "fio mean µs", "parts (µs per I/O)", "sum vs fio", "intervals"]
 
 
@@ -41,6 +41,8 @@ def row(r: BreakdownRow) -> list[str]:
     """One table row: a configuration at a workload and point."""
     lat = r.lat_mean_us
     fio = f"{lat.mean:,.1f}" + ("" if math.isnan(lat.low) else f" ({lat.low:,.1f}–{lat.high:,.1f})")
+    if r.lat_captured_us is not None:
+        fio += f"; while captured {r.lat_captured_us.mean:,.1f}"
     check = "–" if math.isnan(r.residual_pct) else f"{r.residual_pct:+.1f} %" + (
         f" (outside ±{RESIDUAL_PCT:g} %)" if r.flagged else "")
     return [r.workload, r.point.label, r.configuration + (" (baseline)" if r.baseline else ""), fio,
