@@ -4,7 +4,8 @@ Four times nest along one I/O's path, each a mean per request: fio's completion 
 capture, fio's mean over the captured sub-window, ``ServiceTimes.lat_captured_us`` — the I/Os the capture saw, which
 its own cost slows — else the window's), the request→reply time the capture saw at the load host's port
 (``ServiceTimes``, role ``host``), the same at the storage server's port (role ``server``), and the device model's
-queue + service time (``DeviceTime``). They are the *levels*; a *part* is the time between two levels:
+queue + service time (``DeviceTime``; in a window with a capture, over the capture's span: ``ServiceTimes.device``).
+They are the *levels*; a *part* is the time between two levels:
 
 - initiator = fio's mean − the host's SRT (fio, the initiator's stack, the host's kernel up to its port);
 - network = the host's SRT − the server's SRT (the wire and the switch, both ways);
@@ -66,6 +67,9 @@ def levels(rec: CellRecord, wired: bool = True) -> Levels | None:
                 server = p.srt_us if p.role == "server" else server
         if (host is not None or server is not None) and st.lat_captured_us is not None:
             fio = st.lat_captured_us  # the I/Os the capture saw: its own cost slows them (iops_captured)
+            if st.device is not None and st.device.requests > 0:  # … and the device's time while it ran
+                per_io = st.device.requests / st.ios_captured if st.ios_captured else 1.0
+                device = (st.device.queue_us + st.device.service_us) * per_io
     return (fio, host, server, device, 0.0)
 
 
