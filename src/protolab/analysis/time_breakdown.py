@@ -12,7 +12,9 @@ They are the *levels*; a *part* is the time between two levels:
 - server = the server's SRT − the device's time (the server's kernel and process);
 - device = the device model's mean queue + service time per request, × its requests per fio I/O in the window (a
   request is the daemon's: fewer than fio's I/Os where a page cache above it answers, so the device's time per I/O
-  is less than per request; the lab's O_DIRECT paths give one per I/O).
+  is less than per request; the lab's O_DIRECT paths give one per I/O; over a capture's span, its request rate over
+  fio's IOPS there). A page cache's readahead beside the I/Os (nbdkit's file plugin) counts too: then the part is
+  the device's busy time per I/O, more than the I/O's own (and the check may say so).
 
 A level not measured (no capture: no host or server SRT; no device model: no device time) joins the two parts beside
 it into one, named by both ("initiator + network", "server + device"). A configuration with no wire (a local path,
@@ -68,7 +70,8 @@ def levels(rec: CellRecord, wired: bool = True) -> Levels | None:
         if (host is not None or server is not None) and st.lat_captured_us is not None:
             fio = st.lat_captured_us  # the I/Os the capture saw: its own cost slows them (iops_captured)
             if st.device is not None and st.device.requests > 0:  # … and the device's time while it ran
-                per_io = st.device.requests / st.ios_captured if st.ios_captured else 1.0
+                rate = st.device.requests / st.seconds if st.seconds > 0 else None  # requests per I/O: as rates
+                per_io = rate / st.iops_captured if rate and st.iops_captured else 1.0
                 device = (st.device.queue_us + st.device.service_us) * per_io
     return (fio, host, server, device, 0.0)
 

@@ -195,7 +195,6 @@ class ServiceTimes(_Record):
     iops_uncaptured: float | None = Field(default=None, description="… in the rest of the window")
     lat_captured_us: float | None = Field(default=None, description="fio's mean completion latency over the "
                                           "window's intervals inside the capture, µs: the I/Os the capture saw")
-    ios_captured: int | None = Field(default=None, description="fio's I/Os in those intervals")
     device: DeviceTime | None = Field(default=None, description="the device model's time per request while the "
                                       "capture ran (its counters read as it started and stopped; None: no model)")
 

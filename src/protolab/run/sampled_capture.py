@@ -100,7 +100,7 @@ class SampledCapture:
         the capture."""
         start, end = self.span if len(self.span) == 2 else (self.start_s, self.start_s)
         inside_iops, outside_iops = capture_cost(intervals, start, end)
-        captured_lat, captured_ios = captured_latency(intervals, start, end)
+        captured_lat = captured_latency(intervals, start, end)
         counted = between(*self._device) if len(self._device) == 2 else None
 
         def dissect(c: Capture) -> tuple[list[tuple[float, float]], str | None]:
@@ -116,7 +116,7 @@ class SampledCapture:
                             points=[point(role, c, self.dissector, mean_within(r, lo, hi), n)
                                     for (role, c), (r, n) in zip(self.captures, done)],
                             iops_captured=inside_iops, iops_uncaptured=outside_iops, lat_captured_us=captured_lat,
-                            ios_captured=captured_ios, device=device_time(counted))
+                            device=device_time(counted))
 
 
 def device_time(counted: DeviceCounters | None) -> DeviceTime | None:
@@ -170,14 +170,13 @@ def _split(intervals: list, start: float, end: float) -> tuple[list, list]:
     return ins, outs
 
 
-def captured_latency(intervals: list, start: float, end: float) -> tuple[float | None, int | None]:
+def captured_latency(intervals: list, start: float, end: float) -> float | None:
     """fio's mean completion latency over the intervals inside [start, end] (as `capture_cost` counts them), each
-    weighted by its I/Os — the top the capture's request→reply times are a part of (analysis.time_breakdown) — and
-    those I/Os."""
+    weighted by its I/Os: the top the capture's request→reply times are a part of (analysis.time_breakdown)."""
     got = [(iv.lat_mean_us, iv.ios) for iv in _split(intervals, start, end)[0] if iv.lat_mean_us is not None
            and iv.ios > 0]
     ios = sum(n for _, n in got)
-    return (round(sum(v * n for v, n in got) / ios, 3), ios) if ios else (None, None)
+    return round(sum(v * n for v, n in got) / ios, 3) if ios else None
 
 
 def sampled_capture(plan: Plan, cell: Cell, testbed, run_path: Path, duration: float) -> SampledCapture | None:

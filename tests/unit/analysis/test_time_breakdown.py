@@ -65,8 +65,8 @@ def test_a_captured_windows_top_is_fios_mean_over_the_captured_sub_window():
     assert row.lat_mean_us.mean == 400.0 and row.lat_captured_us.mean == 460.0 and row.residual_pct == 0.0
     # the device's counters over the capture's span: a page cache answered half the captured I/Os above it
     during = DeviceTime(requests=250, reads=250, queue_us=0.0, service_us=200.0)
-    r = r.model_copy(update={"service_times": r.service_times.model_copy(update={"device": during,
-                                                                               "ios_captured": 500})})
+    r = r.model_copy(update={"service_times": r.service_times.model_copy(update={"device": during,  # over 0.7 s
+                                                                               "iops_captured": 500 / 0.7})})
     assert [(p.name, p.us) for p in of_record(r).parts][2:] == [("server", 300.0), ("device", 100.0)]
 
 
