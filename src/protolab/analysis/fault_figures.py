@@ -108,9 +108,9 @@ class Estimate:
     n: int
 
 
-def estimate(values: Iterable[float]) -> Estimate | None:
-    """The mean of ``values`` and its 95 % t interval (its low end at least 0: a stall, a count, a share or a time
-    is never negative); None without any."""
+def estimate(values: Iterable[float], floor: float | None = 0.0) -> Estimate | None:
+    """The mean of ``values`` and its 95 % t interval (its low end at least ``floor``: a stall, a count, a share or a
+    time is never negative; None: unbounded, a difference of times); None without any."""
     v = [float(x) for x in values]
     if not v:
         return None
@@ -121,7 +121,7 @@ def estimate(values: Iterable[float]) -> Estimate | None:
 
     sd = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
     half = float(sps.t.ppf(0.975, len(v) - 1)) * sd / math.sqrt(len(v))
-    return Estimate(m, max(0.0, m - half), m + half, len(v))  # every figure here is ≥ 0: so is its bound
+    return Estimate(m, m - half if floor is None else max(floor, m - half), m + half, len(v))
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,32 @@ def write(rundir: RunDir, records: list[CellRecord], plan: Any) -> None:
 
     place = configuration_columns(plan)
     at = swept_models(plan, records)
+    wired = {c: _wired(cols["protocol"]) for c, cols in place.items()}
     rundir.write_csv(records, lambda r: {**place.get(r.configuration, {}), **at(r), **derived(r).csv_fields(),
-                                         **fault_columns(r)})
+                                         **fault_columns(r), **breakdown_columns(r, wired.get(r.configuration, True))})
+
+
+def _wired(protocol: str) -> bool:
+    from ..plan.protocols import PROTOCOLS
+
+    return protocol in PROTOCOLS and PROTOCOLS[protocol].tcp
+
+
+def breakdown_columns(r: CellRecord, wired: bool = True) -> dict[str, Any]:
+    """A window's latency breakdown for cells.csv (analysis.time_breakdown; results.rundir.BREAKDOWN_COLUMNS): each
+    component measured on its own in its column (µs per I/O), every part in ``time_parts`` ('initiator + network
+    120.5; server 80.1; device 100.2': a folded part under both names), the parts against fio's mean (%); {} when
+    nothing below fio's mean was measured."""
+    if r.device_time is None and r.service_times is None:
+        return {}
+    from ..analysis.time_breakdown import of_record
+
+    b = of_record(r, wired)
+    if b is None or not b.measured:
+        return {}
+    out: dict[str, Any] = {f"time_{p.name}_us": round(p.us, 3) for p in b.parts if " + " not in p.name}
+    return out | {"time_parts": "; ".join(f"{p.name} {p.us:.1f}" for p in b.parts),
+                  "time_residual_pct": round(b.residual_pct, 3)}
 
 
 def fault_columns(r: CellRecord) -> dict[str, Any]:

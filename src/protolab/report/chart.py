@@ -28,6 +28,7 @@ class Chart:
     id: str
     kind: str  # "relative" (bars, baseline 100, whiskers), "percentiles", "series", "ceiling", "timeseries", "xy",
     #            "heatmap" (a series per row of ``edges``: its count at each x, the colour)
+    #            "stacked" (a horizontal bar per x, the series laid end to end)
     section: str
     workload: str
     title: str

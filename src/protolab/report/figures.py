@@ -177,6 +177,22 @@ def _heatmap(fig, ax, chart: Chart) -> None:
     bar.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
+def _stacked(ax, chart: Chart) -> None:
+    """A "stacked" chart: one horizontal bar per x (a configuration, the first on top), each series a segment laid
+    end to end (a part of the mean latency); a segment below zero is drawn as none (its table says it)."""
+    ys = list(range(len(chart.x)))
+    left = [0.0] * len(ys)
+    for i, s in enumerate(chart.series):
+        width = [max(0.0, _num(v)) if v is not None else 0.0 for v in s.values]
+        bars = ax.barh(ys, width, 0.6, left=left, label=s.name, color=colour(i), edgecolor="white", linewidth=0.5)
+        for patch in bars.patches:
+            patch.set_gid(f"plser-{i}")
+        left = [a + b for a, b in zip(left, width)]
+    ax.set_yticks(ys, chart.x)
+    ax.invert_yaxis()
+    ax.set_xlabel(chart.xlabel)
+
+
 def _ytick_labels(ax) -> list[str]:
     """The y axis's major tick labels as they will be drawn (inside the view limits)."""
     low, high = sorted(ax.get_ylim())
@@ -201,6 +217,8 @@ def figure(chart: Chart, configurations: list[str] | None = None) -> Figure:
     paint = _Palette(configurations or [])
     if chart.kind == "heatmap":
         _heatmap(fig, ax, chart)
+    elif chart.kind == "stacked":
+        _stacked(ax, chart)
     elif chart.kind in ("relative", "ceiling") and len(chart.x) <= MAX_BAR_GROUPS:
         _bars(ax, chart, paint)
     else:

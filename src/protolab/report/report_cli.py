@@ -102,6 +102,7 @@ def report_json(rundir: RunDir, path: Path) -> dict:
     """The report as data: where it is, the findings, every row's medians and % of the baseline, and the verdict of
     each seed claim."""
     from ..plan.sweep import chosen as sweep_chosen
+    from .breakdowndata import breakdown_json
     from .capacitydata import capacity_json
     from .faultdata import fault_json
 
@@ -127,6 +128,8 @@ def report_json(rundir: RunDir, path: Path) -> dict:
         "capacity": capacity_json(data.capacity, data.alpha),
         # a plan with faults (plan.faults): each configuration's stall, errors, degraded IOPS, recovery; None without
         "faults": fault_json(data.faults),
+        # where each cell's mean latency went (analysis.time_breakdown): its parts, intervals and the check; [] without
+        "breakdown": breakdown_json(data.breakdown),
         # method.verify, per configuration: MiB read back and checked, failed chunks, the lowest bad offset; [] without
         "verified": [{"configuration": c.configuration, "algorithm": c.algorithm, "windows": c.windows,
                       "verified_mib": round(c.verified_mib, 3), "mismatches": c.mismatches,

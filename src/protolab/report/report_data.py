@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..analysis.headlines import Headline
     from ..analysis.paths import PathShare
     from ..analysis.summary import Matrix
+    from ..analysis.time_breakdown import BreakdownRow
     from ..analysis.trend import Trend
     from ..analysis.verification import ConfigurationVerified
 
@@ -142,6 +143,7 @@ class ReportData(RunData):
     judged: str = ""  # a swept plan: where its seed's claims are judged, in one sentence (analysis.claims.judged_at)
     figures: dict[str, list[Figures]] = field(default_factory=dict)  # configuration → its records' derived figures
     verified: list[ConfigurationVerified] = field(default_factory=list)  # method.verify, per configuration
+    breakdown: list[BreakdownRow] = field(default_factory=list)  # where each cell's mean latency went (issue 46)
 
 
 #: Above this many load points a workload gets one chart per kind (load points on the x axis), not one

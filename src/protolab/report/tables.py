@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..analysis.bottleneck import bottlenecks
 from ..analysis.bottleneck_words import bottleneck_findings
+from ..analysis.breakdown_words import breakdown_findings
 from ..analysis.claims import claim_reach, claim_verdicts, judged_at
 from ..analysis.derived import Figures, busy_note, figures
 from ..analysis.fault_figures import faulted
@@ -33,6 +34,7 @@ from ..plan.target_grammar import is_lab_target, protocol_named
 from ..results.manifest import Manifest
 from ..results.records import CellRecord
 from ..results.rundir import atomic_write
+from .breakdowndata import breakdown_data
 from .capacitydata import capacity_data
 from .chart import Chart, Series
 from .crossoverdata import crossover_data
@@ -300,11 +302,14 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
     saturation = device_saturation(run)
     ladder, ladder_charts = capacity_data(run, saturation)  # the rate ladder's knee and capacity (plan.rate_ladder)
     faults, fault_charts = fault_data(run, heatmaps)  # the faults' stall, errors, degraded IOPS, recovery
+    wires = wire_ceilings(run)
+    parts, part_charts = breakdown_data(run, wires[1])  # where each cell's mean latency went (issue 46)
     charts = [*relative, *detail, *stage_charts(run), *long.charts, *[c for c in maps if c.section == "series"],
-              *ladder_charts, *fault_charts, *ceilings]
+              *ladder_charts, *fault_charts, *part_charts, *ceilings]
     # a faulted window is held by its fault, which the faults section measures: the bottleneck's words (a CPU's
     # wait, the wire's share) are for the windows with no fault
-    held = bottlenecks([r for r in records if not faulted(r)], *wire_ceilings(run), saturation)
+    held = bottlenecks([r for r in records if not faulted(r)], *wires, saturation)
+    found += breakdown_findings(parts, vs, baseline)
     found += bottleneck_findings(held, {(r.workload, r.point): r.load_label for r in rows}, run.configurations)
     # the headline matrices sum up the windows with no fault: a faulted one's figures are the faults section's
     calm = [r for r in rows if r.point.get("fault", NO_FAULT) == NO_FAULT]
@@ -321,7 +326,7 @@ def build(manifest: Manifest, records: list[CellRecord], *, alpha: float = 0.05,
                       trends=long.trends, matrices=ms, headlines=headlines(ms), claims=claims, reach=reach,
                       crossover=crossover_data(run), capacity=ladder, faults=faults,
                       judged=judged_at(plan) if plan is not None else "", figures=by_config,
-                      verified=verified_by_configuration(run.records, run.configurations))
+                      verified=verified_by_configuration(run.records, run.configurations), breakdown=parts)
 
 
 def absolute_rows(data: ReportData) -> list[dict[str, Any]]:

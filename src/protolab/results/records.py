@@ -193,6 +193,10 @@ class ServiceTimes(_Record):
     points: list[ServicePoint] = Field(default_factory=list)
     iops_captured: float | None = Field(default=None, description="the window's IOPS while the capture ran")
     iops_uncaptured: float | None = Field(default=None, description="… in the rest of the window")
+    lat_captured_us: float | None = Field(default=None, description="fio's mean completion latency over the "
+                                          "window's intervals inside the capture, µs: the I/Os the capture saw")
+    device: DeviceTime | None = Field(default=None, description="the device model's time per request while the "
+                                      "capture ran (its counters read as it started and stopped; None: no model)")
 
 
 class CellRecord(_Record):

@@ -54,6 +54,11 @@ FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
 #: The device model's mean queue and service time per request in the window (results.records.DeviceTime; empty
 #: without a device model).
 DEVICE_COLUMNS = ["device_queue_us", "device_service_us"]
+#: A plan with method.breakdown adds each window's latency breakdown (analysis.time_breakdown, written by the
+#: report): the components measured on their own (µs per I/O), every part by name (a folded one under both
+#: names), the residual.
+BREAKDOWN_COLUMNS = ["time_initiator_us", "time_network_us", "time_server_us", "time_device_us", "time_parts",
+                     "time_residual_pct"]
 
 
 def csv_columns() -> list[str]:
@@ -234,10 +239,12 @@ class RunDir:
     @property
     def csv_columns(self) -> list[str]:
         """cells.csv's columns: the fixed ones, what the verification found when the plan verifies (method.verify),
-        then the plan's extra dimensions."""
+        the latency breakdown when it asks for one (method.breakdown), then the plan's extra dimensions."""
         man = self.manifest()
         columns = csv_columns()
-        columns += VERIFY_COLUMNS if ((man.plan or {}).get("method") or {}).get("verify") else []
+        method = (man.plan or {}).get("method") or {}
+        columns += VERIFY_COLUMNS if method.get("verify") else []
+        columns += BREAKDOWN_COLUMNS if method.get("breakdown") else []
         return columns + [d for d in man.dimensions if d not in columns] + (FAULT_COLUMNS if "fault" in man.dimensions
                                                                            else [])
 

@@ -9,7 +9,7 @@ are applied only when a cell's merged link differs from the current one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..engine.fio import Fio
 from ..engine.jobfile import Stream
@@ -22,6 +22,7 @@ from ..plan.servers import uses_knfsd
 from ..plan.target_grammar import parse_target
 from ..proc import Runner
 from ..telemetry.cgroups import RoleCgroups
+from ..telemetry.devicetime import DeviceCounters
 from ..telemetry.telemetry_window import Window
 from .progress import Progress
 from .testbed import Testbed, every_step
@@ -136,6 +137,11 @@ class LabTestbed(Testbed):
         device = self.lab.blockdev  # the device model's time per request, around every window (run.recording)
         return Window.of(self.runner, server_pids=self.lab.server_pids(), interfaces=self.lab.interfaces(),
                          cgroups=self.cgroups, offload_ports=storage, device=device.stats if device else None)
+
+    def device_stats(self) -> Callable[[], DeviceCounters] | None:
+        """The device model's counters (method.breakdown reads them over its capture's span); None without one."""
+        device = self.lab.blockdev if self.lab is not None else None
+        return device.stats if device else None
 
     def problems(self) -> list[str]:
         dead = [f"storage server {d} is not running" for d in (self.lab.dead_servers() if self.lab else [])]

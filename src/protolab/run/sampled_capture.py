@@ -20,9 +20,10 @@ from ..plan.breakdown import sub_window
 from ..plan.expand import Cell
 from ..plan.model import Plan
 from ..plan.protocols import Dissector
-from ..results.records import ServicePoint, ServiceTimes
+from ..results.records import DeviceTime, ServicePoint, ServiceTimes
 from ..safepath import inside
 from ..telemetry.capture import Capture, Times, common_span, mean_within
+from ..telemetry.devicetime import DeviceCounters, between
 from ..trust import make_dir
 
 #: The share of an interval the capture covers for it to count as captured (and at most 1 − it, as uncaptured).
@@ -45,6 +46,8 @@ class SampledCapture:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    device: Callable[[], DeviceCounters] | None = None  # the device model's counters (read as the captures start, stop)
+    _device: list[DeviceCounters | None] = field(default_factory=list)
 
     def start(self) -> None:
         """The measured window starts now: capture from a thread."""
@@ -64,6 +67,7 @@ class SampledCapture:
             self.span.append(self.clock() - self.t0)
             for _, c in self.captures:
                 c.start()
+            self._device.append(self._read())
         self.wait(self._stop, self.seconds)
         self._end()
 
@@ -74,7 +78,14 @@ class SampledCapture:
                     c.interrupt()
                 for _, c in self.captures:
                     c.stop()
+                self._device.append(self._read())
                 self.span.append(self.clock() - self.t0)
+
+    def _read(self) -> DeviceCounters | None:
+        try:
+            return self.device() if self.device is not None else None
+        except OSError:  # the daemon did not answer: the capture has no device time
+            return None
 
     def stop(self) -> None:
         """The window ended: stop what still runs (called in a ``finally``: no tcpdump outlives the window)."""
@@ -89,6 +100,8 @@ class SampledCapture:
         the capture."""
         start, end = self.span if len(self.span) == 2 else (self.start_s, self.start_s)
         inside_iops, outside_iops = capture_cost(intervals, start, end)
+        captured_lat = captured_latency(intervals, start, end)
+        counted = between(*self._device) if len(self._device) == 2 else None
 
         def dissect(c: Capture) -> tuple[list[tuple[float, float]], str | None]:
             try:
@@ -102,7 +115,17 @@ class SampledCapture:
         return ServiceTimes(protocol=self.protocol, start_s=round(start, 3), seconds=round(end - start, 3),
                             points=[point(role, c, self.dissector, mean_within(r, lo, hi), n)
                                     for (role, c), (r, n) in zip(self.captures, done)],
-                            iops_captured=inside_iops, iops_uncaptured=outside_iops)
+                            iops_captured=inside_iops, iops_uncaptured=outside_iops, lat_captured_us=captured_lat,
+                            device=device_time(counted))
+
+
+def device_time(counted: DeviceCounters | None) -> DeviceTime | None:
+    """The device model's time per request over the capture's span (as run.recording's over the window)."""
+    if counted is None:
+        return None
+    reads, writes = round(counted.reads), round(counted.writes)
+    return DeviceTime(requests=reads + writes, reads=reads, writes=writes, queue_us=round(counted.mean_queue_us(), 3),
+                      service_us=round(counted.mean_service_us(), 3))
 
 
 def point(role: str, c: Capture, dissector: Dissector, times: Times, failed: str | None = None) -> ServicePoint:
@@ -125,6 +148,17 @@ def capture_cost(intervals: list, start: float, end: float) -> tuple[float | Non
     """The mean IOPS of the window's intervals inside [start, end] (at least CAPTURED of each), and of those outside
     it (at most 1 − CAPTURED inside; an interval spans ``t_s - seconds`` to ``t_s``; one the capture's start or end
     cuts further counts in neither)."""
+    ins, outs = _split(intervals, start, end)
+
+    def mean(ivs: list) -> float | None:
+        seconds = sum(iv.seconds for iv in ivs)
+        return round(sum(iv.iops * iv.seconds for iv in ivs) / seconds, 1) if seconds > 0 else None
+
+    return mean(ins), mean(outs)
+
+
+def _split(intervals: list, start: float, end: float) -> tuple[list, list]:
+    """The intervals inside [start, end] and those outside it (see `capture_cost`)."""
     ins, outs = [], []
     for iv in intervals:
         a, b = iv.t_s - iv.seconds, iv.t_s
@@ -133,12 +167,16 @@ def capture_cost(intervals: list, start: float, end: float) -> tuple[float | Non
             ins.append(iv)
         elif overlap <= (1.0 - CAPTURED) * iv.seconds:
             outs.append(iv)
+    return ins, outs
 
-    def mean(ivs: list) -> float | None:
-        seconds = sum(iv.seconds for iv in ivs)
-        return round(sum(iv.iops * iv.seconds for iv in ivs) / seconds, 1) if seconds > 0 else None
 
-    return mean(ins), mean(outs)
+def captured_latency(intervals: list, start: float, end: float) -> float | None:
+    """fio's mean completion latency over the intervals inside [start, end] (as `capture_cost` counts them), each
+    weighted by its I/Os: the top the capture's request→reply times are a part of (analysis.time_breakdown)."""
+    got = [(iv.lat_mean_us, iv.ios) for iv in _split(intervals, start, end)[0] if iv.lat_mean_us is not None
+           and iv.ios > 0]
+    ios = sum(n for _, n in got)
+    return round(sum(v * n for v, n in got) / ios, 3) if ios else None
 
 
 def sampled_capture(plan: Plan, cell: Cell, testbed, run_path: Path, duration: float) -> SampledCapture | None:
@@ -159,4 +197,5 @@ def sampled_capture(plan: Plan, cell: Cell, testbed, run_path: Path, duration: f
         inside(folder, name)  # one plain file name in captures/ (telemetry.capture opens it new, without links)
         captures.append((role, Capture(testbed.runner, netns, ifname, dissector.port, folder, name)))
     start, seconds = sub_window(duration)
-    return SampledCapture(protocol, dissector, captures, start, seconds)
+    stats = getattr(testbed, "device_stats", None)
+    return SampledCapture(protocol, dissector, captures, start, seconds, device=stats() if stats else None)

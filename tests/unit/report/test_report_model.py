@@ -25,11 +25,12 @@ def test_no_field_of_the_report_data_can_be_assigned_after_it_is_built(name):
 
 def test_every_field_of_the_report_data_has_a_real_type():
     typed = {f.name: str(f.type) for cls in (RunData, ReportData) for f in dataclasses.fields(cls)}
-    assert len(typed) == 31 and not [n for n, t in typed.items() if re.search(r"\bAny\b|\bobject\b", t)], typed
+    assert len(typed) == 32 and not [n for n, t in typed.items() if re.search(r"\bAny\b|\bobject\b", t)], typed
     # the parts the analysis makes are its own types, named
     assert typed["bottlenecks"] == "dict[CellKey, Bottleneck]" and typed["matrices"] == "list[Matrix]"
     assert typed["headlines"] == "list[Headline]" and typed["trends"] == "dict[tuple[str, str], list[Trend | None]]"
     assert typed["verified"] == "list[ConfigurationVerified]" and typed["faults"] == "FaultData | None"
+    assert typed["breakdown"] == "list[BreakdownRow]"
 
 
 def test_the_run_as_read_is_the_first_part_of_the_report_data():

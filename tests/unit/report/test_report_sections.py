@@ -42,6 +42,7 @@ FIGURE = {
     "faults": lambda m: m.sentences[0][2],  # the configurations compared after the first fault, in words
     "verified": lambda m: m[-1].sentence(),  # the last configuration's MiB verified and its first bad offset
     "heatmap": lambda m: m.charts[0].title,  # the first configuration's heatmap at the highest load point
+    "breakdown": lambda m: m.rows[-1][4],  # the last row's parts, µs per I/O
 }
 
 
@@ -83,6 +84,25 @@ def _verified(records: list) -> list:
     return out
 
 
+def _breakdown(records: list) -> list:
+    """Every window over a device model (5 µs queue, the swept service time + 20 µs); iscsi's last repeat captured at
+    both ports (the host's SRT 40 µs below fio's mean, the server's 25 µs below the host's)."""
+    from protolab.results.records import DeviceTime, ServicePoint, ServiceTimes
+
+    out = []
+    for r in records:
+        ios = r.result.read.ios + r.result.write.ios  # one request per I/O
+        dev = DeviceTime(requests=ios, reads=ios, queue_us=5.0, service_us=float(r.coords["service_time"]) + 20)
+        st = None
+        if not r.baseline and r.repeat == 3:
+            host = r.result.lat_mean_us - 40.0
+            st = ServiceTimes(protocol="iscsi", start_s=1.0, seconds=0.3, points=[
+                ServicePoint(point="h0/eth0", role="host", srt_us=host, pairs=900, frames=2000),
+                ServicePoint(point="st/p0", role="server", srt_us=host - 25.0, pairs=900, frames=2000)])
+        out.append(r.model_copy(update={"device_time": dev, "service_times": st}))
+    return out
+
+
 def _no_telemetry(records: list) -> list:
     """No CPU, packets or bytes were sampled."""
     return [r.model_copy(update={"telemetry": None}) for r in records]
@@ -101,7 +121,8 @@ CASES = {"exchange-quick": ("exchange-quick", None, None),
          "capacity-lab": ("capacity-lab", None, None),
          "faults": ("v1-run", None, _faults),
          "heatmap": ("v1-run", None, None),
-         "faults-heatmap": ("v1-run", None, _faults)}
+         "faults-heatmap": ("v1-run", None, _faults),
+         "breakdown": ("sweep-lab", None, _breakdown)}
 
 
 def _heatmaps(ids: list[str]) -> dict:

@@ -12,7 +12,8 @@ import pytest
 from protolab.plan.expand import expand
 from protolab.plan.load import load_plan_text
 from protolab.plan.protocols import PROTOCOLS
-from protolab.run.sampled_capture import SampledCapture, capture_cost, point, sampled_capture
+from protolab.results.records import DeviceTime
+from protolab.run.sampled_capture import SampledCapture, capture_cost, captured_latency, point, sampled_capture
 from protolab.telemetry.capture import Capture, Counts, Times
 
 PLAN = """name = "b"
@@ -35,6 +36,8 @@ class Iv:
     t_s: float
     seconds: float
     iops: float
+    lat_mean_us: float | None = None
+    ios: int = 0
 
 
 def test_the_cost_is_the_iops_of_whole_intervals_inside_against_those_outside():
@@ -45,6 +48,13 @@ def test_the_cost_is_the_iops_of_whole_intervals_inside_against_those_outside():
     assert capture_cost(ivs, 1.05, 2.05) == (80.0, 102.5)  # 95 % of 1–2 s: captured; 5 % of 2–3 s: not
     assert capture_cost(ivs, 1.05, 2.15) == (80.0, pytest.approx(320 / 3, abs=0.1))  # 15 % of 2–3 s: in neither
     assert capture_cost([], 1.0, 2.0) == (None, None)
+
+
+def test_fios_mean_over_the_capture_is_its_intervals_latency_weighted_by_their_ios():
+    ivs = [Iv(1, 1, 100, 400.0, 100), Iv(2, 1, 80, 500.0, 80), Iv(3, 1, 90, 450.0, 120), Iv(4, 1, 100, 400.0, 100)]
+    assert captured_latency(ivs, 1.0, 3.0) == (500.0 * 80 + 450.0 * 120) / 200  # the intervals ending at 2 and 3 s
+    assert captured_latency(ivs, 1.0, 2.5) == 500.0  # 2–3 s is cut: not counted
+    assert captured_latency([Iv(2, 1, 0, None, 0)], 1.0, 2.0) is None and captured_latency([], 1.0, 2.0) is None
 
 
 class FakeTestbed:
@@ -118,6 +128,26 @@ def test_the_captures_run_from_1s_for_the_sub_window_on_the_windows_clock():
     # both read from 11.5 to 13.0, when both ran
     assert [(p.role, p.point, p.srt_us, p.pairs, p.frames, p.note) for p in st.points] == [
         ("host", "ns-h/if-h", 95.0, 2, 5000, None), ("server", "ns-s/if-s", 75.0, 2, 5000, None)]
+
+
+def test_the_device_models_counters_are_read_as_the_captures_start_and_stop():
+    from protolab.telemetry.devicetime import DeviceCounters
+
+    clock, log = [10.0], []
+    s = _sampled(clock, log, [("host", FakeCapture(clock, log, "h"))])
+    readings = iter([DeviceCounters(100, 0, 0, 1e6), DeviceCounters(600, 0, 5e5, 101e6)])
+    s.device = lambda: (log.append(("device", "-", clock[0])), next(readings))[1]
+    s.t0 = 10.0
+    s.run()
+    assert [e for e in log if e[0] == "device"] == [("device", "-", 11.0), ("device", "-", 13.0)]
+    st = s.result([Iv(t, 1, 100, 400.0, 100) for t in range(1, 7)])
+    assert st.device == DeviceTime(requests=500, reads=500, writes=0, queue_us=1.0, service_us=200.0)
+    assert st.lat_captured_us == 400.0
+    s = _sampled([0.0], [], [("host", FakeCapture([0.0], [], "h"))])
+    s.device = lambda: (_ for _ in ()).throw(OSError("no answer"))
+    s.t0 = 0.0
+    s.run()
+    assert s.result([]).device is None  # the daemon did not answer: no device time, the capture's times kept
 
 
 def test_a_window_that_ends_first_stops_the_captures_or_never_starts_them():

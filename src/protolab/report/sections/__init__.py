@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..report_data import ReportData
+from .breakdown_section import BreakdownSection
 from .capacity_section import CapacitySection
 from .ceiling_section import CeilingSection
 from .crossover_section import CrossoverSection
@@ -41,7 +42,7 @@ from .workloads_section import WorkloadsSection
 #: the seed found, and whether this run reproduced it; without a sweep, each protocol's added time per I/O follows.
 SECTIONS: list[Section[Any]] = [
     CrossoverSection(first=True), SummarySection(), SeedSection(), CrossoverSection(first=False), CapacitySection(),
-    FaultsSection(), PlanSection(),
+    FaultsSection(), BreakdownSection(), PlanSection(),
     EnvironmentSection(), ErrorsSection(), VerifiedSection(), FindingsSection(),
     WorkloadsSection(), NotMeasuredSection(), StagesSection(), SessionsSection(), VmSection(), PercentilesSection(),
     HeatmapSection(), SeriesSection(), CeilingSection(), MethodSection(),
