@@ -96,9 +96,12 @@ def settled_leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = (), wait: fl
 
 def family_prefix(letter: str) -> str:
     """The lab prefix of one family of tests (one test module): PROTOLAB_TEST_LAB_PREFIX's first five
-    characters and ``letter`` when it is set, so parallel sessions never share one; 'pl' + letter otherwise."""
+    characters and ``letter`` when it is set, so parallel sessions never share one; 'pl' + letter otherwise, with
+    the pytest-xdist worker's number between when the lab tests run in lanes (`make test`: two lanes' modules share
+    a family, test_study's, whose labs would otherwise clash)."""
     base = os.environ.get("PROTOLAB_TEST_LAB_PREFIX")
-    return (base[:5] + letter) if base else "pl" + letter
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
+    return (base[:5] + letter) if base else f"pl{worker[-1:]}{letter}"
 
 
 def lab_workdir(prefix: str, name: str):
@@ -209,7 +212,7 @@ BESIDE = {
     "guests": ("test_attach_hosts", "test_vm_study", "test_kernel_nvme", "test_cifs_guest", "test_smb_study",
                "test_vm_guest"),
     "labs": ("test_resume", "test_study", "test_killed_resume", "test_servers_loopback", "test_verify_lab",
-             "test_fill_lab", "test_ssh_agents", "test_nfs_direct", "test_overwrite_block", "test_replay_lab",
+             "test_fill_lab", "test_nfs_direct", "test_overwrite_block", "test_replay_lab",
              "test_lab_access", "test_lab_teardown", "test_lab_trust", "test_lab_pool", "test_prefix_clash",
              "test_net_counters", "test_samba_lab", "test_lab_cli"),
 }
