@@ -161,6 +161,7 @@ data_size = "64M"
     # protolab runs where a user's controller would: on the lab network (host 0's namespace); the ssh config is
     # the operator's (PROTOLAB_SSH_CONFIG), never the plan's
     env = {**os.environ, "COLUMNS": "200", "PROTOLAB_SSH_CONFIG": str(client_cfg)}
+    before = set(Path("/run/protolab").glob("agents-*"))  # a killed run's, left on this machine, is not this run's
     run = subprocess.Popen(["ip", "netns", "exec", namespaces[0], sys.executable, "-m", "protolab.cli", "run",
                             str(plan), "--results", str(tmp_path / "r")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -179,7 +180,7 @@ data_size = "64M"
                 servers[d] = (_netns_of(pid), stat.S_IMODE(st.st_mode), st.st_uid, stat.S_ISLNK(st.st_mode))
         for ns in namespaces:
             listeners[ns].update(_tcp_listeners(ns))
-        local.update(p.parent for p in Path("/run/protolab").glob("agents-*/esx1.*"))
+        local.update(p.parent for p in Path("/run/protolab").glob("agents-*/esx1.*") if p.parent not in before)
         time.sleep(0.2)
     try:
         out, err = run.communicate(timeout=300)
