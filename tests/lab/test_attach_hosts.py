@@ -285,7 +285,16 @@ def test_protolab_attaches_measures_and_detaches_on_a_users_host_over_ssh(make_l
                                  "ls /sys/block | grep -E '^nvme[0-9]+n1$'")
         try:
             assert c.returncode == 0 and c.stdout.strip().startswith("nvme"), (c.stdout, c.stderr)
-            frames_match_the_capture_and_the_model(lab, host, tmp_path, f"/dev/{c.stdout.split()[0]}")
+            name = c.stdout.split()[0]
+
+            def reads() -> int:
+                """The reads the guest's block layer completed on the namespace: its path device's (native NVMe
+                multipath counts on nvmeXcYnZ, its head nvmeXnZ counts none) or its own, whichever counted more."""
+                stat = _ssh(lab, keys, ssh, f"cat /sys/block/{name}/stat /sys/class/nvme/*/nvme*c*n1/stat 2>/dev/null")
+                assert stat.stdout.strip(), stat.stderr
+                return max(int(line.split()[0]) for line in stat.stdout.splitlines() if line.strip())
+
+            frames_match_the_capture_and_the_model(lab, host, tmp_path, f"/dev/{name}", reads)
         finally:
             gone = _ssh(lab, keys, ssh, f"nvme disconnect -n {nqn}")
         assert gone.returncode == 0 and _left(lab, keys, ssh) == "", (gone.stdout, gone.stderr)
