@@ -8,9 +8,13 @@ replacement_timeout (plan.initiator_timeouts), with NOP-Outs every NOOP_INTERVAL
   connection);
 - ``short``: replacement_timeout SHORT_S, detection + SHORT_S < DOWN_S: the SCSI commands fail back to fio while the
   link is still down, so fio counts I/O errors, the first by that detection + SHORT_S (the fio status that counted
-  it came then); fio's failed I/Os are no completions: its stall runs on until iscsid has logged in again;
+  it came then), and more than the I/Os it had in flight (what it sent again failed too); fio's failed I/Os are no
+  completions: its stall runs on until iscsid has logged in again, but its longest span with no answer
+  (``unanswered_ms``: no completion and no error) ends at that first error — it follows the timeout, well before the
+  link came up;
 - ``long``: replacement_timeout LONG_S > DOWN_S: the commands wait; no error, and the stall is the outage plus
-  iscsid's login again (its retries while the link is down, TCP's backoff).
+  iscsid's login again (its retries while the link is down, TCP's backoff); with no error, its span with no answer
+  is its stall, longer than the short timeout's.
 The guests' consoles say the timeouts the kernel was given (sysfs), and nothing is left behind: the links came up
 (nothing to restore), the guests and the lab are gone.
 """
@@ -29,6 +33,7 @@ from conftest import family_prefix, lab_workdir, leftovers, run_plan
 pytestmark = pytest.mark.lab
 PREFIX = family_prefix("g")
 AT_S, DOWN_S = 2.0, 6.0
+OIO = 4  # the workload's I/Os in flight
 NOOP_INTERVAL_S, NOOP_TIMEOUT_S = 1, 1
 SHORT_S, LONG_S = 2, 60
 DETECT_MIN_S = NOOP_INTERVAL_S + NOOP_TIMEOUT_S
@@ -47,7 +52,7 @@ def _config(name: str, replacement: int) -> str:
 PLAN = f"""
 name = "guest-faults"
 baseline = "short"
-workloads = [{{ name = "4k-rand", block_size = "4k", read_pct = 100, random_pct = 100, oio = 4 }}]
+workloads = [{{ name = "4k-rand", block_size = "4k", read_pct = 100, random_pct = 100, oio = {OIO} }}]
 [lab]
 prefix = "{PREFIX}"
 pool_size = "512M"
@@ -105,11 +110,23 @@ def test_a_guests_iscsi_fails_io_back_after_detection_plus_replacement_timeout_a
     assert after <= by
     stall_short = float(rows[("short", "down")]["stall_ms"]) / 1000.0
     assert DOWN_S - 0.2 <= stall_short <= DOWN_S + RELOGIN_MAX_S, stall_short  # failed I/Os are no completions
+    # … but errors: the first answered the I/O waiting since the link went down, and what fio sent again failed too
+    # (more errors than I/Os in flight), which "no answer" takes for the rest of the stall
+    unanswered_short = float(rows[("short", "down")]["unanswered_ms"]) / 1000.0
+    assert short["errors"] > OIO, short["errors"]
+    assert DETECT_MIN_S + SHORT_S - 0.2 <= unanswered_short <= DETECT_MAX_S + SHORT_S + SLACK_S, unanswered_short
+    assert unanswered_short <= DOWN_S - 0.5, unanswered_short  # answered while the link was still down
 
     long = recs[("long", "down")]["fault"]
     assert long["errors"] == 0 and long["first_error_s"] is None, long
     stall_long = float(rows[("long", "down")]["stall_ms"]) / 1000.0
     assert DOWN_S - 0.2 <= stall_long <= DOWN_S + RELOGIN_MAX_S, stall_long
+    unanswered_long = float(rows[("long", "down")]["unanswered_ms"]) / 1000.0
+    assert unanswered_long == stall_long and unanswered_long >= DOWN_S - 0.2, (unanswered_long, stall_long)
+    assert unanswered_short < unanswered_long
+    print({"short": {"first_error_after_down_s": (round(after, 3), round(by, 3)), "errors": short["errors"],
+                     "unanswered_s": unanswered_short, "stall_s": stall_short},
+           "long": {"errors": long["errors"], "unanswered_s": unanswered_long, "stall_s": stall_long}})
     for c in ("short", "long"):  # a TCG guest at a few hundred IOPS has gaps of its own, far shorter than the fault
         assert float(rows[(c, "none")]["stall_ms"]) / 1000.0 < DOWN_S / 3
 
@@ -123,4 +140,6 @@ def test_a_guests_iscsi_fails_io_back_after_detection_plus_replacement_timeout_a
     assert f"replacement_timeout {SHORT_S} s, NOP-Out every {NOOP_INTERVAL_S} s" in json.dumps(manifest)
     md = (run / "report.md").read_text()
     assert "After down (port 0's link went down for 6 s at 2 s)" in md and "after the fault began" in md, md
+    assert "short had no answer for " in md and " (then its I/O failed with errors) and no completion for " in md, md
+    assert "long stalled " in md and "| no answer (s) |" in md
     assert not workdir.exists() and leftovers(PREFIX) == []

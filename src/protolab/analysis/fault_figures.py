@@ -1,13 +1,21 @@
 """What a fault did to the I/O (plan.faults), from each window's 10 ms timeline (engine.faultlog, the record's
-``fault``): the stall, the errors, the IOPS while the fault lasted, and the time back to steady — per window, then
-per configuration over its repeats (mean, t interval).
+``fault``): the stall, the span with no answer, the errors, the IOPS while the fault lasted, and the time back to
+steady — per window, then per configuration over its repeats (mean, t interval).
 
 - **stall**: the longest span of the window with no completion, ms (runs of 10 ms bins without one; a bin is empty
   only when no job logged a completion that overlaps it). The windows with no fault ("none") measure the same: the
   stall a configuration has anyway.
+- **unanswered**: the longest span in which no I/O was answered, with data or an error: how long the application
+  waited to hear. fio logs no failed I/O and times only its first error (the record's ``first_error_s``: after the
+  last status that counted none, by the arrival of the first that counted one). So it is the stall, except that the
+  run of bins without a completion in which that arrival (``by``) falls ends there. ``by`` is an upper bound of the
+  error's time within a status interval (a status asked for while fio's job waits is answered once the job wakes, by
+  what ended the wait), on the actions' clock (up to a status delivery behind the timeline's). The rest of that run
+  counts as answered by the errors that followed (an initiator that fails I/O back fails what fio resubmits as fast;
+  fio counts them but does not time them), so another run may then be the longest. With no error in a stall, the
+  two agree.
 - **errors**: the I/O errors fio counted and went on (continue_on_error), the first, and when it came after the
-  fault began (by the first of fio's statuses that counted it: within a status interval; a failed I/O is no
-  completion, so an initiator that fails I/O back stalls on until it is back, and this is how long it waited).
+  fault began (by the first of fio's statuses that counted it: within a status interval).
 - **degraded IOPS**: the mean IOPS over the bins the fault lasted, and as % of the same window's IOPS before it.
 - **back to steady**: the SNIA PTS rule (analysis.steady: range ≤ 20 %, excursion ≤ 10 % of the mean) on the series
   after the fault's end, in samples of ``SAMPLE_MS``: the time from the fault's end to the first steady window of
@@ -35,6 +43,7 @@ class FaultFigures:
 
     stall_ms: float
     stall_at_s: float | None  # where the longest stall started, s into the window
+    unanswered_ms: float  # the longest span with no I/O answered (a completion or fio's first error), ms
     errors: int
     first_error: str | None
     pre_iops: float | None  # mean IOPS before the fault (the whole window without one)
@@ -58,6 +67,22 @@ def longest_stall(iops: Sequence[float], step_ms: int) -> tuple[float, float | N
         if run > best:
             best, start = run, i - run + 1
     return best * step_ms, None if start is None else start * step_ms / 1000.0
+
+
+def longest_unanswered(iops: Sequence[float], step_ms: int, error_by_s: float | None) -> int:
+    """ms of the longest span with no I/O answered: the runs of bins without a completion, the one in which fio's
+    first error came (by ``error_by_s``, s into the window; None: no error) ending at it."""
+    best, start = 0, None
+    for i, v in enumerate([*iops, 1]):  # a bin with a completion past the end closes a run to the window's end
+        if v <= 0:
+            start = i if start is None else start
+            continue
+        if start is not None:
+            begin, end = start * step_ms, i * step_ms
+            if error_by_s is not None and begin <= error_by_s * 1000.0 < end:
+                end = error_by_s * 1000.0
+            best, start = max(best, round(end - begin)), None  # ms: the statuses' times have no finer
+    return best
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -87,15 +112,18 @@ def figures(rec: CellRecord) -> FaultFigures | None:
         return None
     step = fw.step_ms
     stall, stall_at = longest_stall(fw.iops, step)
+    unanswered = longest_unanswered(fw.iops, step, fw.first_error_s[1] if fw.first_error_s is not None else None)
     span = fw.span_s()
     if span is None:
-        return FaultFigures(stall, stall_at, fw.errors, fw.first_error, _mean(fw.iops), None, None, None, None)
+        return FaultFigures(stall, stall_at, unanswered, fw.errors, fw.first_error, _mean(fw.iops), None, None, None,
+                            None)
     a, b = (max(0, min(len(fw.iops), round(t * 1000.0 / step))) for t in span)
     pre, during = _mean(fw.iops[:a]), _mean(fw.iops[a:b])
     pct = 100.0 * during / pre if pre and during is not None else None
     back = recovery(fw.iops, step, span[1])
     after = round(fw.first_error_s[1] - span[0], 3) if fw.first_error_s is not None else None
-    return FaultFigures(stall, stall_at, fw.errors, fw.first_error, pre, during, pct, back, back is not None, after)
+    return FaultFigures(stall, stall_at, unanswered, fw.errors, fw.first_error, pre, during, pct, back,
+                        back is not None, after)
 
 
 @dataclass(frozen=True)
@@ -150,6 +178,7 @@ class FaultRow:
     not_done_with: str | None = None  # the first such control's error
     per_repeat: list[FaultFigures] = field(default_factory=list)
     error_after_s: Estimate | None = None  # the first error's time after the fault began (see FaultFigures)
+    unanswered_ms: Estimate | None = None  # the longest span with no I/O answered (see FaultFigures)
 
 
 def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
@@ -185,7 +214,8 @@ def rows(records: Iterable[CellRecord]) -> list[FaultRow]:
             sum(1 for r, _ in got if r.fault is not None and r.fault.ended_early),
             next((r.fault.ended_early for r, _ in got if r.fault is not None and r.fault.ended_early), None),
             len(undone.get((w, p, c), [])), next(iter(undone.get((w, p, c), [])), None), figs,
-            estimate(f.error_after_s for f in figs if f.error_after_s is not None)))
+            estimate(f.error_after_s for f in figs if f.error_after_s is not None),
+            estimate(f.unanswered_ms for f in figs)))
     for (w, p, c), errors in sorted(undone.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         if not groups.get((w, p, c)):  # no window had the fault: a row that says so, without figures
             r = next(x for x in records if (x.workload, point_of(x), x.configuration) == (w, p, c))
@@ -225,11 +255,15 @@ def what_happened(r: FaultRow) -> str:
 
 def clause(r: FaultRow, control: FaultRow | None) -> str:
     """One configuration's part of a sentence: 'iscsi stalled 5.1 s (4.9–5.3), 0 errors, 48 % of its IOPS while it
-    lasted, back to steady 1.5 s after it (0.2 s with no fault)'."""
+    lasted, back to steady 1.5 s after it (0.2 s with no fault)'; where errors answered its I/O within the stall,
+    'iscsi had no answer for 4.6 s (then its I/O failed with errors) and no completion for 8.0 s, …'."""
     if not r.repeats:
         return (f"{r.configuration}: the fault was not done in any of its {r.not_done} windows (the lab's control "
                 f"failed: {(r.not_done_with or '')[:200]}), so nothing is measured of it")
-    out = f"{r.configuration} stalled {seconds_words(r.stall_ms, 1e-3)}"
+    stall, unanswered = seconds_words(r.stall_ms, 1e-3), seconds_words(r.unanswered_ms, 1e-3)
+    out = f"{r.configuration} stalled {stall}" if r.unanswered_ms is None or unanswered == stall else (
+        f"{r.configuration} had no answer for {unanswered} (then its I/O failed with errors) and no completion for "
+        f"{stall}")
     out += " (to the window's end)" if r.repeats and r.gave_up == r.repeats else ""
     if r.not_done:
         out += (f" (over {r.repeats} windows; the fault was not done in {r.not_done} more: "

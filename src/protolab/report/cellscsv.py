@@ -92,7 +92,7 @@ def fault_columns(r: CellRecord) -> dict[str, Any]:
     f = figures(r) if r.fault is not None else None
     if f is None:
         return {}
-    return {"stall_ms": f.stall_ms, "io_errors": f.errors,
+    return {"stall_ms": f.stall_ms, "unanswered_ms": f.unanswered_ms, "io_errors": f.errors,
             "degraded_iops": None if f.degraded_iops is None else round(f.degraded_iops, 1),
             "recovery_s": f.recovery_s}
 

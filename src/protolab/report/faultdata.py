@@ -88,7 +88,8 @@ def charts(records: list[CellRecord], heatmaps: dict[str, Heatmap] | None = None
 
 def fault_json(data: FaultData | None) -> dict | None:
     """--json's faults: each configuration at each workload, point and fault, with the mean and 95 % t interval of
-    each figure over repeats (stall in ms, recovery in s; null bounds with one repeat), and the sentences."""
+    each figure over repeats (stall and unanswered in ms, recovery and the first error after the fault in s; null
+    bounds with one repeat), and the sentences."""
     if data is None:
         return None
 
@@ -98,7 +99,9 @@ def fault_json(data: FaultData | None) -> dict | None:
 
     return {"rows": [{"workload": r.workload, "point": dict(r.point.coords), "configuration": r.configuration,
                       "fault": r.fault, "kind": r.kind, "at_s": r.at_s, "duration_s": r.duration_s, "port": r.port,
-                      "repeats": r.repeats, "stall_ms": est(r.stall_ms), "errors": est(r.errors),
+                      "repeats": r.repeats, "stall_ms": est(r.stall_ms),
+                      "unanswered_ms": est(r.unanswered_ms), "errors": est(r.errors),
+                      "error_after_s": est(r.error_after_s),
                       "first_error": r.first_error, "degraded_pct": est(r.degraded_pct),
                       "degraded_iops": est(r.degraded_iops), "recovery_s": est(r.recovery_s),
                       "not_back": r.not_back} for r in data.rows],

@@ -49,8 +49,9 @@ _CSV_TAIL = ["warmup_s", "steady", "jobs", "runtime_s", "errors", "started", "en
 #: after the window, chunks that failed a check, the lowest bad offset in bytes ('' when none).
 VERIFY_COLUMNS = ["verified_mib", "mismatches", "first_bad_offset"]
 #: A run with faults (plan.faults) adds its figures of each window (analysis.fault_figures, written by the report):
-#: the longest stall, the I/O errors fio counted and went on, IOPS while the fault lasted, the time back to steady.
-FAULT_COLUMNS = ["stall_ms", "io_errors", "degraded_iops", "recovery_s"]
+#: the longest stall (no completion), the longest span with no I/O answered (no completion, no error), the I/O errors
+#: fio counted and went on, IOPS while the fault lasted, the time back to steady.
+FAULT_COLUMNS = ["stall_ms", "unanswered_ms", "io_errors", "degraded_iops", "recovery_s"]
 #: The device model's mean queue and service time per request in the window (results.records.DeviceTime; empty
 #: without a device model).
 DEVICE_COLUMNS = ["device_queue_us", "device_service_us"]

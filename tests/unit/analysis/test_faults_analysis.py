@@ -8,7 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from protolab.analysis.fault_figures import estimate, figures, longest_stall, recovery, rows, sentences
+from protolab.analysis.fault_figures import (
+    estimate,
+    figures,
+    longest_stall,
+    longest_unanswered,
+    recovery,
+    rows,
+    sentences,
+)
 from protolab.results.faultwindow import FaultAction, FaultWindow
 from protolab.results.records import CellRecord, CellResult, DirectionResult
 
@@ -135,5 +143,47 @@ def test_when_the_first_error_came_after_the_fault_began_is_a_figure_and_said():
     [row] = [r for r in rows([failing]) if r.kind]
     assert row.error_after_s.mean == pytest.approx(4.996)
     [(_, _, said)] = sentences(rows([failing, rec("long", 1, stalled)]))
-    assert "short stalled 7.0 s, 900.0 I/O errors per window (first: error 5 (Input/output error), by 5.0 s after " \
-        "the fault began)" in said and "long stalled 7.0 s, no I/O error" in said, said
+    assert "short had no answer for 5.0 s (then its I/O failed with errors) and no completion for 7.0 s, 900.0 I/O " \
+        "errors per window (first: error 5 (Input/output error), by 5.0 s after the fault began)" in said
+    assert "long stalled 7.0 s, no I/O error" in said, said
+
+
+@pytest.mark.parametrize(("first_s", "unanswered_ms"), [
+    ((8.3, 9.04), 4040),  # inside the stall (5.0-12.0 s): it ends at the status that counted the error
+    ((1.0, 2.0), 7000),  # before it: the stall was no answer throughout
+    ((12.5, 13.0), 7000),  # after it
+    (None, 7000),  # none
+    ((4.0, 5.0), 0),  # at its first bin: answered at once
+])
+def test_the_longest_span_with_no_answer_ends_at_fios_first_error_within_a_stall(first_s, unanswered_ms):
+    f = figures(rec("a", 1, timeline(stall=(5.0, 12.0)), errors=1 if first_s else 0, first_s=first_s))
+    assert f.stall_ms == 7000 and f.unanswered_ms == unanswered_ms
+
+
+def test_with_the_longest_stall_cut_at_the_error_a_shorter_one_may_be_the_longest_with_no_answer():
+    iops = [5, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 1]  # runs of 60 ms from 10 ms and of 30 ms from 80 ms
+    assert longest_stall(iops, 10) == (60, 0.01)
+    assert longest_unanswered(iops, 10, 0.025) == 30  # the 60 ms run answered 15 ms in; the other is the longest
+    assert longest_unanswered(iops, 10, 0.055) == 45
+    assert longest_unanswered(iops, 10, 0.09) == 60  # an error in the shorter run leaves the longer one whole
+    assert longest_unanswered([0, 0, 0], 10, None) == 30 and longest_unanswered([0, 0, 0], 10, 0.012) == 12
+    assert longest_unanswered([1, 2], 10, 0.005) == 0
+
+
+def test_rows_sentences_and_the_table_give_the_span_with_no_answer_over_repeats():
+    from protolab.report.sections.faults_section import HEADERS, row
+
+    stalled = timeline(stall=(5.0, 12.0))
+    recs = [rec("short", k + 1, stalled, errors=900, first="error 5 (x)", first_s=(8.0, 9.5 + 0.2 * k))
+            for k in range(3)] + [rec("long", k + 1, stalled) for k in range(2)]
+    got = {r.configuration: r for r in rows(recs)}
+    short, long = got["short"], got["long"]
+    assert short.unanswered_ms.mean == pytest.approx(4700) and short.unanswered_ms.n == 3
+    assert (short.unanswered_ms.high - 4700) == pytest.approx(4.303 * 200 / math.sqrt(3), rel=1e-3)
+    assert short.stall_ms.mean == 7000 and long.unanswered_ms.mean == long.stall_ms.mean == 7000
+    [(_, _, said)] = sentences(list(got.values()))
+    assert "short had no answer for 4.7 s (4.2–5.2) (then its I/O failed with errors) and no completion for 7.0 s" \
+        in said and "long stalled 7.0 s, no I/O error" in said, said
+    cells = dict(zip(HEADERS, row(short)))
+    assert (cells["stall (s)"], cells["no answer (s)"]) == ("7.00", "4.70 (4.20–5.20)")
+    assert dict(zip(HEADERS, row(long)))["no answer (s)"] == "7.00"

@@ -44,6 +44,7 @@ def test_a_run_with_faults_has_its_section_timelines_columns_and_json(tmp_path):
     rows = list(csv.DictReader((run / "cells.csv").open()))
     first = next(r for r in rows if r["seq"] == "1")
     assert (first["fault"], first["stall_ms"], first["io_errors"]) == ("port0-down", "200", "1")
+    assert first["unanswered_ms"] == "200"  # no error timed: the stall was no answer throughout
     assert float(first["degraded_iops"]) == 2000 * (2.0 - 0.2) / 2.0  # the stall's 0.2 s of the fault's 2 s
     assert first["recovery_s"] == "0.0"
     tables = sorted(p.name for p in (run / "tables").glob("fault-*.csv"))
@@ -53,6 +54,7 @@ def test_a_run_with_faults_has_its_section_timelines_columns_and_json(tmp_path):
     doc = report_json(RunDir.open(run, write=False), path)
     f = doc["faults"]
     assert f["rows"] and f["rows"][0]["fault"] == "port0-down" and f["rows"][0]["stall_ms"]["n"] >= 1
+    assert f["rows"][0]["unanswered_ms"] == f["rows"][0]["stall_ms"] and f["rows"][0]["error_after_s"] is None
     assert f["sentences"][0]["text"].startswith("After port0-down")
     # a faulted window is held by its fault: no bottleneck words about it, its "limited by" names the fault
     assert " was held by " not in md and "fault port0-down (see Faults under load)" in md

@@ -114,7 +114,7 @@ def test_fio_giving_up_under_a_fault_is_the_windows_outcome_not_a_failed_run(tmp
     faulted = next(r for r in rows(recs) if r.kind is not None)
     cells = row(faulted)  # the table says fio gave up: its stall runs to the window's end, and what fio said
     assert cells[5] == "2.00 (to the window's end: fio gave up)"
-    assert cells[6].endswith("; fio gave up in 1 of 1: iscsi: request failed with error SENSE KEY:UNIT_ATTENTION(6)")
+    assert cells[7].endswith("; fio gave up in 1 of 1: iscsi: request failed with error SENSE KEY:UNIT_ATTENTION(6)")
 
 
 class HangingFio(LoggingFio):

@@ -1,7 +1,7 @@
 """Faults under load (plan.faults, analysis.fault_figures): per fault, sentences comparing the configurations, a
-table of each configuration's stall, errors, IOPS while the fault lasted and time back to steady with their
-intervals over repeats (beside the same configuration with no fault), and its timelines — IOPS and mean latency per
-100 ms, the fault's time shaded."""
+table of each configuration's stall, its longest span with no answer, errors, IOPS while the fault lasted and time
+back to steady with their intervals over repeats (beside the same configuration with no fault), and its timelines —
+IOPS and mean latency per 100 ms, the fault's time shaded."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ HOW = ("Each fault is a value of the fault coordinate; \"none\" is each configur
        "fault. During every window of a plan with faults fio logs each job's IOPS and mean completion latency per "
        "10 ms (log_avg_msec) and counts I/O errors without stopping (continue_on_error). The stall is the longest "
        "span of the window with no completion (10 ms resolution); a window whose fio gave up has no completion from "
-       "then to its planned end, so its stall runs to the window's end. Errors are those fio counted and went on "
+       "then to its planned end, so its stall runs to the window's end. A failed I/O is no completion: \"no answer\" "
+       "is the longest span in which no I/O was answered, with data or an error: the stall, except that a stall in "
+       "which fio's first error came ends at that error (the arrival of the fio status that first counted it: up "
+       "to a status interval late). Errors are those fio counted and went on "
        "after (total_err) and, when fio gave up, the error that ended its job (which total_err leaves out). IOPS "
        "while the fault lasted are the mean over its span as % of the same window's IOPS before it; back to steady "
        "is the time from the fault's end to the first window of 5 × 0.5 s after it that is steady by the SNIA rule "
@@ -29,8 +32,8 @@ HOW = ("Each fault is a value of the fault coordinate; \"none\" is each configur
        "The fault's time is when protolab's schedule acted, counted from the warm-up's end as protolab saw fio's "
        "status. With method.heatmap the latency panel is a heatmap per configuration (fio's completion latency "
        "histograms per 100 ms, its repeats added): when the slow I/Os completed, not only their mean.")
-HEADERS = ["workload", "point", "configuration", "fault", "repeats", "stall (s)", "I/O errors", "IOPS while it lasted",
-           "back to steady (s)"]
+HEADERS = ["workload", "point", "configuration", "fault", "repeats", "stall (s)", "no answer (s)", "I/O errors",
+           "IOPS while it lasted", "back to steady (s)"]
 
 
 def interval(e: Estimate | None, scale: float = 1.0, digits: int = 2) -> str:
@@ -61,7 +64,7 @@ def row(r: FaultRow) -> list[str]:
             f" ({r.gave_up} of {r.repeats} to the window's end: fio gave up)"
     fault = r.fault + (f" (not done in {r.not_done} windows: the lab's control failed)" if r.not_done else "")
     return [r.workload, r.point.label.replace(f"fault {r.fault} · ", ""), r.configuration, fault,
-            str(r.repeats), stall, errors, degraded, back]
+            str(r.repeats), stall, interval(r.unanswered_ms, 1e-3), errors, degraded, back]
 
 
 
