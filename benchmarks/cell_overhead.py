@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Per-cell overhead of `protolab run`: cell wall time minus its configured seconds.
+"""Per-cell overhead of `protolab run`: each cell's wall time beyond its fio warm-up and measured window.
 
     PYTHONPATH=src .venv/bin/python benchmarks/cell_overhead.py [--cells 8] [--seconds 1]
     PYTHONPATH=src .venv/bin/python benchmarks/cell_overhead.py --lab-hosts 8 [--streams 20] [--cells 4] \
         [--warmup 2] [--seconds 3]     # as root: the embedded lab, NBD and iSCSI cells in turn
 
-Runs a plan of ``--cells`` cells (psync on a scratch file, warm-up 1 s + window ``--seconds``)
-and prints, from the records' start times, the median gap between consecutive cells minus the
-configured warm-up + window — what the harness adds per cell (job files, fio start, parse,
-records). With ``--lab-hosts N`` the cells run on the embedded lab instead: N hosts × ``--streams``
-streams × 4 OIO against NBD and iSCSI (``--cells`` repeats each, the two configurations in turn), one
-fio server per host and one fio client — the overhead at scale (the jobs' connections and their start
-spread, the client run's stop once every server has sent the window's end status), per configuration of the
-cell that ended each gap.
+Runs a plan of ``--cells`` cells (psync on a scratch file, warm-up 1 s + window ``--seconds``) and prints the
+median per-cell overhead: from one record to the next (each stamped as it is made, once its fio has exited), less
+the later cell's warm-up and window in its jobs' own I/O time (the record's ``warmup.seconds`` and its last
+measured interval's end in series.csv: both counted in the I/O time of the job that started last). What is left
+is what protolab and fio add to that one cell: the lab's settings, job files, fio's start, the jobs' connections
+(iSCSI logins) and start spread, the window's end status, fio's stop and exit, the parse and the record. Split at
+the record's ``started`` (when the warm-up's end status had come from every fio): the head (up to the window) and
+the tail (after it). A run's first cell (after the lab's bring-up) is left out. With ``--lab-hosts N`` the cells
+run on the embedded lab: N hosts × ``--streams`` streams × 4 OIO against NBD and iSCSI (``--cells`` repeats each,
+the two configurations in turn), one fio server per host and one fio client — the overhead at scale, per
+configuration.
 
 The floor, at scale: after each protolab run, the same lab (same plan, same prefix) is brought up again and plain
 fio runs the very job files protolab wrote for each cell (``raw/<cell>.measure.<host>.fio``): one ``fio --server``
@@ -27,6 +30,7 @@ printed as it comes: fio patch 0004), the two in turn: what those statuses cost 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import re
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -157,8 +162,41 @@ def floor(plan: Path, run: Path, work: Path, statuses: bool = False) -> dict[str
     return out
 
 
-def protolab_gaps(plan: Path, results: Path) -> tuple[Path, float, list[dict], list[float]]:
-    """One `protolab run`: (its run directory, wall time, records in order, per-cell overheads)."""
+@dataclass(frozen=True)
+class CellTime:
+    """One cell's wall time beyond its warm-up and window, s, and its two parts."""
+
+    configuration: str
+    overhead: float  # from the previous record to this one, less the warm-up and the window
+    head: float  # from the previous record to the window's start (the warm-up's end status), less the warm-up
+    tail: float  # from the window's start to this record, less the window
+
+
+def window_seconds(run: Path) -> dict[int, float]:
+    """Each window's length in its jobs' I/O time, by seq: where its last merged ('all') measured interval ends
+    (series.csv's t_s, on the clock of the record's warmup.seconds)."""
+    out: dict[int, float] = {}
+    with (run / "series.csv").open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row["phase"] == "measure" and row["host"] == "all":
+                seq = int(row["seq"])
+                out[seq] = max(out.get(seq, 0.0), float(row["t_s"]))
+    return out
+
+
+def cell_times(recs: list[dict], windows: dict[int, float]) -> list[CellTime]:
+    """Each record after the first (in seq order): the time from the previous record's ``ended`` to its own, less its
+    ``warmup.seconds`` and its window (``windows``), split at its ``started``."""
+    out = []
+    for prev, r in zip(recs, recs[1:]):
+        a, s, e = _t(prev["ended"]), _t(r["started"]), _t(r["ended"])
+        warm, window = r["warmup"]["seconds"], windows[r["seq"]]
+        out.append(CellTime(r["coords"]["configuration"], e - a - warm - window, s - a - warm, e - s - window))
+    return out
+
+
+def protolab_gaps(plan: Path, results: Path) -> tuple[Path, float, list[dict], list[CellTime]]:
+    """One `protolab run`: (its run directory, wall time, records in order, each later cell's overhead)."""
     t0 = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(results)],
                        capture_output=True, text=True)
@@ -168,12 +206,7 @@ def protolab_gaps(plan: Path, results: Path) -> tuple[Path, float, list[dict], l
     run = max(results.iterdir(), key=lambda d: d.stat().st_mtime)
     lines = (run / "records.jsonl").read_text().splitlines()  # the schema-2 store
     recs = sorted((json.loads(line) for line in lines if line.strip()), key=lambda r: r["seq"])
-    starts = [_t(r["started"]) for r in recs]
-    # 'started' is when the measured window starts (the warm-up's end); a gap holds one warm-up + window + overhead
-    # the window's and the next warm-up's own seconds (a warm-up ends at fio's status nearest its time)
-    gaps = [b - a - ra["result"]["runtime_s"] - rb["warmup"]["seconds"]
-            for a, b, ra, rb in zip(starts, starts[1:], recs, recs[1:])]
-    return run, total, recs, gaps
+    return run, total, recs, cell_times(recs, window_seconds(run))
 
 
 def _line(what: str, values: list[float]) -> str:
@@ -192,6 +225,7 @@ def main() -> None:
     ap.add_argument("--no-floor", action="store_true", help="skip plain fio's floor (with --lab-hosts)")
     ap.add_argument("--statuses", action="store_true",
                     help="also time fio with the per-second statuses protolab's window reads (with --lab-hosts)")
+    ap.add_argument("--keep", type=Path, help="copy each protolab run's records.jsonl and series.csv into this folder")
     args = ap.parse_args()
     if args.lab_hosts and os.geteuid() != 0:
         sys.exit("--lab-hosts: the embedded lab needs root")
@@ -201,19 +235,22 @@ def main() -> None:
         plan = Path(d) / "p.toml"
         if not args.lab_hosts:
             plan.write_text(PLAN.format(dir=data, cells=args.cells, seconds=args.seconds, warmup=args.warmup))
-            _, total, recs, gaps = protolab_gaps(plan, Path(d) / "r")
+            run, total, recs, cells = protolab_gaps(plan, Path(d) / "r")
+            _keep(args.keep, run, "r0")
             print(f"cells {len(recs)}, warm-up {args.warmup:g} s + window {args.seconds:g} s, whole run {total:.1f} s")
-            print(_line("per-cell overhead", gaps))
+            print(_line("per-cell overhead", [c.overhead for c in cells]))
             return
         plan.write_text(LAB_PLAN.format(hosts=args.lab_hosts, streams=args.streams, cells=args.cells,
                                         seconds=args.seconds, warmup=args.warmup))
-        ours: dict[str, list[float]] = {}
+        ours: dict[str, list[CellTime]] = {}
         fios: dict[str, list[float]] = {}
         for k in range(args.rounds):
-            run, total, recs, gaps = protolab_gaps(plan, Path(d) / f"r{k}")
-            print(f"round {k + 1}: protolab, {len(recs)} cells, whole run {total:.1f} s; " + _line("overhead", gaps))
-            for g, rb in zip(gaps, recs[1:]):  # per configuration of the cell a gap leads to (iSCSI: its logins)
-                ours.setdefault(rb["coords"]["configuration"], []).append(g)
+            run, total, recs, cells = protolab_gaps(plan, Path(d) / f"r{k}")
+            _keep(args.keep, run, f"r{k}")
+            print(f"round {k + 1}: protolab, {len(recs)} cells, whole run {total:.1f} s; "
+                  + _line("overhead", [c.overhead for c in cells]))
+            for c in cells:
+                ours.setdefault(c.configuration, []).append(c)
             if not args.no_floor:
                 work = Path(d) / f"f{k}"
                 work.mkdir()
@@ -223,22 +260,31 @@ def main() -> None:
                     what = f"fio with statuses, {base}" if base != name else f"plain fio's own, {name}"
                     print(f"round {k + 1}: " + _line(f"{what} cells", v))
         print(f"{args.lab_hosts} hosts × {args.streams} streams, warm-up {args.warmup:g} s + window "
-              f"{args.seconds:g} s, {args.rounds} round(s)")
+              f"{args.seconds:g} s, {args.rounds} round(s), {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
         for name in sorted(ours):
-            mine = ours[name]
-            line = f"  {name}: protolab's per-cell overhead {statistics.median(mine):.3f} s ({len(mine)} gaps)"
+            mine = statistics.median(c.overhead for c in ours[name])
+            line = (f"  {name}: protolab's per-cell overhead {mine:.3f} s ({len(ours[name])} cells; before the "
+                    f"window {statistics.median(c.head for c in ours[name]):.3f} s, after it "
+                    f"{statistics.median(c.tail for c in ours[name]):.3f} s)")
             if name in fios:
                 flat = [x for v in fios[name] for x in v]
                 floor_s = statistics.median(flat)
-                ratio = statistics.median(mine) / floor_s if floor_s > 0 else float("inf")
+                ratio = mine / floor_s if floor_s > 0 else float("inf")
                 line += (f"; plain fio's own {floor_s:.3f} s ({len(flat)} runs); ratio {ratio:.2f}×, "
-                         f"above the floor {statistics.median(mine) - floor_s:+.3f} s")
+                         f"above the floor {mine - floor_s:+.3f} s")
             if name + "+statuses" in fios:
                 flat = [x for v in fios[name + "+statuses"] for x in v]
                 line += (f"; fio with protolab's statuses {statistics.median(flat):.3f} s ({len(flat)} runs), "
-                         f"ratio {statistics.median(mine) / statistics.median(flat):.2f}×")
+                         f"ratio {mine / statistics.median(flat):.2f}×")
             print(line)
 
+
+def _keep(folder: Path | None, run: Path, name: str) -> None:
+    """A protolab run's records and series, copied for a later look (``--keep``)."""
+    if folder is not None:
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for f in ("records.jsonl", "series.csv"):
+            shutil.copy(run / f, folder / name / f)
 
 if __name__ == "__main__":
     main()
