@@ -127,8 +127,11 @@ def test_a_guests_iscsi_fails_io_back_after_detection_plus_replacement_timeout_a
     print({"short": {"first_error_after_down_s": (round(after, 3), round(by, 3)), "errors": short["errors"],
                      "unanswered_s": unanswered_short, "stall_s": stall_short},
            "long": {"errors": long["errors"], "unanswered_s": unanswered_long, "stall_s": stall_long}})
-    for c in ("short", "long"):  # a TCG guest at a few hundred IOPS has gaps of its own, far shorter than the fault
-        assert float(rows[(c, "none")]["stall_ms"]) / 1000.0 < DOWN_S / 3
+    # A TCG guest at a few hundred IOPS has gaps of its own: shorter than anything above is taken for the fault's
+    # (the short timeout's least span with no answer, half the outage). 2.18 s seen at load average 150, 2026-12-07.
+    own = min(DETECT_MIN_S + SHORT_S - 0.2, DOWN_S / 2)
+    for c in ("short", "long"):
+        assert float(rows[(c, "none")]["stall_ms"]) / 1000.0 < own, (c, rows[(c, "none")]["stall_ms"], own)
 
     consoles = {p.name: p.read_text(errors="replace") for p in (run / "lab-logs").glob("*.console.log")}
     said = {c: next(t for n, t in consoles.items() if f"-{c}-h1-vm1" in n) for c in ("short", "long")}
