@@ -37,6 +37,8 @@ def error_words(code: object) -> str:
     except (TypeError, ValueError):
         return f"error {code}"
     signed = n - 2**32 if 2**31 <= n < 2**32 else (n - 2**64 if 2**63 <= n < 2**64 else n)
+    if signed == -1:  # an engine's -1 is its failure as a whole far more often than -EPERM (libnbd's DEAD handle)
+        return "error -1 (the engine failed without an errno; or EPERM)"
     try:
         words = os.strerror(abs(signed)) if signed else "no error"
     except (ValueError, OverflowError):

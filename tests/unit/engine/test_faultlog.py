@@ -69,7 +69,7 @@ def test_the_error_that_made_fio_give_up_is_counted():
     """fio 3.33's last document after tgt's and nbdkit's restart (tests/lab/test_faults_lab.py, 2026-12-07): the job
     ended on its first failed I/O, so total_err is 0 and the error is the job's ``error``."""
     for name, words in (("libiscsi-gave-up", "error 1 (Operation not permitted)"),
-                        ("libnbd-gave-up", "error -1 (Operation not permitted)")):
+                        ("libnbd-gave-up", "error -1 (the engine failed without an errno; or EPERM)")):
         docs = documents((LOGS / f"{name}.json").read_text())
         assert io_errors(docs) == (0, None)  # read as if fio had gone on: what it counted
         assert io_errors(docs, ended=True) == (1, words)
@@ -86,12 +86,12 @@ def test_fios_unsigned_negative_error_codes_are_said_not_a_traceback():
     from protolab.engine.parse import error_words, parse_fio_json
 
     assert error_words(5) == "error 5 (Input/output error)"
-    assert error_words(4294967295) == "error -1 (Operation not permitted)"  # libnbd's engine, DEAD connection
+    assert error_words(4294967295) == "error -1 (the engine failed without an errno; or EPERM)"  # libnbd's engine, DEAD connection
     assert error_words(2**64 - 22) == "error -22 (Invalid argument)"
     assert error_words(10**30).startswith("error ")
     docs = documents((LOGS / "status.json").read_text())
     doc = {**docs[-1], "jobs": [{**docs[-1]["jobs"][0], "error": 4294967295}]}
-    assert parse_fio_json(doc).error_messages == ["a: error -1 (Operation not permitted)"]
+    assert parse_fio_json(doc).error_messages == ["a: error -1 (the engine failed without an errno; or EPERM)"]
 
 
 def test_a_client_runs_logs_are_read_as_each_servers_jobs(tmp_path):
