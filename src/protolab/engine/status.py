@@ -248,7 +248,21 @@ def diff_job(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
     for d in DIRECTIONS:
         if d in b:
             out[d] = _diff_direction(a.get(d, {}), b[d])
+            if out.get("total_err", 0) > 0:
+                _answered_only(out[d])
     return out
+
+
+def _answered_only(direction: dict[str, Any]) -> None:
+    """A window in which fio went on after failed I/Os: its I/Os are those that completed with data. fio's
+    ``total_ios`` counts each I/O it queued, a failed one too (ioengines.c, td_io_queue), while its latency samples
+    (``clat_ns`` N) and ``io_bytes`` count only I/Os without an error (io_u.c, io_completed): an initiator that fails
+    I/O back while its path is down would otherwise add thousands of failed I/Os a second to the IOPS."""
+    n = int(_num(direction.get("clat_ns", {}), "N"))
+    if "N" in direction.get("clat_ns", {}) and n < direction["total_ios"]:
+        runtime = direction["runtime"]
+        direction["total_ios"] = n
+        direction["iops"] = n / runtime * 1000.0 if runtime > 0 else 0.0
 
 
 def window_jobs(start: Snapshot | None, end: Snapshot) -> list[dict[str, Any]]:

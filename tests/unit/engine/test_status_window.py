@@ -314,3 +314,18 @@ def test_seconds_count_in_the_io_time_of_the_job_that_started_last():
     rule = WarmupRule(1.0, False, 3)
     series = iops_series(per["local"])
     assert [rule(series[:i + 1], elapsed_ms(per, i) / 1000) for i in range(3)] == [False, False, True]
+
+
+def test_a_window_with_failed_ios_counts_only_those_answered_with_data():
+    """fio's total_ios counts each queued I/O, a failed one too; with errors in the window its I/Os are its latency
+    samples (those completed without one): 300 answered of 5000 queued, 4700 failed back while a path was down."""
+    from protolab.engine.status import diff_job
+
+    def job(ios: int, n: int, err: int, ms: float) -> dict:
+        return {"jobname": "j", "job_runtime": ms, "total_err": err,
+                "read": {"total_ios": ios, "io_bytes": n * 4096, "runtime": ms, "clat_ns": {"N": n, "mean": 1e5}}}
+
+    w = diff_job(job(100, 100, 0, 1000.0), job(5100, 400, 4700, 11000.0))
+    assert w["total_err"] == 4700 and w["read"]["total_ios"] == 300 and w["read"]["iops"] == pytest.approx(30.0)
+    clean = diff_job(job(100, 98, 0, 1000.0), job(1100, 1097, 0, 11000.0))  # no error: fio's count as it is
+    assert clean["read"]["total_ios"] == 1000 and clean["read"]["iops"] == pytest.approx(100.0)
