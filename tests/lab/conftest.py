@@ -123,14 +123,16 @@ def lab_workdir(prefix: str, name: str):
 
 def run_plan(text: str, workdir: Path, tmp_path: Path, name: str = "plan") -> Path:
     """``protolab run`` of a plan's text as a user runs it (its own process, the lab at ``workdir``); the one run
-    directory it wrote under ``tmp_path/r``, after asserting it exited 0."""
+    directory it wrote under ``tmp_path/r`` (beside those of earlier calls), after asserting it exited 0."""
     plan = tmp_path / f"{name}.toml"
     plan.write_text(text)
-    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(tmp_path / "r"),
+    results = tmp_path / "r"
+    before = set(results.iterdir()) if results.is_dir() else set()
+    p = subprocess.run([sys.executable, "-m", "protolab.cli", "run", str(plan), "--results", str(results),
                         "--lab-workdir", str(workdir)], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "COLUMNS": "200"})
     assert p.returncode == 0, p.stderr
-    [run] = list((tmp_path / "r").iterdir())
+    [run] = [d for d in results.iterdir() if d not in before and d.is_dir()]
     return run
 
 

@@ -146,6 +146,9 @@ def check_command(
         console = make_console()
         for d in result.forced:
             console.print(f"checked anyway (--force): {d}", highlight=False, markup=False, soft_wrap=True)
+        for d in result.environment:
+            console.print(f"environment changed from the baseline: {d}", highlight=False, markup=False,
+                          soft_wrap=True)
         for o in result.violated:
             console.print(o.line(), highlight=False, markup=False, soft_wrap=True)
         for r in result.unmeasured:

@@ -14,7 +14,7 @@ from ..analysis.stats import NOT_TESTED
 from ..errors import ProtolabError
 from ..metrics import METRICS
 from ..results.rundir import RunDir
-from .fingerprint import fingerprint, unlike
+from .fingerprint import changes, fingerprint, unlike
 from .rules import Rule
 
 HOLDS, VIOLATED, UNTESTED = "holds", "violated", "not tested"
@@ -70,6 +70,8 @@ class CheckResult:
     outcomes: list[Outcome]
     unmeasured: list[str] = field(default_factory=list)  # rules whose metric the two runs do not share
     forced: list[str] = field(default_factory=list)  # what differed and was checked anyway (--force)
+    #: what changed of the environment from the baseline's that does not make the runs unlike (the link, the kernel)
+    environment: list[str] = field(default_factory=list)
 
     @property
     def violated(self) -> list[Outcome]:
@@ -95,7 +97,7 @@ class CheckResult:
         return {"run": self.run, "against": self.against, "rules": self.rules_from, "ok": not self.violated,
                 "exit_code": self.exit_code, "violated": len(self.violated),
                 "outcomes": [o.as_dict() for o in self.outcomes], "not_measured": self.unmeasured,
-                "forced": self.forced}
+                "forced": self.forced, "environment_changed": self.environment}
 
 
 def _decide(rule: Rule, row: CompareRow) -> str:
@@ -116,7 +118,8 @@ def check_runs(run: Path, against: Path, rules: list[Rule], rules_from: str, *, 
     for rd, recs in ((a, ra), (b, rb)):
         if not recs:
             raise ProtolabError(f"{what}: {rd.path} has no measured cells; give a run that measured something")
-    odd = unlike(fingerprint(mb), fingerprint(ma))
+    fb, fa = fingerprint(mb), fingerprint(ma)
+    odd = unlike(fb, fa)
     blocking = [d.text() for d in differences(ma, ra, mb, rb) if d.blocking]
     if (odd or blocking) and not force:
         raise ProtolabError(f"{what}: unlike runs, {'; '.join([*odd, *blocking])}; pass --force to check the cells "
@@ -129,4 +132,5 @@ def check_runs(run: Path, against: Path, rules: list[Rule], rules_from: str, *, 
     outcomes = [Outcome(rule, row, _decide(rule, row)) for rule in rules for row in rows if row.metric == rule.metric]
     measured = {r.metric for r in rows}
     unmeasured = [rule.text() for rule in rules if rule.metric not in measured]
-    return CheckResult(b.run_id, a.run_id, rules_from, outcomes, unmeasured, [*odd, *blocking] if force else [])
+    return CheckResult(b.run_id, a.run_id, rules_from, outcomes, unmeasured, [*odd, *blocking] if force else [],
+                       changes(fb, fa))

@@ -86,6 +86,13 @@ def unlike(a: Fingerprint, b: Fingerprint) -> list[str]:
             if getattr(a, f) != getattr(b, f)]
 
 
+def changes(a: Fingerprint, b: Fingerprint) -> list[str]:
+    """What changed of the environment that does not make two runs unlike: 'link (100mbit MTU 1500 against 1GbE MTU
+    1500)', ``a``'s value first ([] when nothing did)."""
+    return [f"{f} ({getattr(a, f) or 'none'} against {getattr(b, f) or 'none'})" for f in changed(a, b)
+            if f not in dict(UNLIKE)]
+
+
 def changed(a: Fingerprint, b: Fingerprint) -> list[str]:
     """The fields that differ from one run to the next, by name ('kernel', 'fio', …; the plan name left out)."""
     return [f.name for f in fields(a) if f.name != "plan" and getattr(a, f.name) != getattr(b, f.name)]

@@ -19,9 +19,11 @@ from pathlib import Path
 from ..errors import ProtolabError
 from ..metrics import METRICS
 
-#: The built-in rules: throughput may fall 5 %, latency and CPU per I/O may rise 10 %.
+#: The built-in rules: throughput may fall 5 %, latency and CPU per I/O may rise 10 %. CPU per I/O is the load
+#: generator's and the storage server's, each counted in its own cgroup; the machine's (cpu_us_per_io_total) counts
+#: every other program's work too, so on a shared machine a repeat would break it (analysis.derived: context only).
 DEFAULT_RULES = ("iops >= -5 %", "mbps >= -5 %", "lat_mean_us <= +10 %", "lat_p99_us <= +10 %",
-                 "cpu_us_per_io_loadgen <= +10 %", "cpu_us_per_io_total <= +10 %")
+                 "cpu_us_per_io_loadgen <= +10 %", "cpu_us_per_io_server <= +10 %")
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(>=|<=)\s*([+-]?\d+(?:\.\d+)?)\s*%\s*$")
 

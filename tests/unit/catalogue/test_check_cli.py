@@ -22,7 +22,7 @@ def test_alike_runs_pass_every_built_in_rule(tmp_path, capsys):
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines == ["not measured in both runs: cpu_us_per_io_loadgen <= +10 %",
-                     "not measured in both runs: cpu_us_per_io_total <= +10 %",
+                     "not measured in both runs: cpu_us_per_io_server <= +10 %",
                      f"check {run.run_id} against {base.run_id}: 0 of 16 rule checks violated (built-in rules); "
                      "16 hold, 0 not tested"]
 
@@ -37,8 +37,40 @@ def test_a_called_change_outside_the_tolerance_fails_with_exit_1_naming_metric_a
     assert iops.startswith("violated: iops >= -5 % — configuration iscsi, workload tr3808-4k, load 1×1×4=4: IOPS -1")
     assert iops.endswith("called lower)") and "Holm-corrected p" in iops
     assert sum("lat_p99_us <= +10 % — configuration iscsi" in ln for ln in violated) == 2
-    assert not any("configuration direct" in ln for ln in violated)
+    assert not any("configuration direct" in ln for ln in violated), violated
     assert out.splitlines()[-1].startswith(f"check {run.run_id} against {base.run_id}: 8 of 16 rule checks violated")
+
+
+def test_cpu_per_io_is_checked_by_role_and_other_work_on_the_machine_breaks_no_built_in_rule(tmp_path, capsys):
+    """The machine's busy CPU per I/O doubled by other programs: every built-in rule holds (the roles' CPU did not
+    change); the storage server's CPU per I/O up 30 %: its rule is broken, at each configuration and load point."""
+    cpu = {"servers": 20.0, "loadgen": 30.0, "machine": 60.0}
+    base = make_run(tmp_path, seed=1, cpu_us=cpu)
+    busy = make_run(tmp_path, seed=2, cpu_us={**cpu, "machine": 120.0})
+    code, out, _ = protolab(capsys, "check", busy.path, "--against", base.path)
+    assert code == 0 and out.splitlines() == [f"check {busy.run_id} against {base.run_id}: 0 of 24 rule checks "
+                                              "violated (built-in rules); 24 hold, 0 not tested"]
+    dearer = make_run(tmp_path, seed=3, cpu_us={**cpu, "servers": 26.0})
+    code, out, _ = protolab(capsys, "check", dearer.path, "--against", base.path)
+    violated = [ln for ln in out.splitlines() if ln.startswith("violated: ")]
+    assert code == 1 and len(violated) == 4
+    assert all(ln.startswith("violated: cpu_us_per_io_server <= +10 % — configuration ") for ln in violated)
+    assert all(28 < float(ln.split(" server CPU per I/O ")[1].split(" %")[0]) < 32 for ln in violated), violated
+
+
+def test_a_changed_link_is_checked_and_named_as_what_changed(tmp_path, capsys):
+    """A link (or kernel) change makes no unlike runs: it is what a check is for, and it says what changed."""
+    base = make_run(tmp_path, seed=1)
+    run = make_run(tmp_path, seed=2, iops=SLOWER, link="100mbit", kernel="6.12")
+    code, out, err = protolab(capsys, "check", run.path, "--against", base.path)
+    assert (code, err) == (1, "")
+    assert out.splitlines()[:2] == ["environment changed from the baseline: kernel (6.12 against 6.1)",
+                                    "environment changed from the baseline: link (100mbit MTU 9000 against 1GbE MTU "
+                                    "9000)"]
+    assert out.splitlines()[2].startswith("violated: iops >= -5 % — configuration iscsi, workload tr3808-4k, ")
+    code, out, _ = protolab(capsys, "check", run.path, "--against", base.path, "--json")
+    assert code == 1 and json.loads(out)["environment_changed"] == ["kernel (6.12 against 6.1)",
+                                                                    "link (100mbit MTU 9000 against 1GbE MTU 9000)"]
 
 
 def test_json_gives_every_outcome_with_its_figures(tmp_path, capsys):
@@ -58,7 +90,8 @@ def test_json_gives_every_outcome_with_its_figures(tmp_path, capsys):
                                                                    same.p_adjusted)
     held = next(o for o in doc["outcomes"] if o["configuration"] == "direct" and o["metric"] == "iops")
     assert held["status"] == "holds" and held["verdict"] == "no clear difference" and held["mdd_pct"] >= 2.0
-    assert doc["not_measured"] == ["cpu_us_per_io_loadgen <= +10 %", "cpu_us_per_io_total <= +10 %"]
+    assert doc["not_measured"] == ["cpu_us_per_io_loadgen <= +10 %", "cpu_us_per_io_server <= +10 %"]
+    assert doc["environment_changed"] == [] and doc["forced"] == []
 
 
 def test_a_change_outside_the_tolerance_that_is_not_called_holds(tmp_path, capsys):
