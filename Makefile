@@ -31,11 +31,11 @@ lint: test-deps
 # (2) Then the lab tests that measure, one at a time, with nothing else on the machine's two cores.
 # Every part runs; any failing fails.
 test: lint
-	@log=$$(mktemp -d); $(PY) -m pytest -q -ra --durations=10 -n 4 --dist loadfile tests/unit tests/e2e \
+	@log=$$(mktemp -d); $(PY) -m pytest -q -ra --durations=20 -n 4 --dist loadfile tests/unit tests/e2e \
 	  > $$log/unit.txt 2>&1 & u=$$!; \
-	$(PY) -m pytest -q -ra --durations=10 -n 2 --dist loadgroup -m lab_beside tests/lab; a=$$?; \
+	$(PY) -m pytest -q -ra --durations=30 -n 2 --dist loadgroup -m lab_beside tests/lab; a=$$?; \
 	wait $$u; b=$$?; cat $$log/unit.txt; rm -rf $$log; \
-	$(PY) -m pytest -q -ra --durations=15 -m "not lab_beside" tests/lab; c=$$?; \
+	$(PY) -m pytest -q -ra --durations=30 -m "not lab_beside" tests/lab; c=$$?; \
 	test $$a = 0 && test $$b = 0 && test $$c = 0
 
 test-unit: test-deps
