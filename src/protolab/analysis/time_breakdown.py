@@ -38,7 +38,7 @@ from typing import Iterable
 
 from ..plan.coordinates import Point, point_of
 from ..results.records import CellRecord
-from .fault_figures import Estimate, estimate
+from .fault_figures import Estimate, estimate, faulted
 
 COMPONENTS = ("initiator", "network", "server", "device")
 #: The check's bound (issue 46: "the components add up to fio's mean within 5 %"): a larger residual is flagged.
@@ -214,12 +214,12 @@ def _row(workload: str, point: Point, configuration: str, recs: list[CellRecord]
 
 def rows(records: Iterable[CellRecord], wired: dict[str, bool] | None = None) -> list[BreakdownRow]:
     """Each configuration's breakdown at each workload and point, over its ok repeats; only cells where a level below
-    fio's was measured (a device time or a capture). ``wired``: configuration → whether a wire lies in its path
-    (unknown: True)."""
+    fio's was measured (a device time or a capture); a window with a fault is its fault's (analysis.fault_figures),
+    not a time to break down. ``wired``: configuration → whether a wire lies in its path (unknown: True)."""
     wired = wired or {}
     groups: dict[tuple[str, Point, str], list[CellRecord]] = {}
     for r in records:
-        if not r.failed:
+        if not r.failed and not faulted(r):
             groups.setdefault((r.workload, point_of(r), r.configuration), []).append(r)
     out = []
     for (w, p, c), recs in sorted(groups.items(), key=lambda kv: kv[0]):

@@ -187,3 +187,16 @@ def test_no_sentence_where_the_reports_test_did_not_call_the_difference():
     records = _study((1, 2, 3), repeats=2)  # two repeats: the report's test is not run
     found = rows(records, {"direct": False})
     assert [f for f in breakdown_findings(found, _verdicts(records), "direct") if f.kind == "breakdown"] == []
+
+
+def test_a_window_with_a_fault_is_its_faults_and_not_broken_down_but_its_control_is():
+    from protolab.results.faultwindow import FaultWindow
+
+    def window(config: str, repeat: int, fault: str, kind: str | None) -> CellRecord:
+        r = rec(config, repeat, 400.0, host=330.0, server=300.0, device=(20.0, 80.0))
+        return r.model_copy(update={"fault": FaultWindow(fault=fault, kind=kind),
+                                    "coords": {**r.coords, "fault": fault}})
+
+    got = rows([window("iscsi", k, f, kind) for k in (1, 2) for f, kind in (("none", None), ("down", "link_down"))])
+    assert len(got) == 1 and [p.name for p in got[0].parts] == ["initiator", "network", "server", "device"]
+    assert got[0].point == point_of(window("iscsi", 1, "none", None))
