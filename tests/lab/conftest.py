@@ -97,8 +97,8 @@ def settled_leftovers(prefix: str = PREFIX, pids: tuple[int, ...] = (), wait: fl
 def family_prefix(letter: str) -> str:
     """The lab prefix of one family of tests (one test module): PROTOLAB_TEST_LAB_PREFIX's first five
     characters and ``letter`` when it is set, so parallel sessions never share one; 'pl' + letter otherwise, with
-    the pytest-xdist worker's number between when the lab tests run in lanes (`make test`: two lanes' modules share
-    a family, test_study's, whose labs would otherwise clash)."""
+    the pytest-xdist worker's number between when the lab tests run on several workers (`make test`: a module's tests
+    may run on both at once, test_study's labs would otherwise clash)."""
     base = os.environ.get("PROTOLAB_TEST_LAB_PREFIX")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
     return (base[:5] + letter) if base else f"pl{worker[-1:]}{letter}"
@@ -207,23 +207,19 @@ def make_lab(request):
 
 
 # The lab tests that assert on no timing, rate or ratio a busy machine would move (they check what was made, run,
-# recorded, refused and torn down; counts of frames and bytes), by the lane they run in beside each other and beside
-# the unit and end-to-end tests (Makefile: `make test`); each lane runs its files one at a time. Every other lab test
-# measures, and runs alone afterwards. A new lab test that measures nothing belongs in a lane.
-BESIDE = {
-    "guests": ("test_attach_hosts", "test_vm_study", "test_kernel_nvme", "test_cifs_guest", "test_smb_study",
-               "test_vm_guest"),
-    "labs": ("test_resume", "test_study", "test_killed_resume", "test_servers_loopback", "test_verify_lab",
-             "test_fill_lab", "test_nfs_direct", "test_overwrite_block", "test_replay_lab",
-             "test_lab_access", "test_lab_teardown", "test_lab_trust", "test_lab_pool", "test_prefix_clash",
-             "test_net_counters", "test_samba_lab", "test_lab_cli"),
-}
+# recorded, refused and torn down; counts of frames and bytes): `make test` runs them on two pytest-xdist workers
+# beside the unit and end-to-end tests, each worker one test at a time, whichever is free taking the next (so two
+# guests' tests may run at once). Every other lab test measures, and runs alone afterwards. A new lab test that
+# measures nothing belongs here.
+BESIDE = (
+    "test_attach_hosts", "test_vm_study", "test_kernel_nvme", "test_cifs_guest", "test_smb_study", "test_vm_guest",
+    "test_resume", "test_study", "test_killed_resume", "test_servers_loopback", "test_verify_lab", "test_fill_lab",
+    "test_nfs_direct", "test_overwrite_block", "test_replay_lab", "test_lab_access", "test_lab_teardown",
+    "test_lab_trust", "test_lab_pool", "test_prefix_clash", "test_net_counters", "test_samba_lab", "test_lab_cli",
+)
 
 
 def pytest_collection_modifyitems(config, items):
-    lanes = {module: lane for lane, modules in BESIDE.items() for module in modules}
     for item in items:
-        lane = lanes.get(item.path.stem)
-        if lane is not None:
+        if item.path.stem in BESIDE:
             item.add_marker(pytest.mark.lab_beside)
-            item.add_marker(pytest.mark.xdist_group(lane))
