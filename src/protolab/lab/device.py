@@ -47,7 +47,7 @@ from .record import Resource
 BINARY = "protolab-blockdev"
 TIMEOUT = 20.0
 PROBE_SECONDS = 1.0
-CALIBRATE_ROUNDS = (0.5, 1.5)  # seconds of each round: the first finds how long the model will hold a read
+CALIBRATE_ROUNDS = (1.0, 3.0)  # seconds of each round: the first finds how long the model will hold a read
 PROBE_BLOCK = 4096
 FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_NOCOW_FL = 0x80086601, 0x40086602, 0x00800000  # linux/fs.h
 CALIBRATE_MAX_US = 20_000.0  # a longer service time calibrates at this one: ~50 reads in a round of a second
