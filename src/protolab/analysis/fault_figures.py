@@ -59,29 +59,37 @@ def faulted(rec: CellRecord) -> bool:
     return rec.fault is not None and rec.fault.kind is not None
 
 
+def _silences(iops: Sequence[float]) -> list[tuple[int, int]]:
+    """Each run of bins without a completion, as (its first bin, the bin after it), in order."""
+    runs, start = [], None
+    for i, v in enumerate([*iops, 1]):  # a bin with a completion past the end closes a run to the window's end
+        if v <= 0:
+            start = i if start is None else start
+        elif start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
 def longest_stall(iops: Sequence[float], step_ms: int) -> tuple[float, float | None]:
-    """(ms, start s) of the longest run of bins without a completion; (0, None) when every bin has one."""
-    best, start, run = 0, None, 0
-    for i, v in enumerate(iops):
-        run = run + 1 if v <= 0 else 0
-        if run > best:
-            best, start = run, i - run + 1
-    return best * step_ms, None if start is None else start * step_ms / 1000.0
+    """(ms, start s) of the longest run of bins without a completion (the first of equals); (0, None) when every
+    bin has one."""
+    runs = _silences(iops)
+    if not runs:
+        return 0, None
+    first, end = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
+    return (end - first) * step_ms, first * step_ms / 1000.0
 
 
 def longest_unanswered(iops: Sequence[float], step_ms: int, error_by_s: float | None) -> int:
     """ms of the longest span with no I/O answered: the runs of bins without a completion, the one in which fio's
     first error came (by ``error_by_s``, s into the window; None: no error) ending at it."""
-    best, start = 0, None
-    for i, v in enumerate([*iops, 1]):  # a bin with a completion past the end closes a run to the window's end
-        if v <= 0:
-            start = i if start is None else start
-            continue
-        if start is not None:
-            begin, end = start * step_ms, i * step_ms
-            if error_by_s is not None and begin <= error_by_s * 1000.0 < end:
-                end = error_by_s * 1000.0
-            best, start = max(best, round(end - begin)), None  # ms: the statuses' times have no finer
+    best = 0
+    for first, after in _silences(iops):
+        begin, end = first * step_ms, after * step_ms
+        if error_by_s is not None and begin <= error_by_s * 1000.0 < end:
+            end = error_by_s * 1000.0
+        best = max(best, round(end - begin))  # ms: the statuses' times have no finer
     return best
 
 
